@@ -1,0 +1,289 @@
+#include "autograd/engine.h"
+
+#include <queue>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "autograd/node.h"
+#include "tensor/kernels.h"
+#include "trace/emit.h"
+
+namespace hookscope::autograd {
+
+using trace::EventKind;
+
+namespace {
+
+thread_local bool tl_in_backward = false;
+
+struct ReadyEntry {
+  uint64_t sequence_nr;
+  Node* node;
+  bool operator<(const ReadyEntry& o) const { return sequence_nr < o.sequence_nr; }
+};
+
+struct NodeState {
+  int dependencies = 0;
+  bool relevant = false;  // on a path to something the task wants
+  bool executes = false;  // runs apply (and pre/post hooks)
+  variable_list buffer;   // incoming gradients, one per input
+  std::vector<std::pair<uint32_t, size_t>> captures;  // (input_nr, result slot)
+};
+
+class GraphTask {
+ public:
+  GraphTask(bool retain_graph, bool accumulate)
+      : retain_graph_(retain_graph), accumulate_(accumulate) {}
+
+  // Runs the task from `roots` seeded with `grads`. For grad(), `capture`
+  // lists the edges whose incoming gradient is the result.
+  variable_list run(const std::vector<Edge>& roots, const variable_list& grads,
+                    const std::vector<Edge>& capture) {
+    discover(roots);
+    for (size_t i = 0; i < capture.size(); ++i) {
+      auto it = states_.find(capture[i].function.get());
+      if (it != states_.end()) it->second.captures.emplace_back(capture[i].input_nr, i);
+    }
+    mark_relevant();
+    count_dependencies();
+
+    for (size_t i = 0; i < roots.size(); ++i) add_input(roots[i], grads[i]);
+    for (const Edge& r : roots) {
+      NodeState& s = states_.at(r.function.get());
+      if (s.dependencies == 0 && s.relevant && !queued(r.function.get())) {
+        push(r.function.get());
+      }
+    }
+
+    variable_list results(capture.size());
+    while (!ready_.empty()) {
+      Node* node = ready_.top().node;
+      ready_.pop();
+      evaluate(node, states_.at(node), results);
+    }
+    return results;
+  }
+
+  size_t executed() const { return executed_; }
+
+ private:
+  void discover(const std::vector<Edge>& roots) {
+    std::vector<Node*> stack;
+    for (const Edge& r : roots) {
+      if (states_.emplace(r.function.get(), NodeState{}).second) {
+        order_.push_back(r.function.get());
+        stack.push_back(r.function.get());
+      }
+    }
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      for (const Edge& e : n->next_edges()) {
+        if (!e.function) continue;
+        if (states_.emplace(e.function.get(), NodeState{}).second) {
+          order_.push_back(e.function.get());
+          stack.push_back(e.function.get());
+        }
+      }
+    }
+  }
+
+  // backward(): everything reachable runs. grad(): only Functions on a path
+  // to a captured edge are relevant, and only those with a relevant
+  // successor run (so AccumulateGrad never runs).
+  void mark_relevant() {
+    if (accumulate_) {
+      for (auto& [node, s] : states_) s.relevant = s.executes = true;
+      return;
+    }
+    // Fixed point over the reachable set; the graph is a DAG, so iterating
+    // in reverse discovery order converges in a few sweeps.
+    for (auto& [node, s] : states_) s.relevant = !s.captures.empty();
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+        NodeState& s = states_.at(*it);
+        for (const Edge& e : (*it)->next_edges()) {
+          if (e.function && states_.at(e.function.get()).relevant && !s.executes) {
+            s.relevant = s.executes = true;
+            changed = true;
+          }
+        }
+      }
+    }
+  }
+
+  void count_dependencies() {
+    for (Node* n : order_) {
+      if (!states_.at(n).executes) continue;
+      for (const Edge& e : n->next_edges()) {
+        if (e.function && states_.at(e.function.get()).relevant) {
+          ++states_.at(e.function.get()).dependencies;
+        }
+      }
+    }
+  }
+
+  void add_input(const Edge& edge, const Tensor& grad) {
+    NodeState& s = states_.at(edge.function.get());
+    if (s.buffer.empty()) s.buffer.resize(edge.function->num_inputs());
+    if (!grad.defined()) return;
+    Tensor& slot = s.buffer.at(edge.input_nr);
+    if (!slot.defined()) {
+      slot = grad;
+    } else {
+      Tensor sum = Tensor::empty(slot.shape(), slot.device());
+      kernels_for(slot.device()).binary(BinaryOp::kAdd, slot, grad, sum);
+      slot = sum;
+    }
+  }
+
+  bool queued(Node* n) { return queued_.count(n) != 0; }
+  void push(Node* n) {
+    queued_.emplace(n, true);
+    ready_.push(ReadyEntry{n->sequence_nr(), n});
+  }
+
+  void evaluate(Node* node, NodeState& s, variable_list& results) {
+    variable_list grads = std::move(s.buffer);
+    if (grads.empty()) grads.resize(node->num_inputs());
+    node->call_tensor_pre_hooks(grads);
+    for (auto [input_nr, slot] : s.captures) results[slot] = grads.at(input_nr);
+    if (!s.executes) return;
+
+    bool any_defined = false;
+    for (const Tensor& g : grads) any_defined = any_defined || g.defined();
+    variable_list outputs;
+    if (any_defined) {
+      node->call_pre_hooks(grads);
+      trace::emit(EventKind::kApplyBegin, 0, node->id());
+      outputs = node->apply(variable_list(grads));  // post hooks see grads too
+      trace::emit(EventKind::kApplyEnd, 0, node->id());
+      ++executed_;
+      node->call_post_hooks(outputs, grads);
+      if (!retain_graph_) node->release_variables();
+    }
+    outputs.resize(node->num_outputs());
+    const edge_list& edges = node->next_edges();
+    for (size_t i = 0; i < edges.size(); ++i) {
+      const Edge& e = edges[i];
+      if (!e.function) continue;
+      NodeState& next = states_.at(e.function.get());
+      if (!next.relevant) continue;
+      add_input(e, outputs[i]);
+      if (--next.dependencies == 0) push(e.function.get());
+    }
+  }
+
+  bool retain_graph_;
+  bool accumulate_;
+  size_t executed_ = 0;
+  std::unordered_map<Node*, NodeState> states_;
+  std::unordered_map<Node*, bool> queued_;
+  std::vector<Node*> order_;
+  std::priority_queue<ReadyEntry> ready_;
+};
+
+class BackwardScope {
+ public:
+  BackwardScope(size_t roots, bool grad_mode) {
+    if (tl_in_backward) {
+      throw std::logic_error(
+          "backward() or grad() was called from inside a hook while this thread is "
+          "running a backward pass; hookscope's engine is not reentrant. Record what you "
+          "need in the hook and run the second backward after the first returns.");
+    }
+    tl_in_backward = true;
+    trace::emit(EventKind::kBackwardBegin, grad_mode ? 1 : 0, 0, 0, roots);
+  }
+  ~BackwardScope() {
+    tl_in_backward = false;
+    trace::emit(EventKind::kBackwardEnd, completed ? 0 : 2, 0, 0, executed);
+  }
+  bool completed = false;
+  size_t executed = 0;
+};
+
+// Roots and their seed gradients, validated as PyTorch validates them.
+std::pair<std::vector<Edge>, variable_list> make_roots(const variable_list& roots,
+                                                       const variable_list& grad_roots) {
+  if (roots.empty()) throw std::invalid_argument("backward: no tensors to differentiate");
+  if (!grad_roots.empty() && grad_roots.size() != roots.size()) {
+    throw std::invalid_argument("backward: got " + std::to_string(grad_roots.size()) +
+                                " gradients for " + std::to_string(roots.size()) +
+                                " tensors");
+  }
+  std::vector<Edge> edges;
+  variable_list grads;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& r = roots[i];
+    Edge e = gradient_edge(r);
+    if (!e.is_valid()) {
+      throw std::invalid_argument("element " + std::to_string(i) +
+                                  " of tensors does not require grad and does not have a "
+                                  "grad_fn");
+    }
+    Tensor g = grad_roots.empty() ? Tensor() : grad_roots[i];
+    if (!g.defined()) {
+      if (r.numel() != 1) {
+        throw std::invalid_argument(
+            "grad can be implicitly created only for scalar outputs; tensor " +
+            std::to_string(i) + " has shape " + shape_str(r.shape()) +
+            " (pass its gradient explicitly)");
+      }
+      g = Tensor::full(r.shape(), 1.f, r.device());
+    } else if (g.shape() != r.shape()) {
+      throw std::invalid_argument("backward: gradient " + std::to_string(i) + " has shape " +
+                                  shape_str(g.shape()) + " but its tensor has shape " +
+                                  shape_str(r.shape()));
+    }
+    edges.push_back(std::move(e));
+    grads.push_back(std::move(g));
+  }
+  return {std::move(edges), std::move(grads)};
+}
+
+}  // namespace
+
+void backward(const variable_list& roots, const variable_list& grad_roots,
+              bool retain_graph) {
+  auto [edges, grads] = make_roots(roots, grad_roots);
+  BackwardScope scope(roots.size(), false);
+  GraphTask task(retain_graph, /*accumulate=*/true);
+  task.run(edges, grads, {});
+  scope.executed = task.executed();
+  scope.completed = true;
+}
+
+variable_list grad(const variable_list& outputs, const variable_list& inputs,
+                   const variable_list& grad_outputs, bool retain_graph, bool allow_unused) {
+  auto [edges, grads] = make_roots(outputs, grad_outputs);
+  std::vector<Edge> capture;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Edge e = gradient_edge(inputs[i]);
+    if (!e.is_valid()) {
+      throw std::invalid_argument("grad: input " + std::to_string(i) +
+                                  " does not require grad");
+    }
+    capture.push_back(std::move(e));
+  }
+  BackwardScope scope(outputs.size(), true);
+  GraphTask task(retain_graph, /*accumulate=*/false);
+  variable_list result = task.run(edges, grads, capture);
+  scope.executed = task.executed();
+  for (size_t i = 0; i < result.size(); ++i) {
+    if (!result[i].defined() && !allow_unused) {
+      throw std::invalid_argument(
+          "grad: input " + std::to_string(i) +
+          " appears not to have been used in the graph; pass allow_unused=true if that is "
+          "intended");
+    }
+  }
+  scope.completed = true;
+  return result;
+}
+
+}  // namespace hookscope::autograd

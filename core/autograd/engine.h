@@ -1,0 +1,25 @@
+#pragma once
+// The backward engine: dependency counting from the roots and a ready queue
+// ordered as PyTorch's CPU queue (AccumulateGrad first, then the most
+// recently created Function).
+
+#include "tensor/tensor.h"
+
+namespace hookscope::autograd {
+
+// Accumulates d(roots)/d(leaf) into every reachable leaf's .grad.
+// `grad_roots[i]` may be undefined for a single-element root (implicit 1).
+// Without retain_graph the graph's saved tensors are freed as it runs.
+// Calling backward or grad from inside a hook while this thread is running a
+// backward pass throws (the engine is not reentrant).
+void backward(const variable_list& roots, const variable_list& grad_roots = {},
+              bool retain_graph = false);
+
+// Returns d(outputs)/d(inputs) without touching any .grad: AccumulateGrad
+// does not run, as in torch.autograd.grad. With allow_unused, an input the
+// outputs do not depend on gets an undefined tensor; otherwise that throws.
+variable_list grad(const variable_list& outputs, const variable_list& inputs,
+                   const variable_list& grad_outputs = {}, bool retain_graph = false,
+                   bool allow_unused = false);
+
+}  // namespace hookscope::autograd

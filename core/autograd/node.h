@@ -1,0 +1,162 @@
+#pragma once
+// Node (a Function in PyTorch's older naming): one step of the backward graph.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/hooks.h"
+#include "tensor/tensor.h"
+
+namespace hookscope {
+
+struct Edge {
+  std::shared_ptr<Node> function;
+  uint32_t input_nr = 0;
+  bool is_valid() const { return function != nullptr; }
+};
+using edge_list = std::vector<Edge>;
+
+// Hook signatures on a Node (see Note [Hook firing order]).
+//  tensor pre hook: the gradient for one input of this Node; may replace it.
+using TensorPreHookFn = TensorHookFn;
+//  pre hook: all incoming gradients (grad_outputs of the forward op); may edit them.
+using FunctionPreHookFn = std::function<void(variable_list& grad_outputs)>;
+//  post hook: the gradients this Node produced and the ones it received.
+using FunctionPostHookFn =
+    std::function<void(variable_list& grad_inputs, const variable_list& grad_outputs)>;
+
+// Note [Hook firing order]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// When the engine runs a Node it fires, in this order (PyTorch's documented
+// order): tensor pre hooks (for a leaf's AccumulateGrad, the leaf's
+// register_hook hooks), then retain_grad hooks, then pre hooks, then the
+// Node itself (for AccumulateGrad: accumulate, then post-accumulate hooks),
+// then post hooks. Hooks of one kind run in registration order. Every firing
+// emits kHookFired before the hook runs. See also Note [Removing hooks while
+// they fire].
+
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  explicit Node(edge_list next_edges = {});
+  virtual ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // Runs the backward computation: gradients w.r.t. this Node's forward
+  // outputs in, gradients w.r.t. its forward inputs (one per next edge) out.
+  virtual variable_list apply(variable_list&& grad_outputs) = 0;
+  virtual std::string name() const = 0;
+  // Frees saved tensors (backward without retain_graph).
+  virtual void release_variables() {}
+
+  uint64_t id() const { return id_; }
+  uint64_t sequence_nr() const { return sequence_nr_; }
+  const edge_list& next_edges() const { return next_edges_; }
+  const Edge& next_edge(size_t i) const { return next_edges_.at(i); }
+  uint32_t num_outputs() const { return static_cast<uint32_t>(next_edges_.size()); }
+  uint32_t num_inputs() const { return num_inputs_; }
+
+  // ---- hooks (Note [Hook keys]) ----
+  HookKey add_tensor_pre_hook(TensorPreHookFn fn, uint32_t input_nr = 0,
+                              OwnerId owner = user_owner());
+  HookKey add_pre_hook(FunctionPreHookFn fn, OwnerId owner = user_owner());
+  HookKey add_post_hook(FunctionPostHookFn fn, OwnerId owner = user_owner());
+  HookKey add_retain_grad_hook(TensorPreHookFn fn, uint32_t input_nr, OwnerId owner);
+  bool del_tensor_pre_hook(HookKey key, OwnerId remover = user_owner());
+  bool del_pre_hook(HookKey key, OwnerId remover = user_owner());
+  bool del_post_hook(HookKey key, OwnerId remover = user_owner());
+  bool del_retain_grad_hook(HookKey key, OwnerId remover);
+
+  // The legacy by-type sweep (PR #21591's rejected "solution 1"): removes
+  // every post hook whose owner has kind `kind`, whoever that owner is.
+  // Returns how many were removed; each removal is recorded with `remover`.
+  size_t del_post_hooks_of_kind(OwnerKind kind, OwnerId remover);
+
+  size_t num_tensor_pre_hooks() const { return tensor_pre_hooks().size(); }
+  size_t num_pre_hooks() const { return pre_hooks_.size(); }
+  size_t num_post_hooks() const { return post_hooks_.size(); }
+  std::vector<const HookList<FunctionPostHookFn>::Entry*> post_hook_entries() const {
+    return post_hooks_.live_entries();
+  }
+
+  // ---- used by the engine ----
+  void call_tensor_pre_hooks(variable_list& grads);
+  void call_pre_hooks(variable_list& grads);
+  void call_post_hooks(variable_list& grad_inputs, const variable_list& grad_outputs);
+
+  // Emits creation, name and edge events; called once the Node is wired.
+  void record_created(uint8_t flags = 0, uint64_t previous_accumulator = 0);
+  // Adds one next edge (op construction).
+  void add_next_edge(Edge edge) { next_edges_.push_back(std::move(edge)); }
+  void set_num_inputs(uint32_t n) { num_inputs_ = n; }
+
+ protected:
+  virtual HookList<TensorPreHookFn>& tensor_pre_hooks() { return tensor_pre_hooks_; }
+  virtual const HookList<TensorPreHookFn>& tensor_pre_hooks() const {
+    return tensor_pre_hooks_;
+  }
+  // Emits kHookRemoved for hooks still attached when the Node dies.
+  void record_release_of_hooks();
+
+  uint64_t id_;
+  uint64_t sequence_nr_;
+  uint32_t num_inputs_ = 1;
+  edge_list next_edges_;
+  HookList<TensorPreHookFn> tensor_pre_hooks_;
+  HookList<TensorPreHookFn> retains_grad_hooks_;
+  HookList<FunctionPreHookFn> pre_hooks_;
+  HookList<FunctionPostHookFn> post_hooks_;
+};
+
+// Ids and sequence numbers are drawn from process-wide counters and never reused.
+uint64_t next_node_id();
+uint64_t next_sequence_nr();
+
+// A backward Node built from a closure: the op's saved tensors live in the
+// closure and are dropped by release_variables().
+class FunctionNode : public Node {
+ public:
+  using Backward = std::function<variable_list(const variable_list& grad_outputs)>;
+  FunctionNode(const char* name, Backward backward);
+  variable_list apply(variable_list&& grad_outputs) override;
+  std::string name() const override { return name_; }
+  void release_variables() override;
+
+ private:
+  const char* name_;
+  Backward backward_;
+  bool released_ = false;
+};
+
+// Accumulates the gradient into a leaf's .grad. Holds the leaf strongly; the
+// leaf holds it weakly (Note [Leaf hooks live on the tensor]).
+class AccumulateGrad : public Node {
+ public:
+  explicit AccumulateGrad(Tensor variable);
+  ~AccumulateGrad() override;
+  variable_list apply(variable_list&& grad_outputs) override;
+  std::string name() const override { return "AccumulateGrad"; }
+  const Tensor& variable() const { return variable_; }
+
+ protected:
+  HookList<TensorPreHookFn>& tensor_pre_hooks() override;
+  const HookList<TensorPreHookFn>& tensor_pre_hooks() const override;
+
+ private:
+  Tensor variable_;
+};
+
+// Wires `node` as grad_fn of `outputs` with edges to `inputs`' grad
+// functions, when grad mode is on and some input requires grad. Emits the
+// creation events. Returns whether history was recorded.
+bool set_history(const std::shared_ptr<Node>& node, const variable_list& inputs,
+                 const std::vector<Tensor*>& outputs);
+
+// The edge a gradient for `t` flows along: grad_fn (non-leaf) or the
+// AccumulateGrad (leaf requiring grad); invalid for constants.
+Edge gradient_edge(const Tensor& t);
+
+}  // namespace hookscope

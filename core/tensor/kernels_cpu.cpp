@@ -1,0 +1,200 @@
+// CPU kernels: plain loops, OpenBLAS for matmul.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "tensor/kernels.h"
+
+namespace hookscope {
+namespace {
+
+class CpuKernels final : public Kernels {
+ public:
+  std::shared_ptr<Storage> allocate(int64_t numel) override {
+    auto s = std::make_shared<Storage>();
+    s->device = Device::kCPU;
+    s->cpu.resize(static_cast<size_t>(numel));
+    s->numel = numel;
+    return s;
+  }
+  void fill(Tensor& out, float value) override {
+    std::fill_n(out.data(), out.numel(), value);
+  }
+  void copy_from_host(Tensor& out, const float* src) override {
+    std::memcpy(out.data(), src, sizeof(float) * out.numel());
+  }
+  void copy_to_host(const Tensor& src, float* dst) override {
+    std::memcpy(dst, src.data(), sizeof(float) * src.numel());
+  }
+
+  void unary(UnaryOp op, const Tensor& x, Tensor& out) override {
+    const float* a = x.data();
+    float* y = out.data();
+    const int64_t n = x.numel();
+    switch (op) {
+      case UnaryOp::kNeg: for (int64_t i = 0; i < n; ++i) y[i] = -a[i]; break;
+      case UnaryOp::kRelu: for (int64_t i = 0; i < n; ++i) y[i] = a[i] > 0.f ? a[i] : 0.f; break;
+      case UnaryOp::kTanh: for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(a[i]); break;
+      case UnaryOp::kSigmoid:
+        for (int64_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + std::exp(-a[i]));
+        break;
+      case UnaryOp::kExp: for (int64_t i = 0; i < n; ++i) y[i] = std::exp(a[i]); break;
+      case UnaryOp::kLog: for (int64_t i = 0; i < n; ++i) y[i] = std::log(a[i]); break;
+    }
+  }
+
+  void unary_grad(UnaryGradOp op, const Tensor& grad, const Tensor& saved,
+                  Tensor& out) override {
+    const float* g = grad.data();
+    const float* s = saved.data();
+    float* o = out.data();
+    const int64_t n = grad.numel();
+    switch (op) {
+      case UnaryGradOp::kRelu: for (int64_t i = 0; i < n; ++i) o[i] = s[i] > 0.f ? g[i] : 0.f; break;
+      case UnaryGradOp::kTanh: for (int64_t i = 0; i < n; ++i) o[i] = g[i] * (1.f - s[i] * s[i]); break;
+      case UnaryGradOp::kSigmoid: for (int64_t i = 0; i < n; ++i) o[i] = g[i] * s[i] * (1.f - s[i]); break;
+      case UnaryGradOp::kExp: for (int64_t i = 0; i < n; ++i) o[i] = g[i] * s[i]; break;
+      case UnaryGradOp::kLog: for (int64_t i = 0; i < n; ++i) o[i] = g[i] / s[i]; break;
+    }
+  }
+
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override {
+    const float* x = a.data();
+    const float* y = b.data();
+    float* o = out.data();
+    const int64_t n = a.numel();
+    switch (op) {
+      case BinaryOp::kAdd: for (int64_t i = 0; i < n; ++i) o[i] = x[i] + y[i]; break;
+      case BinaryOp::kSub: for (int64_t i = 0; i < n; ++i) o[i] = x[i] - y[i]; break;
+      case BinaryOp::kMul: for (int64_t i = 0; i < n; ++i) o[i] = x[i] * y[i]; break;
+      case BinaryOp::kDiv: for (int64_t i = 0; i < n; ++i) o[i] = x[i] / y[i]; break;
+    }
+  }
+
+  void scale(const Tensor& a, float alpha, Tensor& out) override {
+    const float* x = a.data();
+    float* o = out.data();
+    for (int64_t i = 0, n = a.numel(); i < n; ++i) o[i] = x[i] * alpha;
+  }
+
+  void axpy(float alpha, const Tensor& x, Tensor& y) override {
+    cblas_saxpy(static_cast<int>(x.numel()), alpha, x.data(), 1, y.data(), 1);
+  }
+
+  void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+              Tensor& out) override {
+    const int m = static_cast<int>(out.size(0));
+    const int n = static_cast<int>(out.size(1));
+    const int k = static_cast<int>(trans_a ? a.size(0) : a.size(1));
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.f, a.data(),
+                static_cast<int>(a.size(1)), b.data(), static_cast<int>(b.size(1)), 0.f,
+                out.data(), n);
+  }
+
+  void add_bias(const Tensor& x, const Tensor& bias, Tensor& out) override {
+    const int64_t rows = x.size(0), cols = x.size(1);
+    const float* a = x.data();
+    const float* bb = bias.data();
+    float* o = out.data();
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) o[r * cols + c] = a[r * cols + c] + bb[c];
+    }
+  }
+
+  void sum_rows(const Tensor& x, Tensor& out) override {
+    const int64_t rows = x.size(0), cols = x.size(1);
+    const float* a = x.data();
+    float* o = out.data();
+    std::fill_n(o, cols, 0.f);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) o[c] += a[r * cols + c];
+    }
+  }
+
+  void sum_all(const Tensor& x, Tensor& out) override {
+    double acc = 0.0;  // double: sums of many floats lose digits otherwise
+    const float* a = x.data();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) acc += a[i];
+    out.data()[0] = static_cast<float>(acc);
+  }
+
+  void broadcast_scalar(const Tensor& grad, float alpha, Tensor& out) override {
+    std::fill_n(out.data(), out.numel(), grad.data()[0] * alpha);
+  }
+
+  void transpose2d(const Tensor& x, Tensor& out) override {
+    const int64_t rows = x.size(0), cols = x.size(1);
+    const float* a = x.data();
+    float* o = out.data();
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) o[c * rows + r] = a[r * cols + c];
+    }
+  }
+
+  void log_softmax(const Tensor& x, Tensor& out) override {
+    const int64_t rows = x.size(0), cols = x.size(1);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* a = x.data() + r * cols;
+      float* o = out.data() + r * cols;
+      float mx = *std::max_element(a, a + cols);
+      double s = 0.0;
+      for (int64_t c = 0; c < cols; ++c) s += std::exp(static_cast<double>(a[c] - mx));
+      const float lse = mx + static_cast<float>(std::log(s));
+      for (int64_t c = 0; c < cols; ++c) o[c] = a[c] - lse;
+    }
+  }
+
+  void log_softmax_grad(const Tensor& grad, const Tensor& out_saved, Tensor& grad_in) override {
+    const int64_t rows = grad.size(0), cols = grad.size(1);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* g = grad.data() + r * cols;
+      const float* y = out_saved.data() + r * cols;
+      float* o = grad_in.data() + r * cols;
+      double gs = 0.0;
+      for (int64_t c = 0; c < cols; ++c) gs += g[c];
+      for (int64_t c = 0; c < cols; ++c) o[c] = g[c] - std::exp(y[c]) * static_cast<float>(gs);
+    }
+  }
+
+  void nll_loss(const Tensor& logp, const std::vector<int64_t>& target, Tensor& out) override {
+    const int64_t rows = logp.size(0), cols = logp.size(1);
+    double acc = 0.0;
+    for (int64_t r = 0; r < rows; ++r) acc -= logp.data()[r * cols + target[r]];
+    out.data()[0] = static_cast<float>(acc / static_cast<double>(rows));
+  }
+
+  void nll_loss_grad(const Tensor& grad, const std::vector<int64_t>& target,
+                     Tensor& grad_in) override {
+    const int64_t rows = grad_in.size(0), cols = grad_in.size(1);
+    float* o = grad_in.data();
+    std::fill_n(o, rows * cols, 0.f);
+    const float g = grad.data()[0] / static_cast<float>(rows);
+    for (int64_t r = 0; r < rows; ++r) o[r * cols + target[r]] = -g;
+  }
+};
+
+Kernels* g_cuda_kernels = nullptr;
+
+}  // namespace
+
+void register_cuda_kernels(Kernels* kernels) { g_cuda_kernels = kernels; }
+
+Kernels& kernels_for(Device device) {
+  static CpuKernels cpu;
+  if (device == Device::kCPU) return cpu;
+  std::string why;
+  if (!cuda_available(&why) || g_cuda_kernels == nullptr) {
+    throw std::runtime_error("cannot run on cuda: " +
+                             (why.empty() ? std::string("no CUDA kernels in this build") : why) +
+                             "; use --device cpu");
+  }
+  return *g_cuda_kernels;
+}
+
+}  // namespace hookscope

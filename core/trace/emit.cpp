@@ -1,0 +1,193 @@
+#include "trace/emit.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include "trace/recorder.h"
+
+namespace hookscope::trace {
+namespace detail {
+std::atomic<bool> g_recording{false};
+}  // namespace detail
+
+namespace {
+
+struct ThreadState;
+
+// Guards the attached sink and the registry of thread states.
+std::mutex g_mutex;
+ChunkSink* g_sink = nullptr;
+std::vector<ThreadState*> g_threads;
+std::atomic<uint64_t> g_generation{1};
+std::atomic<uint32_t> g_next_thread{0};
+
+struct ThreadState {
+  std::unique_ptr<Chunk> chunk;
+  uint64_t generation = 0;
+  uint32_t index;
+  uint16_t rank = 0;
+
+  ThreadState() : index(g_next_thread.fetch_add(1)) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_threads.push_back(this);
+  }
+  ~ThreadState() {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_sink && chunk && chunk->count > 0 &&
+        generation == g_generation.load()) {
+      g_sink->on_chunk(std::move(chunk));
+    }
+    g_threads.erase(std::find(g_threads.begin(), g_threads.end(), this));
+  }
+};
+
+thread_local ThreadState tl_state;
+
+std::vector<void (*)()>& start_callbacks() {
+  static std::vector<void (*)()> callbacks;
+  return callbacks;
+}
+
+// Hands a full chunk to the sink and starts a fresh one. Returns null when no
+// recorder is attached any more.
+Chunk* refill(ThreadState& ts) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_sink) return nullptr;
+  uint64_t gen = g_generation.load();
+  if (ts.generation == gen && ts.chunk && ts.chunk->count > 0) {
+    g_sink->on_chunk(std::move(ts.chunk));
+  }
+  ts.chunk = std::make_unique<Chunk>();
+  ts.chunk->thread = ts.index;
+  ts.generation = gen;
+  return ts.chunk.get();
+}
+
+}  // namespace
+
+namespace detail {
+
+void emit_slow(EventKind kind, uint8_t sub, uint64_t node, uint64_t key,
+               uint64_t arg, uint32_t owner, uint32_t actor) noexcept {
+  ThreadState& ts = tl_state;
+  Chunk* c = ts.chunk.get();
+  if (__builtin_expect(c == nullptr || c->count == kChunkEvents ||
+                           ts.generation != g_generation.load(std::memory_order_relaxed),
+                       0)) {
+    c = refill(ts);
+    if (c == nullptr) return;
+  }
+  Event& e = c->events[c->count++];
+  e.t_ns = now_ns();
+  e.node = node;
+  e.key = key;
+  e.arg = arg;
+  e.owner = owner;
+  e.actor = actor;
+  e.kind = kind;
+  e.sub = sub;
+  e.rank = ts.rank;
+  e.thread = ts.index;
+}
+
+}  // namespace detail
+
+void set_recording(bool on) noexcept {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  detail::g_recording.store(on && g_sink != nullptr);
+}
+
+void set_thread_rank(uint16_t rank) noexcept { tl_state.rank = rank; }
+uint16_t thread_rank() noexcept { return tl_state.rank; }
+uint32_t thread_index() noexcept { return tl_state.index; }
+
+uint64_t now_ns() noexcept {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// ---- Recorder ---------------------------------------------------------------
+
+Recorder::Recorder(ChunkSink& sink) : sink_(sink) {}
+
+Recorder::~Recorder() {
+  if (attached_) finish();
+}
+
+void add_start_callback(void (*fn)()) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  start_callbacks().push_back(fn);
+}
+
+void Recorder::start() {
+  std::vector<void (*)()> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_sink != nullptr) {
+      throw std::logic_error(
+          "a trace recorder is already attached to this process; finish() it before "
+          "starting another");
+    }
+    g_sink = &sink_;
+    g_generation.fetch_add(1);
+    attached_ = true;
+    detail::g_recording.store(true);
+    callbacks = start_callbacks();
+  }
+  for (auto fn : callbacks) fn();  // they emit, which takes g_mutex
+}
+
+void Recorder::finish() {
+  if (!attached_) return;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    detail::g_recording.store(false);
+    uint64_t gen = g_generation.load();
+    for (ThreadState* ts : g_threads) {
+      if (ts->chunk && ts->generation == gen && ts->chunk->count > 0) {
+        sink_.on_chunk(std::move(ts->chunk));
+      }
+      ts->chunk.reset();
+    }
+    g_generation.fetch_add(1);
+    g_sink = nullptr;
+    attached_ = false;
+  }
+  sink_.on_finish();
+}
+
+// ---- MemoryRecorder ---------------------------------------------------------
+
+MemoryRecorder::MemoryRecorder() : recorder_(*this) {}
+MemoryRecorder::~MemoryRecorder() { recorder_.finish(); }
+
+void MemoryRecorder::on_chunk(std::unique_ptr<Chunk> chunk) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  chunks_.push_back(std::move(chunk));
+}
+
+std::vector<Event> MemoryRecorder::events() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<const Chunk*> view;
+  view.reserve(chunks_.size());
+  for (const auto& c : chunks_) view.push_back(c.get());
+  return merge_chunks(view);
+}
+
+std::vector<Event> merge_chunks(const std::vector<const Chunk*>& chunks) {
+  size_t total = 0;
+  for (const Chunk* c : chunks) total += c->count;
+  std::vector<Event> out;
+  out.reserve(total);
+  for (const Chunk* c : chunks) out.insert(out.end(), c->events, c->events + c->count);
+  std::stable_sort(out.begin(), out.end(), [](const Event& a, const Event& b) {
+    return a.t_ns != b.t_ns ? a.t_ns < b.t_ns : a.thread < b.thread;
+  });
+  return out;
+}
+
+}  // namespace hookscope::trace

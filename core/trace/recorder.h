@@ -1,0 +1,73 @@
+#pragma once
+// Per-thread event buffers and the sinks that receive them.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "trace/event.h"
+
+namespace hookscope::trace {
+
+constexpr size_t kChunkEvents = 4096;
+
+// A run of events emitted by one thread, in emission order.
+struct Chunk {
+  uint32_t thread = 0;
+  uint32_t count = 0;
+  Event events[kChunkEvents];
+};
+
+// Receives full (and, at finish, partial) chunks. on_chunk may block to apply
+// back-pressure; it is called with no recorder lock held.
+class ChunkSink {
+ public:
+  virtual ~ChunkSink() = default;
+  virtual void on_chunk(std::unique_ptr<Chunk> chunk) = 0;
+  virtual void on_finish() {}
+};
+
+// Attaches a sink to the process's emission points. At most one Recorder is
+// attached at a time; see Note [Cost of emission] for the threading rules.
+class Recorder {
+ public:
+  explicit Recorder(ChunkSink& sink);
+  ~Recorder();  // finishes if still attached
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  void start();   // attach and begin recording; throws if another is attached
+  void finish();  // flush every thread's partial chunk, detach, sink.on_finish()
+  bool attached() const { return attached_; }
+
+ private:
+  ChunkSink& sink_;
+  bool attached_ = false;
+};
+
+// Keeps every event in memory; events() merges the threads into one stream.
+class MemoryRecorder : public ChunkSink {
+ public:
+  MemoryRecorder();
+  ~MemoryRecorder() override;
+  void start() { recorder_.start(); }
+  void finish() { recorder_.finish(); }
+
+  // The merged stream, ordered by (t_ns, thread), per-thread order kept.
+  // Call after finish().
+  std::vector<Event> events() const;
+
+  void on_chunk(std::unique_ptr<Chunk> chunk) override;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<Chunk>> chunks_;
+  Recorder recorder_;
+};
+
+// Merge helper shared by the memory recorder and the trace reader.
+std::vector<Event> merge_chunks(const std::vector<const Chunk*>& chunks);
+
+}  // namespace hookscope::trace
