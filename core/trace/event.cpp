@@ -19,6 +19,22 @@ std::string_view to_string(EventKind kind) {
     case EventKind::kBackwardEnd: return "backward_end";
     case EventKind::kApplyBegin: return "apply_begin";
     case EventKind::kApplyEnd: return "apply_end";
+    case EventKind::kReducerConstructed: return "reducer_constructed";
+    case EventKind::kReducerDestroyed: return "reducer_destroyed";
+    case EventKind::kPrepareForBackward: return "prepare_for_backward";
+    case EventKind::kAutogradHookNoop: return "autograd_hook_noop";
+    case EventKind::kMarkReady: return "mark_ready";
+    case EventKind::kMarkedTwice: return "marked_twice";
+    case EventKind::kUnusedParameter: return "unused_parameter";
+    case EventKind::kBucketReady: return "bucket_ready";
+    case EventKind::kCollectiveBegin: return "collective_begin";
+    case EventKind::kCollectiveEnd: return "collective_end";
+    case EventKind::kBucketsFinalized: return "buckets_finalized";
+    case EventKind::kFailure: return "failure";
+    case EventKind::kRecoveryStep: return "recovery_step";
+    case EventKind::kProcessGroupCreated: return "process_group_created";
+    case EventKind::kProcessGroupDestroyed: return "process_group_destroyed";
+    case EventKind::kTrainStep: return "train_step";
     default: return "unknown";
   }
 }
@@ -52,6 +68,64 @@ std::string_view to_string(RemoveCause cause) {
     case RemoveCause::kTensorReleased: return "tensor_released";
   }
   return "unknown";
+}
+
+std::string_view to_string(DestroyPolicy policy) {
+  switch (policy) {
+    case DestroyPolicy::kByKey: return "by-key";
+    case DestroyPolicy::kNone: return "none";
+    case DestroyPolicy::kByType: return "by-type";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllreduce: return "allreduce";
+    case CollectiveOp::kBroadcast: return "broadcast";
+    case CollectiveOp::kBarrier: return "barrier";
+    case CollectiveOp::kAllgather: return "allgather";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(CollectiveStatus status) {
+  switch (status) {
+    case CollectiveStatus::kOk: return "ok";
+    case CollectiveStatus::kError: return "error";
+    case CollectiveStatus::kTimeout: return "timeout";
+    case CollectiveStatus::kAborted: return "aborted";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(FailureMode mode) {
+  switch (mode) {
+    case FailureMode::kThrow: return "throw";
+    case FailureMode::kKill: return "kill";
+    case FailureMode::kTimeout: return "timeout";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(RecoveryStep step) {
+  switch (step) {
+    case RecoveryStep::kDetected: return "detected";
+    case RecoveryStep::kDdpDestroyed: return "ddp_destroyed";
+    case RecoveryStep::kGroupDestroyed: return "group_destroyed";
+    case RecoveryStep::kGroupFormed: return "group_formed";
+    case RecoveryStep::kDdpRebuilt: return "ddp_rebuilt";
+    case RecoveryStep::kResumed: return "resumed";
+  }
+  return "unknown";
+}
+
+EventKind event_kind_from_string(std::string_view name) {
+  for (int k = 1; k < static_cast<int>(EventKind::kCount); ++k) {
+    auto kind = static_cast<EventKind>(k);
+    if (to_string(kind) == name) return kind;
+  }
+  return EventKind::kNone;
 }
 
 }  // namespace hookscope::trace

@@ -51,9 +51,56 @@ enum class EventKind : uint8_t {
   kApplyBegin = 13,
   // node
   kApplyEnd = 14,
-  // Reserved for the DDP runtime, collectives and failures (see the DDP issue).
-  kFirstDistributed = 32,
+
+  // ---- DDP runtime, collectives, failures (owner = the Reducer's owner id) ----
+  // arg = number of parameters, actor = number of buckets
+  kReducerConstructed = 32,
+  // arg = DestroyPolicy, actor = number of hooks it removed
+  kReducerDestroyed = 33,
+  // arg = backward index of this Reducer
+  kPrepareForBackward = 34,
+  // node = AccumulateGrad, key = hook key: this Reducer's hook fired but the
+  // Reducer did not prepare for this backward, so it did nothing
+  kAutogradHookNoop = 35,
+  // node = AccumulateGrad, arg = parameter index, actor = bucket index
+  kMarkReady = 36,
+  // node = AccumulateGrad, arg = parameter name string id, actor = parameter index
+  kMarkedTwice = 37,
+  // node = AccumulateGrad (0 if none), arg = parameter name string id, actor = parameter index
+  kUnusedParameter = 38,
+  // arg = bucket index, actor = number of parameters in it, key = collective id
+  kBucketReady = 39,
+  // key = collective id, arg = bytes, actor = bucket index (UINT32_MAX: none),
+  // sub = CollectiveOp
+  kCollectiveBegin = 40,
+  // key = collective id, sub = CollectiveStatus, arg = duration ns measured by the backend
+  kCollectiveEnd = 41,
+  // all buckets reduced and averaged gradients written back; arg = backward index
+  kBucketsFinalized = 42,
+  // actor = the failed rank, sub = FailureMode, arg = description string id
+  kFailure = 43,
+  // sub = RecoveryStep, arg = description string id
+  kRecoveryStep = 44,
+  // arg = world size, actor = process group generation, key = group id
+  kProcessGroupCreated = 45,
+  // key = group id, sub = 1 when aborted
+  kProcessGroupDestroyed = 46,
+  // arg = training step, key = the loss as float bits
+  kTrainStep = 47,
   kCount = 64,
+};
+
+enum class DestroyPolicy : uint8_t { kByKey = 0, kNone = 1, kByType = 2 };
+enum class CollectiveOp : uint8_t { kAllreduce = 0, kBroadcast = 1, kBarrier = 2, kAllgather = 3 };
+enum class CollectiveStatus : uint8_t { kOk = 0, kError = 1, kTimeout = 2, kAborted = 3 };
+enum class FailureMode : uint8_t { kThrow = 0, kKill = 1, kTimeout = 2 };
+enum class RecoveryStep : uint8_t {
+  kDetected = 0,         // a survivor saw the failure
+  kDdpDestroyed = 1,     // the DDP object (and its Reducer) is gone
+  kGroupDestroyed = 2,   // the old process group is gone
+  kGroupFormed = 3,      // a new process group exists
+  kDdpRebuilt = 4,       // DDP built again on the same module
+  kResumed = 5,          // training continues
 };
 
 enum class HookKind : uint8_t {
@@ -101,5 +148,12 @@ std::string_view to_string(EventKind kind);
 std::string_view to_string(HookKind kind);
 std::string_view to_string(OwnerKind kind);
 std::string_view to_string(RemoveCause cause);
+std::string_view to_string(DestroyPolicy policy);
+std::string_view to_string(CollectiveOp op);
+std::string_view to_string(CollectiveStatus status);
+std::string_view to_string(FailureMode mode);
+std::string_view to_string(RecoveryStep step);
+// Inverse of to_string(EventKind); kNone when unknown.
+EventKind event_kind_from_string(std::string_view name);
 
 }  // namespace hookscope::trace
