@@ -8,6 +8,7 @@
 #include "tensor/ops.h"
 #include "trace/emit.h"
 #include "trace/recorder.h"
+#include "test_util.h"
 #include "trace/strings.h"
 
 using namespace hookscope;
@@ -33,12 +34,7 @@ TEST_CASE("the exact event sequence of a small backward") {
   }
   destroy_owner(owner);
   rec.finish();
-  std::vector<Event> ev;
-  for (const Event& e : rec.events()) {
-    // Skip the snapshot of owners that predate the recording.
-    if (e.kind == EventKind::kOwnerCreated && e.owner != owner) continue;
-    ev.push_back(e);
-  }
+  std::vector<Event> ev = testing::recorded(rec);
 
   struct Want {
     EventKind kind;
@@ -100,10 +96,7 @@ TEST_CASE("hooks left on a Function when it is released are recorded as removed 
     n->add_post_hook([](variable_list&, const variable_list&) {});
   }
   rec.finish();
-  std::vector<Event> ev;
-  for (const Event& e : rec.events()) {
-    if (e.kind != EventKind::kOwnerCreated) ev.push_back(e);
-  }
+  std::vector<Event> ev = testing::recorded(rec);
   REQUIRE(ev.size() == 3);
   CHECK(ev[1].kind == EventKind::kHookRemoved);
   CHECK(ev[1].arg == static_cast<uint64_t>(trace::RemoveCause::kNodeReleased));
@@ -121,7 +114,7 @@ TEST_CASE("nothing is recorded without a recorder, or while paused") {
   trace::emit(EventKind::kBackwardBegin, 0, 3);
   rec.finish();
   trace::emit(EventKind::kBackwardBegin, 0, 4);
-  auto ev = rec.events();
+  auto ev = testing::recorded(rec);
   REQUIRE(ev.size() == 2);
   CHECK(ev[0].node == 1);
   CHECK(ev[1].node == 3);
@@ -152,7 +145,7 @@ TEST_CASE("events from several threads: nothing lost, per-thread order kept, ran
   }
   for (auto& th : threads) th.join();
   rec.finish();
-  auto ev = rec.events();
+  auto ev = testing::recorded(rec);
   REQUIRE(ev.size() == kThreads * kPerThread);
   std::vector<uint64_t> next(kThreads, 0);
   for (size_t i = 0; i < ev.size(); ++i) {

@@ -9,6 +9,7 @@
 #include "autograd/node.h"
 #include "tensor/ops.h"
 #include "trace/recorder.h"
+#include "test_util.h"
 
 using namespace hookscope;
 
@@ -64,10 +65,7 @@ TEST_CASE("double removal returns false and is recorded as a failed removal") {
   CHECK(node->del_post_hook(k));
   CHECK_FALSE(node->del_post_hook(k));
   rec.finish();
-  std::vector<trace::Event> ev;
-  for (const auto& e : rec.events()) {
-    if (e.kind != trace::EventKind::kOwnerCreated) ev.push_back(e);  // start snapshot
-  }
+  std::vector<trace::Event> ev = testing::recorded(rec);
   REQUIRE(ev.size() == 2);
   CHECK(ev[0].kind == trace::EventKind::kHookRemoved);
   CHECK(ev[1].kind == trace::EventKind::kHookRemoveFailed);

@@ -17,6 +17,7 @@ using trace::EventKind;
 namespace {
 
 thread_local bool tl_in_backward = false;
+thread_local std::vector<std::function<void()>>* tl_final_callbacks = nullptr;
 
 struct ReadyEntry {
   uint64_t sequence_nr;
@@ -197,14 +198,25 @@ class BackwardScope {
           "need in the hook and run the second backward after the first returns.");
     }
     tl_in_backward = true;
+    tl_final_callbacks = &callbacks;
     trace::emit(EventKind::kBackwardBegin, grad_mode ? 1 : 0, 0, 0, roots);
   }
   ~BackwardScope() {
     tl_in_backward = false;
+    tl_final_callbacks = nullptr;
     trace::emit(EventKind::kBackwardEnd, completed ? 0 : 2, 0, 0, executed);
+  }
+  // Runs the queued final callbacks (they may queue more).
+  void run_callbacks() {
+    for (size_t i = 0; i < callbacks.size(); ++i) {
+      auto cb = std::move(callbacks[i]);
+      cb();
+    }
+    callbacks.clear();
   }
   bool completed = false;
   size_t executed = 0;
+  std::vector<std::function<void()>> callbacks;
 };
 
 // Roots and their seed gradients, validated as PyTorch validates them.
@@ -248,6 +260,13 @@ std::pair<std::vector<Edge>, variable_list> make_roots(const variable_list& root
 
 }  // namespace
 
+void queue_callback(std::function<void()> callback) {
+  if (tl_final_callbacks == nullptr) {
+    throw std::logic_error("queue_callback: no backward pass is running on this thread");
+  }
+  tl_final_callbacks->push_back(std::move(callback));
+}
+
 void backward(const variable_list& roots, const variable_list& grad_roots,
               bool retain_graph) {
   auto [edges, grads] = make_roots(roots, grad_roots);
@@ -255,6 +274,7 @@ void backward(const variable_list& roots, const variable_list& grad_roots,
   GraphTask task(retain_graph, /*accumulate=*/true);
   task.run(edges, grads, {});
   scope.executed = task.executed();
+  scope.run_callbacks();
   scope.completed = true;
 }
 
@@ -274,6 +294,7 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
   GraphTask task(retain_graph, /*accumulate=*/false);
   variable_list result = task.run(edges, grads, capture);
   scope.executed = task.executed();
+  scope.run_callbacks();
   for (size_t i = 0; i < result.size(); ++i) {
     if (!result[i].defined() && !allow_unused) {
       throw std::invalid_argument(

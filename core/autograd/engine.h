@@ -3,6 +3,8 @@
 // ordered as PyTorch's CPU queue (AccumulateGrad first, then the most
 // recently created Function).
 
+#include <functional>
+
 #include "tensor/tensor.h"
 
 namespace hookscope::autograd {
@@ -21,5 +23,11 @@ void backward(const variable_list& roots, const variable_list& grad_roots = {},
 variable_list grad(const variable_list& outputs, const variable_list& inputs,
                    const variable_list& grad_outputs = {}, bool retain_graph = false,
                    bool allow_unused = false);
+
+// Queues `callback` to run on this thread when the running backward pass has
+// executed every Function (PyTorch's Engine::queue_callback; DDP's Reducer
+// finalizes its buckets there). Callbacks run in order and may queue more.
+// Throws when no backward pass is running on this thread.
+void queue_callback(std::function<void()> callback);
 
 }  // namespace hookscope::autograd

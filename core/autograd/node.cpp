@@ -43,7 +43,7 @@ void emit_live_owners() {
             [](const HookOwner& a, const HookOwner& b) { return a.id < b.id; });
   for (const HookOwner& o : live) {
     trace::emit(EventKind::kOwnerCreated, static_cast<uint8_t>(o.kind), 0, 0,
-                trace::intern(o.label), o.id);
+                trace::intern(o.label), o.id, trace::kOwnerFromSnapshot);
   }
 }
 const bool g_owner_snapshot_registered = (trace::add_start_callback(&emit_live_owners), true);

@@ -30,7 +30,8 @@ enum class EventKind : uint8_t {
   kNodeLabel = 3,
   // node = Function id
   kNodeReleased = 4,
-  // owner = owner id, sub = OwnerKind, arg = label string id
+  // owner = owner id, sub = OwnerKind, arg = label string id, actor =
+  // kOwnerFromSnapshot when the owner predates the recording (announced at start)
   kOwnerCreated = 5,
   // owner = owner id
   kOwnerDestroyed = 6,
@@ -128,6 +129,7 @@ enum class RemoveCause : uint8_t {
 };
 
 constexpr uint8_t kNodeIsLeafAccumulator = 1;
+constexpr uint32_t kOwnerFromSnapshot = 1;
 
 struct Event {
   uint64_t t_ns = 0;   // monotonic clock, nanoseconds

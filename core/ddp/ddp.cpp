@@ -1,0 +1,48 @@
+#include "ddp/ddp.h"
+
+#include <atomic>
+
+#include "trace/emit.h"
+
+namespace hookscope::ddp {
+
+using trace::EventKind;
+
+namespace {
+std::atomic<uint64_t> g_next_collective{1ULL << 62};  // disjoint from the Reducer's ids
+}
+
+DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> module,
+                                                 std::shared_ptr<ProcessGroup> group,
+                                                 DdpOptions options)
+    : module_(std::move(module)), group_(std::move(group)) {
+  if (options.broadcast_parameters && group_->size() > 1) {
+    NoGradGuard no_grad;
+    for (auto& p : module_->named_parameters()) {
+      const uint64_t id = g_next_collective.fetch_add(1);
+      const size_t n = static_cast<size_t>(p.tensor.numel());
+      trace::emit(EventKind::kCollectiveBegin,
+                  static_cast<uint8_t>(trace::CollectiveOp::kBroadcast), 0, id,
+                  n * sizeof(float), 0, UINT32_MAX);
+      auto work = group_->broadcast(p.tensor.data(), n, 0);
+      try {
+        work->wait();
+      } catch (const CollectiveError& e) {
+        trace::emit(EventKind::kCollectiveEnd, static_cast<uint8_t>(e.status()), 0, id,
+                    work->duration_ns());
+        throw;
+      }
+      trace::emit(EventKind::kCollectiveEnd, 0, 0, id, work->duration_ns());
+    }
+  }
+  reducer_ = std::make_unique<Reducer>(module_->named_parameters(), group_,
+                                       std::move(options.reducer));
+}
+
+Tensor DistributedDataParallel::forward(const Tensor& x) {
+  Tensor out = module_->forward(x);
+  if (GradMode::is_enabled() && require_sync_) reducer_->prepare_for_backward({out});
+  return out;
+}
+
+}  // namespace hookscope::ddp

@@ -1,0 +1,326 @@
+#include "ddp/reducer.h"
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "autograd/engine.h"
+#include "autograd/node.h"
+#include "tensor/kernels.h"
+#include "trace/emit.h"
+#include "trace/strings.h"
+
+namespace hookscope::ddp {
+
+using trace::EventKind;
+
+DestroyPolicy parse_policy(const std::string& name) {
+  if (name == "by-key") return DestroyPolicy::kByKey;
+  if (name == "none") return DestroyPolicy::kNone;
+  if (name == "by-type") return DestroyPolicy::kByType;
+  throw std::invalid_argument("unknown hook removal policy '" + name +
+                              "': expected by-key (default), none or by-type");
+}
+
+namespace {
+
+std::atomic<uint64_t> g_next_collective{1};
+
+// What pre-#21591 Reducers left behind (Note [Reducer destruction], policy none).
+std::mutex g_lingering_mutex;
+std::vector<std::pair<HookKey, std::shared_ptr<Node>>>& lingering() {
+  static auto* v = new std::vector<std::pair<HookKey, std::shared_ptr<Node>>>();
+  return *v;
+}
+
+constexpr uint8_t kNoopNotPrepared = 0;
+constexpr uint8_t kNoopOwnerDestroyed = 2;
+
+}  // namespace
+
+std::string next_reducer_label() {
+  static std::mutex mutex;
+  static std::map<uint16_t, int> per_rank;
+  std::lock_guard<std::mutex> lock(mutex);
+  return "Reducer " + std::to_string(++per_rank[trace::thread_rank()]);
+}
+
+struct Reducer::Core {
+  struct Bucket {
+    std::vector<size_t> params;
+    std::vector<size_t> offsets;
+    size_t numel = 0;
+    std::vector<float> buffer;
+    size_t pending = 0;
+    std::shared_ptr<Work> work;
+    uint64_t collective = 0;
+  };
+
+  std::vector<nn::NamedParameter> params;
+  std::shared_ptr<ProcessGroup> group;
+  ReducerOptions options;
+  OwnerId owner = 0;
+  std::string label;
+  std::vector<std::pair<HookKey, std::shared_ptr<Node>>> hooks;
+  std::vector<Bucket> buckets;
+  std::vector<size_t> bucket_of;
+  std::vector<size_t> slot_in_bucket;
+  std::vector<uint32_t> name_ids;
+  std::vector<bool> ready;
+  bool expect_hooks = false;
+  bool finalize_queued = false;
+  size_t next_bucket = 0;
+  size_t backward_index = 0;
+
+  void assign_buckets() {
+    bucket_of.assign(params.size(), 0);
+    slot_in_bucket.assign(params.size(), 0);
+    Bucket current;
+    size_t bytes = 0;
+    auto close = [&] {
+      if (current.params.empty()) return;
+      current.buffer.assign(current.numel, 0.f);
+      buckets.push_back(std::move(current));
+      current = Bucket{};
+      bytes = 0;
+    };
+    // Reverse registration order: gradients of the last layers arrive first.
+    for (size_t k = params.size(); k-- > 0;) {
+      const size_t limit = buckets.empty() ? options.first_bucket_bytes : options.bucket_cap_bytes;
+      bucket_of[k] = buckets.size();
+      slot_in_bucket[k] = current.params.size();
+      current.params.push_back(k);
+      current.offsets.push_back(current.numel);
+      current.numel += static_cast<size_t>(params[k].tensor.numel());
+      bytes += static_cast<size_t>(params[k].tensor.numel()) * sizeof(float);
+      if (bytes >= limit) close();
+    }
+    close();
+  }
+
+  void reset_for_backward() {
+    ready.assign(params.size(), false);
+    for (Bucket& b : buckets) {
+      b.pending = b.params.size();
+      b.work.reset();
+    }
+    next_bucket = 0;
+    finalize_queued = false;
+  }
+
+  void autograd_hook(size_t index) {
+    if (!expect_hooks) {
+      trace::emit(EventKind::kAutogradHookNoop, kNoopNotPrepared, hooks[index].second->id(),
+                  hooks[index].first.value, 0, owner);
+      return;
+    }
+    if (options.fault) options.fault(FaultPoint::kInHook, backward_index);
+    if (!finalize_queued) {
+      finalize_queued = true;
+      autograd::queue_callback([this] { finalize_backward(); });
+    }
+    mark_variable_ready(index);
+  }
+
+  void mark_variable_ready(size_t index) {
+    const uint64_t node = hooks[index].second->id();
+    if (ready[index]) {
+      trace::emit(EventKind::kMarkedTwice, 0, node, 0, name_ids[index], owner,
+                  static_cast<uint32_t>(index));
+      throw std::runtime_error(
+          label + ": expected to mark a variable ready only once, but parameter '" +
+          params[index].name + "' (index " + std::to_string(index) +
+          ") was marked ready twice in this backward. Likely causes: 1) the parameter is "
+          "used outside the module's forward, or in several forwards before one backward; "
+          "2) it takes part in several reentrant backward passes (e.g. activation "
+          "checkpointing) — reentrant backward is not supported; 3) unused-parameter "
+          "detection marked it ready and a gradient still arrived (the graph changed "
+          "between forward and backward).");
+    }
+    ready[index] = true;
+    const size_t b = bucket_of[index];
+    Bucket& bucket = buckets[b];
+    const size_t slot = slot_in_bucket[index];
+    float* dst = bucket.buffer.data() + bucket.offsets[slot];
+    const size_t n = static_cast<size_t>(params[index].tensor.numel());
+    Tensor g = params[index].tensor.grad();
+    if (g.defined()) {
+      std::memcpy(dst, g.data(), n * sizeof(float));
+    } else {
+      std::memset(dst, 0, n * sizeof(float));
+    }
+    trace::emit(EventKind::kMarkReady, 0, node, 0, index, owner, static_cast<uint32_t>(b));
+    if (--bucket.pending == 0) mark_bucket_ready();
+  }
+
+  // Launches every consecutive ready bucket from next_bucket on, so buckets
+  // are reduced strictly in order.
+  void mark_bucket_ready() {
+    while (next_bucket < buckets.size() && buckets[next_bucket].pending == 0) {
+      Bucket& bucket = buckets[next_bucket];
+      if (options.fault) options.fault(FaultPoint::kBeforeCollective, backward_index);
+      bucket.collective = g_next_collective.fetch_add(1);
+      trace::emit(EventKind::kBucketReady, 0, 0, bucket.collective, next_bucket, owner,
+                  static_cast<uint32_t>(bucket.params.size()));
+      trace::emit(EventKind::kCollectiveBegin,
+                  static_cast<uint8_t>(trace::CollectiveOp::kAllreduce), 0, bucket.collective,
+                  bucket.numel * sizeof(float), owner, static_cast<uint32_t>(next_bucket));
+      bucket.work = group->allreduce(bucket.buffer.data(), bucket.numel);
+      ++next_bucket;
+    }
+  }
+
+  void finalize_backward() {
+    expect_hooks = false;
+    if (next_bucket < buckets.size()) {
+      std::string missing;
+      for (size_t i = 0; i < params.size(); ++i) {
+        if (ready[i]) continue;
+        trace::emit(EventKind::kUnusedParameter, 0, hooks[i].second->id(), 0, name_ids[i], owner,
+                    static_cast<uint32_t>(i));
+        missing += (missing.empty() ? "" : ", ") + params[i].name;
+      }
+      throw std::runtime_error(
+          label + ": this backward did not produce gradients for parameter(s) " + missing +
+          ", so their buckets could not be reduced. If the forward legitimately skips "
+          "them, construct DDP with find_unused_parameters=true.");
+    }
+    const float scale = 1.f / static_cast<float>(group->size());
+    for (Bucket& bucket : buckets) {
+      try {
+        bucket.work->wait();
+      } catch (const CollectiveError& e) {
+        trace::emit(EventKind::kCollectiveEnd, static_cast<uint8_t>(e.status()), 0,
+                    bucket.collective, bucket.work->duration_ns(), owner);
+        throw;
+      }
+      trace::emit(EventKind::kCollectiveEnd, 0, 0, bucket.collective, bucket.work->duration_ns(),
+                  owner);
+      for (float& v : bucket.buffer) v *= scale;
+      for (size_t s = 0; s < bucket.params.size(); ++s) {
+        Tensor& p = params[bucket.params[s]].tensor;
+        Tensor g = Tensor::empty(p.shape(), p.device());
+        std::memcpy(g.data(), bucket.buffer.data() + bucket.offsets[s],
+                    static_cast<size_t>(p.numel()) * sizeof(float));
+        p.set_grad(g);
+      }
+    }
+    trace::emit(EventKind::kBucketsFinalized, 0, 0, 0, backward_index, owner);
+  }
+
+  void remove_hooks() {
+    size_t removed = 0;
+    switch (options.policy) {
+      case DestroyPolicy::kByKey:
+        for (auto& [key, fn] : hooks) {
+          // A false return would mean someone else removed our hook; the
+          // failed removal is recorded, and the analysis reports it.
+          if (fn->del_post_hook(key, owner)) ++removed;
+        }
+        break;
+      case DestroyPolicy::kNone: {
+        std::lock_guard<std::mutex> lock(g_lingering_mutex);
+        for (auto& h : hooks) lingering().push_back(h);
+        break;
+      }
+      case DestroyPolicy::kByType: {
+        std::unordered_set<Node*> swept;
+        for (auto& [key, fn] : hooks) {
+          if (swept.insert(fn.get()).second) {
+            removed += fn->del_post_hooks_of_kind(OwnerKind::kReducer, owner);
+          }
+        }
+        break;
+      }
+    }
+    trace::emit(EventKind::kReducerDestroyed, 0, 0, 0, static_cast<uint64_t>(options.policy),
+                owner, static_cast<uint32_t>(removed));
+  }
+};
+
+Reducer::Reducer(std::vector<nn::NamedParameter> params, std::shared_ptr<ProcessGroup> group,
+                 ReducerOptions options)
+    : core_(std::make_shared<Core>()) {
+  if (params.empty()) throw std::invalid_argument("Reducer: the module has no parameters");
+  Core& c = *core_;
+  c.params = std::move(params);
+  c.group = std::move(group);
+  c.options = std::move(options);
+  c.label = next_reducer_label();
+  c.owner = create_owner(OwnerKind::kReducer, c.label);
+  c.assign_buckets();
+  for (auto& p : c.params) {
+    if (!p.tensor.requires_grad()) {
+      throw std::invalid_argument("Reducer: parameter '" + p.name + "' does not require grad");
+    }
+    c.name_ids.push_back(trace::intern(p.name));
+  }
+  trace::emit(EventKind::kReducerConstructed, 0, 0, 0, c.params.size(), c.owner,
+              static_cast<uint32_t>(c.buckets.size()));
+  std::weak_ptr<Core> weak = core_;
+  for (size_t i = 0; i < c.params.size(); ++i) {
+    std::shared_ptr<Node> acc = c.params[i].tensor.grad_accumulator();
+    const OwnerId owner = c.owner;
+    HookKey key = acc->add_post_hook(
+        [weak, i, owner, acc_id = acc->id()](variable_list&, const variable_list&) {
+          if (auto core = weak.lock()) {
+            core->autograd_hook(i);
+          } else {
+            trace::emit(EventKind::kAutogradHookNoop, kNoopOwnerDestroyed, acc_id, 0, i, owner);
+          }
+        },
+        c.owner);
+    c.hooks.emplace_back(key, std::move(acc));
+  }
+  c.reset_for_backward();
+}
+
+Reducer::~Reducer() {
+  core_->remove_hooks();
+  destroy_owner(core_->owner);
+}
+
+void Reducer::prepare_for_backward(const variable_list& outputs) {
+  Core& c = *core_;
+  c.reset_for_backward();
+  c.expect_hooks = true;
+  ++c.backward_index;
+  trace::emit(EventKind::kPrepareForBackward, 0, 0, 0, c.backward_index, c.owner);
+  if (!c.options.find_unused_parameters) return;
+  // Search the graph from the outputs; parameters whose AccumulateGrad is not
+  // reached get no gradient in this backward and are marked ready now.
+  std::unordered_set<const Node*> seen;
+  std::vector<const Node*> stack;
+  for (const Tensor& t : outputs) {
+    if (t.grad_fn() && seen.insert(t.grad_fn().get()).second) stack.push_back(t.grad_fn().get());
+  }
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_edges()) {
+      if (e.function && seen.insert(e.function.get()).second) stack.push_back(e.function.get());
+    }
+  }
+  for (size_t i = 0; i < c.params.size(); ++i) {
+    if (seen.count(c.hooks[i].second.get())) continue;
+    trace::emit(EventKind::kUnusedParameter, 0, c.hooks[i].second->id(), 0, c.name_ids[i],
+                c.owner, static_cast<uint32_t>(i));
+    c.mark_variable_ready(i);
+  }
+}
+
+OwnerId Reducer::owner() const { return core_->owner; }
+const std::string& Reducer::label() const { return core_->label; }
+size_t Reducer::num_buckets() const { return core_->buckets.size(); }
+size_t Reducer::hooks_added() const { return core_->hooks.size(); }
+
+std::vector<std::vector<size_t>> Reducer::bucket_assignment() const {
+  std::vector<std::vector<size_t>> out;
+  for (const auto& b : core_->buckets) out.push_back(b.params);
+  return out;
+}
+
+}  // namespace hookscope::ddp
