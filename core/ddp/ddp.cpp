@@ -24,7 +24,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
       trace::emit(EventKind::kCollectiveBegin,
                   static_cast<uint8_t>(trace::CollectiveOp::kBroadcast), 0, id,
                   n * sizeof(float), 0, UINT32_MAX);
-      auto work = group_->broadcast(p.tensor.data(), n, 0);
+      auto work = group_->broadcast(p.tensor.data(), n, options.broadcast_root);
       try {
         work->wait();
       } catch (const CollectiveError& e) {

@@ -13,6 +13,7 @@ namespace hookscope::ddp {
 struct DdpOptions {
   ReducerOptions reducer;
   bool broadcast_parameters = true;
+  int broadcast_root = 0;  // the rank whose parameters everyone starts from
 };
 
 class DistributedDataParallel {

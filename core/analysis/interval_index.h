@@ -1,0 +1,74 @@
+#pragma once
+// Which of many [from, to) intervals of event indices contain a given event,
+// answered from checkpoints plus the deltas of one block. See Note [Replay by
+// intervals].
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace hookscope::analysis {
+
+// An end index meaning "still alive at the end of the trace".
+constexpr uint32_t kNever = UINT32_MAX;
+
+// Note [Replay by intervals]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The textbook way to seek in an event log is a checkpoint every K events
+// and a forward replay of the events after it. The model knows the whole
+// trace once it is loaded, so its deltas are precomputed: the load pass turns
+// every Function and every stay of a hook on a Function (a HookSegment, a
+// leaf hook moving to a re-created AccumulateGrad starts a new one) into an
+// interval [from, to) of event indices, alive right after event e iff
+// from <= e < to. Everything else in the state is a count of events up to e
+// (fires of a hook, a Reducer's progress in its current backward), answered
+// by binary search over per-entity event lists.
+//
+// A seek is then a stabbing query. The timeline is cut into blocks; at each
+// block start a checkpoint holds the ids alive just before it; state_at(e)
+// keeps the checkpoint's ids that are still alive at e and adds the ids that
+// started in the block up to e. Stepping one event forward or back adds or
+// drops the intervals that start or end at that event (both orders are
+// kept). A block closes once it has at least `checkpoint_min_events` events
+// and events * `checkpoint_bytes_per_event` >= 4 bytes * ids alive, so the
+// checkpoints take at most that many bytes per event of the trace, and a
+// seek costs O(ids alive + intervals starting in one block), i.e. about the
+// size of the answer. ModelOptions holds both knobs.
+class IntervalIndex {
+ public:
+  struct Span {
+    uint32_t from = 0;
+    uint32_t to = kNever;
+    bool empty() const { return to <= from; }
+  };
+
+  // Block starts for `num_events` events given every family of intervals that
+  // will be indexed with them. The first block starts at 0.
+  static std::vector<uint32_t> choose_blocks(size_t num_events,
+                                             std::span<const std::vector<Span>* const> families,
+                                             uint32_t min_events, double bytes_per_event);
+
+  void build(std::vector<Span> spans, std::span<const uint32_t> block_starts);
+
+  // Appends the ids alive right after event `e` (in no particular order).
+  void alive_at(uint32_t e, std::span<const uint32_t> block_starts,
+                std::vector<uint32_t>& out) const;
+  // Ids whose interval starts (ends) at event `e`; empty intervals never appear.
+  std::span<const uint32_t> starting_at(uint32_t e) const;
+  std::span<const uint32_t> ending_at(uint32_t e) const;
+
+  const Span& span(uint32_t id) const { return spans_[id]; }
+  size_t size() const { return spans_.size(); }
+  size_t checkpoint_bytes() const;
+  size_t memory_bytes() const;
+
+ private:
+  std::vector<Span> spans_;
+  std::vector<uint32_t> by_from_;     // non-empty intervals, ordered by from (then id)
+  std::vector<uint32_t> by_to_;       // non-empty intervals that end, ordered by to
+  std::vector<uint32_t> ckpt_begin_;  // per block, into ckpt_ids_; one past the last too
+  std::vector<uint32_t> ckpt_ids_;
+};
+
+}  // namespace hookscope::analysis

@@ -1,0 +1,217 @@
+// The model's accessors: events on the merged timeline, lookups, names.
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <stdexcept>
+#include <tuple>
+
+#include "analysis/model.h"
+#include "analysis/state.h"
+
+namespace hookscope::analysis {
+
+using trace::EventKind;
+
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+void Model::check_index(size_t index, const char* what) const {
+  if (index >= num_events_) {
+    throw std::out_of_range(fmt::format("{}: event index {} is past the end of the trace ({} "
+                                        "events); use an index in [0, {})",
+                                        what, index, num_events_, num_events_));
+  }
+}
+
+uint32_t Model::source(size_t index) const {
+  return order_.empty() ? 0 : static_cast<uint32_t>(order_[index] >> 40);
+}
+
+bool event_arg_is_string(EventKind kind) {
+  switch (kind) {
+    case EventKind::kNodeCreated:
+    case EventKind::kNodeLabel:
+    case EventKind::kOwnerCreated:
+    case EventKind::kMarkedTwice:
+    case EventKind::kUnusedParameter:
+    case EventKind::kFailure:
+    case EventKind::kRecoveryStep:
+      return true;
+    default:
+      return false;
+  }
+}
+
+trace::Event Model::event(size_t index) const {
+  check_index(index, "event");
+  const uint32_t s = source(index);
+  const trace::TraceData& t = traces_[s];
+  trace::Event e = order_.empty() ? t.events[index] : t.events[order_[index] & ((1ull << 40) - 1)];
+  if (t.header.rank >= 0) e.rank = static_cast<uint16_t>(t.header.rank);
+  if (event_arg_is_string(e.kind)) {
+    const auto& map = string_map_[s];
+    // The load pass interned every string an event names; out of range: "?".
+    const uint32_t id = e.arg < map.size() ? map[e.arg] : kNoIndex;
+    e.arg = id != kNoIndex ? id : unknown_string_;
+  }
+  return e;
+}
+
+const std::string& Model::str(uint32_t id) const {
+  static const std::string unknown = "?";
+  return id < strings_.size() ? strings_[id] : unknown;
+}
+
+int64_t Model::time_ns(size_t index) const {
+  check_index(index, "time_ns");
+  const uint32_t s = source(index);
+  const auto& ev = traces_[s].events;
+  const trace::Event& e = order_.empty() ? ev[index] : ev[order_[index] & ((1ull << 40) - 1)];
+  return static_cast<int64_t>(e.t_ns) + clock_offset_[s];
+}
+
+const std::vector<EventIndex>& Model::events_of_kind(EventKind kind) const {
+  static const std::vector<EventIndex> none;
+  const auto k = static_cast<size_t>(kind);
+  return k < kind_events_.size() ? kind_events_[k] : none;
+}
+
+std::span<const EventIndex> Model::fires(HookIndex hook) const {
+  const HookInfo& h = hooks_.at(hook);
+  return {fires_.data() + h.fires_begin, fires_.data() + h.fires_end};
+}
+
+uint32_t Model::fires_until(HookIndex hook, size_t index) const {
+  const HookInfo& h = hooks_[hook];
+  auto first = fires_.begin() + h.fires_begin;
+  auto last = fires_.begin() + h.fires_end;
+  return static_cast<uint32_t>(std::upper_bound(first, last, index) - first);
+}
+
+std::span<const uint32_t> Model::segments_of(FunctionIndex function) const {
+  const auto& b = segments_by_function_begin_;
+  if (function + 1 >= b.size()) return {};
+  return {segments_by_function_.data() + b[function],
+          segments_by_function_.data() + b[function + 1]};
+}
+
+namespace {
+uint32_t find_in(const std::vector<Model::Lookup>& table, uint32_t source, uint64_t id) {
+  auto it = std::lower_bound(table.begin(), table.end(), std::make_pair(source, id),
+                             [](const auto& l, const auto& x) {
+                               return std::tie(l.source, l.id) < std::tie(x.first, x.second);
+                             });
+  return it != table.end() && it->source == source && it->id == id ? it->index : kNoIndex;
+}
+}  // namespace
+
+FunctionIndex Model::find_function(uint32_t source, uint64_t id) const {
+  return find_in(function_lookup_, source, id);
+}
+HookIndex Model::find_hook(uint32_t source, uint64_t key) const {
+  return find_in(hook_lookup_, source, key);
+}
+OwnerIndex Model::find_owner(uint32_t source, uint32_t id) const {
+  return find_in(owner_lookup_, source, id);
+}
+uint32_t Model::find_collective(uint32_t source, uint16_t rank, uint64_t id) const {
+  return find_in(collective_lookup_, source << 16 | rank, id);
+}
+ReducerIndex Model::reducer_of(OwnerIndex owner) const {
+  return owner < reducer_of_owner_.size() ? reducer_of_owner_[owner] : kNoIndex;
+}
+
+std::string Model::function_name(FunctionIndex function) const {
+  if (function >= functions_.size()) return "no Function";
+  const FunctionInfo& f = functions_[function];
+  if (!f.announced && f.name == 0) return fmt::format("unknown Function #{}", f.id);
+  const std::string& name = str(f.name);
+  if (f.label == 0) return name;
+  return fmt::format("{} ({})", name, str(f.label));
+}
+
+std::string Model::owner_name(OwnerIndex owner) const {
+  if (owner >= owners_.size()) return "no owner";
+  const OwnerInfo& o = owners_[owner];
+  if (o.label == 0) return fmt::format("owner #{}", o.id);
+  return str(o.label);
+}
+
+std::string Model::describe(size_t index) const {
+  const trace::Event e = event(index);
+  const uint32_t s = source(index);
+  std::string out = fmt::format("#{} r{} {}", index, e.rank, trace::to_string(e.kind));
+  auto fn = [&](uint64_t id) {
+    const FunctionIndex f = find_function(s, id);
+    return f == kNoIndex ? fmt::format("Function #{}", id) : function_name(f);
+  };
+  auto owner = [&](uint32_t id) {
+    const OwnerIndex o = find_owner(s, id);
+    return o == kNoIndex ? fmt::format("owner #{}", id) : owner_name(o);
+  };
+  switch (e.kind) {
+    case EventKind::kHookAdded:
+    case EventKind::kHookFired:
+    case EventKind::kHookRemoved:
+    case EventKind::kHookRemoveFailed: {
+      const auto kind = static_cast<trace::HookKind>(e.sub % trace::kNumHookKinds);
+      out += fmt::format(" {} key {} on {}", trace::to_string(kind), e.key, fn(e.node));
+      if (e.owner) out += fmt::format(" of {}", owner(e.owner));
+      if (e.kind == EventKind::kHookRemoved) {
+        out += fmt::format(" ({})", trace::to_string(static_cast<trace::RemoveCause>(e.arg)));
+      }
+      if (e.actor && e.kind != EventKind::kHookAdded && e.kind != EventKind::kHookFired) {
+        out += fmt::format(" by {}", owner(e.actor));
+      }
+      break;
+    }
+    case EventKind::kNodeCreated:
+    case EventKind::kNodeLabel:
+    case EventKind::kNodeReleased:
+    case EventKind::kApplyBegin:
+    case EventKind::kApplyEnd:
+      out += " " + fn(e.node);
+      break;
+    case EventKind::kNodeEdge:
+      out += fmt::format(" {} -> {}", fn(e.node), fn(e.arg));
+      break;
+    case EventKind::kOwnerCreated:
+    case EventKind::kOwnerDestroyed:
+      out += " " + owner(e.owner);
+      break;
+    default:
+      if (static_cast<uint8_t>(e.kind) >= static_cast<uint8_t>(EventKind::kReducerConstructed)) {
+        if (e.owner) out += " " + owner(e.owner);
+        if (e.node) out += " " + fn(e.node);
+      }
+      break;
+  }
+  return out;
+}
+
+size_t Model::checkpoint_bytes() const {
+  return live_functions_.checkpoint_bytes() + live_segments_.checkpoint_bytes() +
+         block_starts_.capacity() * sizeof(EventIndex);
+}
+
+size_t Model::memory_bytes() const {
+  size_t n = order_.capacity() * sizeof(uint64_t) + fires_.capacity() * sizeof(EventIndex);
+  n += functions_.capacity() * sizeof(FunctionInfo) + edges_.capacity() * sizeof(EdgeInfo);
+  n += hooks_.capacity() * sizeof(HookInfo) + segments_.capacity() * sizeof(HookSegment);
+  n += owners_.capacity() * sizeof(OwnerInfo) + collectives_.capacity() * sizeof(CollectiveInfo);
+  n += (segments_by_function_.capacity() + segments_by_function_begin_.capacity()) * 4;
+  n += (function_lookup_.capacity() + hook_lookup_.capacity() + owner_lookup_.capacity() +
+        collective_lookup_.capacity()) * sizeof(Lookup);
+  for (const auto& r : reducers_) {
+    n += sizeof(ReducerInfo) + r.parameters.capacity() * sizeof(ParameterInfo) +
+         (r.bucket_sizes.capacity() + r.prepares.capacity() + r.events.capacity()) * 4;
+  }
+  for (const auto& k : kind_events_) n += k.capacity() * sizeof(EventIndex);
+  for (const auto& m : string_map_) n += m.capacity() * sizeof(uint32_t);
+  for (const auto& s : strings_) n += sizeof(std::string) + s.capacity();
+  return n + live_functions_.memory_bytes() + live_segments_.memory_bytes() +
+         block_starts_.capacity() * sizeof(EventIndex);
+}
+
+}  // namespace hookscope::analysis

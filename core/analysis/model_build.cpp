@@ -1,0 +1,449 @@
+// The load pass: one walk over the merged timeline that fills the model's
+// tables (Note [Analysis ids]) and turns lifetimes into the intervals that
+// replay works from (Note [Replay by intervals]).
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "analysis/model_builder.h"
+
+namespace hookscope::analysis {
+
+using trace::Event;
+using trace::EventKind;
+using trace::HookKind;
+using trace::OwnerKind;
+using trace::RemoveCause;
+
+// Note [Merging traces]
+// ~~~~~~~~~~~~~~~~~~~~~
+// Each trace's events are in order already (Note [Event record]). Processes
+// have different steady clocks: when every trace's header gives both its
+// start on the wall clock and on the event clock, an event's time on the
+// common clock is start_wall_ns + (t_ns - start_mono_ns); otherwise t_ns is
+// used as is (ranks run as threads of one process share one clock). Traces
+// are merged by that time, ties going to the earlier trace, and each trace's
+// own order is kept even where its clock would disagree.
+
+void ModelBuilder::run() {
+  merge();
+  m_.kind_events_.assign(static_cast<size_t>(EventKind::kCount), {});
+  m_.strings_.assign(1, std::string());
+  string_ids_.emplace(std::string(), 0);
+  for (const auto& t : m_.traces_) m_.string_map_.emplace_back(t.strings.size(), kNoIndex);
+  m_.strings_.push_back("?");
+  string_ids_.emplace("?", 1);
+  m_.unknown_string_ = 1;
+  for (EventIndex i = 0; i < m_.num_events_; ++i) {
+    const uint32_t source = m_.source(i);
+    const auto& t = m_.traces_[source];
+    const Event& e = m_.order_.empty() ? t.events[i] : t.events[m_.order_[i] & ((1ull << 40) - 1)];
+    const uint16_t rank = t.header.rank >= 0 ? static_cast<uint16_t>(t.header.rank) : e.rank;
+    apply(i, source, rank, e);
+  }
+  finish();
+}
+
+void ModelBuilder::merge() {
+  size_t total = 0;
+  for (const auto& t : m_.traces_) total += t.events.size();
+  if (total >= kNever) {
+    throw std::invalid_argument(fmt::format(
+        "cannot analyse {} events at once: the analysis model holds at most {} events; "
+        "analyse fewer traces together or a shorter recording",
+        total, kNever - 1));
+  }
+  m_.num_events_ = total;
+  bool common_clock = m_.traces_.size() > 1;
+  for (const auto& t : m_.traces_) {
+    common_clock = common_clock && t.header.start_wall_ns != 0 && t.header.start_mono_ns != 0;
+  }
+  for (const auto& t : m_.traces_) {
+    m_.clock_offset_.push_back(
+        common_clock ? t.header.start_wall_ns - static_cast<int64_t>(t.header.start_mono_ns) : 0);
+  }
+  if (m_.traces_.size() <= 1) return;  // one trace: the identity order
+  if (m_.traces_.size() >= (1u << 23)) throw std::invalid_argument("too many traces to merge");
+  m_.order_.reserve(total);
+  std::vector<size_t> pos(m_.traces_.size(), 0);
+  for (size_t n = 0; n < total; ++n) {
+    size_t best = SIZE_MAX;
+    int64_t best_t = 0;
+    for (size_t s = 0; s < m_.traces_.size(); ++s) {
+      if (pos[s] == m_.traces_[s].events.size()) continue;
+      const int64_t t = static_cast<int64_t>(m_.traces_[s].events[pos[s]].t_ns) + m_.clock_offset_[s];
+      if (best == SIZE_MAX || t < best_t) best = s, best_t = t;
+    }
+    m_.order_.push_back(static_cast<uint64_t>(best) << 40 | pos[best]++);
+  }
+}
+
+uint32_t ModelBuilder::str(uint32_t source, uint64_t id) {
+  auto& map = m_.string_map_[source];
+  if (id < map.size() && map[id] != kNoIndex) return map[id];
+  const std::string& text = m_.traces_[source].str(id);
+  auto [it, inserted] = string_ids_.emplace(text, static_cast<uint32_t>(m_.strings_.size()));
+  if (inserted) m_.strings_.push_back(text);
+  if (id < map.size()) map[id] = it->second;
+  return it->second;
+}
+
+FunctionIndex ModelBuilder::new_function(uint32_t source, uint16_t rank, uint64_t id,
+                                         EventIndex at, bool announced) {
+  const auto f = static_cast<FunctionIndex>(m_.functions_.size());
+  FunctionInfo info;
+  info.id = id;
+  info.source = source;
+  info.rank = rank;
+  info.announced = announced;
+  info.created_at = at;
+  m_.functions_.push_back(info);
+  open_.emplace_back();
+  src_[source].functions[id] = f;
+  return f;
+}
+
+FunctionIndex ModelBuilder::function_lookup(uint32_t source, uint64_t id) const {
+  auto it = src_[source].functions.find(id);
+  return it == src_[source].functions.end() ? kNoIndex : it->second;
+}
+
+FunctionIndex ModelBuilder::function_ref(uint32_t source, uint16_t rank, uint64_t id) {
+  if (id == 0) return kNoIndex;
+  const FunctionIndex f = function_lookup(source, id);
+  return f != kNoIndex ? f : new_function(source, rank, id, 0, false);
+}
+
+OwnerIndex ModelBuilder::owner_ref(uint32_t source, uint16_t rank, uint32_t id) {
+  if (id == 0) return kNoIndex;
+  auto [it, inserted] =
+      src_[source].owners.emplace(id, static_cast<OwnerIndex>(m_.owners_.size()));
+  if (inserted) {
+    OwnerInfo info;
+    info.id = id;
+    info.source = source;
+    info.rank = rank;
+    info.announced = false;
+    m_.owners_.push_back(info);
+    reducer_of_owner_.push_back(kNoIndex);
+  }
+  return it->second;
+}
+
+bool ModelBuilder::survives_release(HookIndex h, FunctionIndex f) const {
+  // Note [Leaf hooks live on the tensor]
+  const HookKind kind = m_.hooks_[h].kind;
+  return kind == HookKind::kPostAccumulate ||
+         (kind == HookKind::kTensorPre && m_.functions_[f].is_leaf_accumulator());
+}
+
+FunctionIndex ModelBuilder::latest(FunctionIndex f) const {
+  while (m_.functions_[f].next != kNoIndex) f = m_.functions_[f].next;
+  return f;
+}
+
+void ModelBuilder::open_segment(HookIndex h, FunctionIndex f, EventIndex at, bool on_tensor) {
+  const auto s = static_cast<uint32_t>(m_.segments_.size());
+  m_.segments_.push_back(HookSegment{h, f, at, kNever, on_tensor});
+  open_[f].push_back(s);
+  open_of_hook_[h] = s;
+}
+
+void ModelBuilder::close_segment(HookIndex h, EventIndex at) {
+  const uint32_t s = open_of_hook_[h];
+  if (s == kNoIndex) return;
+  m_.segments_[s].to = at;
+  auto& list = open_[m_.segments_[s].function];
+  list.erase(std::find(list.begin(), list.end(), s));
+  open_of_hook_[h] = kNoIndex;
+}
+
+void ModelBuilder::end_hook(HookIndex h, EventIndex at, RemoveCause cause, OwnerIndex by,
+                            bool implicit) {
+  close_segment(h, at);
+  HookInfo& info = m_.hooks_[h];
+  info.ended_at = at;
+  info.cause = cause;
+  info.removed_by = by;
+  info.implicit_end = implicit;
+}
+
+// Puts a new hook on `f` from `at`; a Function already released keeps only a
+// leaf's hooks (on the tensor), anything else is dropped at once.
+void ModelBuilder::attach(HookIndex h, FunctionIndex f, EventIndex at) {
+  f = latest(f);
+  if (m_.functions_[f].released_at == kNever) {
+    open_segment(h, f, at, false);
+  } else if (survives_release(h, f)) {
+    open_segment(h, f, at, true);
+  } else {
+    end_hook(h, at, RemoveCause::kNodeReleased, kNoIndex, true);
+  }
+}
+
+HookIndex ModelBuilder::hook_ref(uint32_t source, uint16_t rank, const Event& e, EventIndex at) {
+  auto it = src_[source].hooks.find(e.key);
+  if (it != src_[source].hooks.end()) return it->second;
+  // A hook added before the recording started: it has been there as long as
+  // its Function, or (for a Function we never saw created) since event 0.
+  const FunctionIndex f = function_ref(source, rank, e.node);
+  const auto h = static_cast<HookIndex>(m_.hooks_.size());
+  HookInfo info;
+  info.key = e.key;
+  info.source = source;
+  info.rank = rank;
+  info.kind = static_cast<HookKind>(e.sub < trace::kNumHookKinds ? e.sub : 0);
+  info.announced = false;
+  info.owner = owner_ref(source, rank, e.owner);
+  info.function = f;
+  m_.hooks_.push_back(info);
+  open_of_hook_.push_back(kNoIndex);
+  src_[source].hooks[e.key] = h;
+  if (f == kNoIndex) return h;
+  const FunctionInfo& fi = m_.functions_[latest(f)];
+  const EventIndex from = fi.released_at == kNever ? fi.created_at : at;
+  m_.hooks_[h].added_at = from;
+  attach(h, f, from);
+  return h;
+}
+
+void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, const Event& e) {
+  if (static_cast<uint8_t>(e.kind) >= static_cast<uint8_t>(EventKind::kHookRemoveFailed) &&
+      e.kind != EventKind::kApplyBegin && e.kind != EventKind::kApplyEnd &&
+      static_cast<size_t>(e.kind) < m_.kind_events_.size()) {
+    m_.kind_events_[static_cast<size_t>(e.kind)].push_back(i);
+  }
+  if (event_arg_is_string(e.kind)) str(source, e.arg);
+  switch (e.kind) {
+    case EventKind::kNodeCreated: {
+      const FunctionIndex previous = e.key ? function_lookup(source, e.key) : kNoIndex;
+      FunctionIndex f = function_lookup(source, e.node);
+      if (f == kNoIndex || m_.functions_[f].announced ||
+          m_.functions_[f].released_at != kNever) {
+        f = new_function(source, rank, e.node, i, true);
+      }
+      FunctionInfo& fi = m_.functions_[f];
+      fi.announced = true;
+      fi.rank = rank;
+      fi.flags = e.sub;
+      fi.name = str(source, e.arg);
+      if (previous == kNoIndex || previous == f) break;
+      fi.previous = previous;
+      m_.functions_[previous].next = f;
+      m_.functions_[previous].flags |= trace::kNodeIsLeafAccumulator;
+      // The leaf's hooks move to its new AccumulateGrad.
+      const std::vector<uint32_t> open = open_[previous];
+      for (uint32_t s : open) {
+        const HookIndex h = m_.segments_[s].hook;
+        if (!m_.segments_[s].on_tensor && !survives_release(h, previous)) continue;
+        close_segment(h, i);
+        open_segment(h, f, i, false);
+      }
+      break;
+    }
+    case EventKind::kNodeEdge: {
+      const FunctionIndex from = function_ref(source, rank, e.node);
+      const FunctionIndex to = function_ref(source, rank, e.arg);
+      if (from != kNoIndex && to != kNoIndex) m_.edges_.push_back(EdgeInfo{from, to, e.actor});
+      break;
+    }
+    case EventKind::kNodeLabel: {
+      const FunctionIndex f = function_ref(source, rank, e.node);
+      if (f != kNoIndex) m_.functions_[f].label = str(source, e.arg);
+      break;
+    }
+    case EventKind::kNodeReleased: {
+      const FunctionIndex f = function_ref(source, rank, e.node);
+      if (f == kNoIndex || m_.functions_[f].released_at != kNever) break;
+      m_.functions_[f].released_at = i;
+      const std::vector<uint32_t> open = open_[f];
+      for (uint32_t s : open) {
+        const HookIndex h = m_.segments_[s].hook;
+        if (m_.segments_[s].on_tensor) continue;
+        close_segment(h, i);
+        if (survives_release(h, f)) {
+          open_segment(h, f, i, true);
+        } else {
+          end_hook(h, i, RemoveCause::kNodeReleased, kNoIndex, true);
+        }
+      }
+      break;
+    }
+    case EventKind::kOwnerCreated: {
+      if (e.owner == 0) break;
+      auto& owners = src_[source].owners;
+      auto it = owners.find(e.owner);
+      const bool fresh = it == owners.end() || m_.owners_[it->second].destroyed_at != kNever;
+      if (fresh && it != owners.end()) owners.erase(it);  // an id used again
+      const OwnerIndex o = owner_ref(source, rank, e.owner);
+      OwnerInfo& info = m_.owners_[o];
+      if (fresh) info.created_at = i;  // else announced again, or referenced first
+      info.announced = true;
+      info.kind = static_cast<OwnerKind>(e.sub);
+      info.label = str(source, e.arg);
+      break;
+    }
+    case EventKind::kOwnerDestroyed: {
+      const OwnerIndex o = owner_ref(source, rank, e.owner);
+      if (o != kNoIndex) m_.owners_[o].destroyed_at = std::min(m_.owners_[o].destroyed_at, i);
+      break;
+    }
+    case EventKind::kHookAdded: {
+      const FunctionIndex f = function_ref(source, rank, e.node);
+      auto it = src_[source].hooks.find(e.key);
+      if (it != src_[source].hooks.end() && m_.hooks_[it->second].ended_at == kNever) {
+        end_hook(it->second, i, RemoveCause::kByKey, kNoIndex, true);  // a key added twice
+      }
+      const auto h = static_cast<HookIndex>(m_.hooks_.size());
+      HookInfo info;
+      info.key = e.key;
+      info.source = source;
+      info.rank = rank;
+      info.kind = static_cast<HookKind>(e.sub < trace::kNumHookKinds ? e.sub : 0);
+      info.owner = owner_ref(source, rank, e.owner);
+      info.input_nr = static_cast<uint32_t>(e.arg);
+      info.function = f;
+      info.added_at = i;
+      m_.hooks_.push_back(info);
+      open_of_hook_.push_back(kNoIndex);
+      src_[source].hooks[e.key] = h;
+      if (f != kNoIndex) attach(h, f, i);
+      break;
+    }
+    case EventKind::kHookFired:
+      fire_events_.emplace_back(hook_ref(source, rank, e, i), i);
+      break;
+    case EventKind::kHookRemoved: {
+      const HookIndex h = hook_ref(source, rank, e, i);
+      if (m_.hooks_[h].ended_at != kNever) break;
+      const auto cause = static_cast<RemoveCause>(std::min<uint64_t>(e.arg, 3));
+      end_hook(h, i, cause, owner_ref(source, rank, e.actor), false);
+      break;
+    }
+    case EventKind::kHookRemoveFailed:
+      function_ref(source, rank, e.node);
+      owner_ref(source, rank, e.actor);
+      break;
+    case EventKind::kApplyBegin:
+      function_ref(source, rank, e.node);
+      break;
+    default:
+      if (static_cast<uint8_t>(e.kind) >= static_cast<uint8_t>(EventKind::kReducerConstructed)) {
+        apply_ddp(i, source, rank, e);
+      }
+      break;
+  }
+}
+
+void ModelBuilder::finish() {
+  // Fires, grouped by hook (each hook's in timeline order).
+  std::vector<uint32_t> count(m_.hooks_.size() + 1, 0);
+  for (auto& [h, i] : fire_events_) ++count[h + 1];
+  for (size_t h = 0; h < m_.hooks_.size(); ++h) {
+    count[h + 1] += count[h];
+    m_.hooks_[h].fires_begin = count[h];
+    m_.hooks_[h].fires_end = count[h];
+  }
+  m_.fires_.resize(fire_events_.size());
+  for (auto& [h, i] : fire_events_) m_.fires_[m_.hooks_[h].fires_end++] = i;
+  fire_events_ = {};
+
+  std::stable_sort(m_.edges_.begin(), m_.edges_.end(),
+                   [](const EdgeInfo& a, const EdgeInfo& b) { return a.from < b.from; });
+  for (uint32_t k = 0; k < m_.edges_.size(); ++k) {
+    FunctionInfo& f = m_.functions_[m_.edges_[k].from];
+    if (f.edges_begin == f.edges_end) f.edges_begin = k;
+    f.edges_end = k + 1;
+  }
+
+  std::vector<uint32_t>& by_fn = m_.segments_by_function_;
+  by_fn.resize(m_.segments_.size());
+  for (uint32_t s = 0; s < by_fn.size(); ++s) by_fn[s] = s;
+  const auto& segs = m_.segments_;
+  std::sort(by_fn.begin(), by_fn.end(), [&](uint32_t a, uint32_t b) {
+    const HookSegment& x = segs[a];
+    const HookSegment& y = segs[b];
+    if (x.function != y.function) return x.function < y.function;
+    if (x.from != y.from) return x.from < y.from;
+    return x.hook < y.hook;
+  });
+  auto& begin = m_.segments_by_function_begin_;
+  begin.assign(m_.functions_.size() + 1, 0);
+  for (uint32_t s : by_fn) ++begin[segs[s].function + 1];
+  for (size_t f = 0; f < m_.functions_.size(); ++f) begin[f + 1] += begin[f];
+
+  auto lookup_of = [](auto& maps, auto member) {
+    std::vector<Model::Lookup> out;
+    for (uint32_t s = 0; s < maps.size(); ++s) {
+      for (auto& [id, index] : maps[s].*member) out.push_back({s, id, index});
+    }
+    std::sort(out.begin(), out.end(), [](const Model::Lookup& a, const Model::Lookup& b) {
+      return std::tie(a.source, a.id) < std::tie(b.source, b.id);
+    });
+    return out;
+  };
+  m_.function_lookup_ = lookup_of(src_, &SourceMaps::functions);
+  m_.hook_lookup_ = lookup_of(src_, &SourceMaps::hooks);
+  m_.owner_lookup_ = lookup_of(src_, &SourceMaps::owners);
+  for (uint32_t s = 0; s < src_.size(); ++s) {
+    for (auto& [key, index] : src_[s].collectives) {
+      m_.collective_lookup_.push_back({s << 16 | key.first, key.second, index});
+    }
+  }
+  std::sort(m_.collective_lookup_.begin(), m_.collective_lookup_.end(),
+            [](const Model::Lookup& a, const Model::Lookup& b) {
+              return std::tie(a.source, a.id) < std::tie(b.source, b.id);
+            });
+  m_.reducer_of_owner_ = std::move(reducer_of_owner_);
+  for (ReducerInfo& r : m_.reducers_) {
+    for (const ParameterInfo& p : r.parameters) {
+      if (p.bucket == kNoIndex || p.bucket >= (1u << 24)) continue;
+      if (p.bucket >= r.bucket_sizes.size()) r.bucket_sizes.resize(p.bucket + 1);
+    }
+    std::vector<uint32_t> members(r.bucket_sizes.size(), 0);
+    for (const ParameterInfo& p : r.parameters) {
+      if (p.bucket < members.size()) ++members[p.bucket];
+    }
+    for (size_t b = 0; b < members.size(); ++b) {
+      r.bucket_sizes[b] = std::max(r.bucket_sizes[b], members[b]);
+    }
+  }
+  src_.clear();
+  open_ = {};
+  open_of_hook_ = {};
+
+  std::vector<IntervalIndex::Span> fn_spans, seg_spans;
+  fn_spans.reserve(m_.functions_.size());
+  for (const FunctionInfo& f : m_.functions_) fn_spans.push_back({f.created_at, f.released_at});
+  seg_spans.reserve(segs.size());
+  for (const HookSegment& s : segs) seg_spans.push_back({s.from, s.to});
+  const std::vector<IntervalIndex::Span>* families[] = {&fn_spans, &seg_spans};
+  m_.block_starts_ = IntervalIndex::choose_blocks(m_.num_events_, families,
+                                                  m_.options_.checkpoint_min_events,
+                                                  m_.options_.checkpoint_bytes_per_event);
+  m_.live_functions_.build(std::move(fn_spans), m_.block_starts_);
+  m_.live_segments_.build(std::move(seg_spans), m_.block_starts_);
+}
+
+Model::Model(std::vector<trace::TraceData> traces, ModelOptions options)
+    : traces_(std::move(traces)), options_(options) {
+  if (traces_.empty()) {
+    throw std::invalid_argument("no trace to analyse: give at least one trace (one per rank)");
+  }
+  if (options_.checkpoint_min_events == 0 || !(options_.checkpoint_bytes_per_event > 0)) {
+    throw std::invalid_argument(
+        "ModelOptions: checkpoint_min_events and checkpoint_bytes_per_event must be > 0");
+  }
+  ModelBuilder(*this).run();
+}
+
+Model::Model(trace::TraceData trace, ModelOptions options)
+    : Model([&] {
+        std::vector<trace::TraceData> v;
+        v.push_back(std::move(trace));
+        return v;
+      }(), options) {}
+
+}  // namespace hookscope::analysis

@@ -1,0 +1,145 @@
+// The load pass for DDP events: Reducers, their parameters and buckets, and
+// collectives (Note [Event record] lists the fields per kind).
+
+#include <algorithm>
+
+#include "analysis/model_builder.h"
+
+namespace hookscope::analysis {
+
+using trace::Event;
+using trace::EventKind;
+using trace::OwnerKind;
+
+ReducerIndex ModelBuilder::reducer_ref(OwnerIndex owner, uint32_t source, uint16_t rank) {
+  if (reducer_of_owner_[owner] != kNoIndex) return reducer_of_owner_[owner];
+  // A Reducer constructed before the recording started.
+  ReducerInfo info;
+  info.owner = owner;
+  info.source = source;
+  info.rank = rank;
+  reducer_of_owner_[owner] = static_cast<ReducerIndex>(m_.reducers_.size());
+  if (!m_.owners_[owner].announced) m_.owners_[owner].kind = OwnerKind::kReducer;
+  m_.reducers_.push_back(std::move(info));
+  return reducer_of_owner_[owner];
+}
+
+ParameterInfo& ModelBuilder::parameter(ReducerIndex r, uint64_t index) {
+  static thread_local ParameterInfo ignored;
+  auto& params = m_.reducers_[r].parameters;
+  if (index >= (1u << 24)) return ignored = ParameterInfo{};  // not a parameter index
+  if (index >= params.size()) params.resize(index + 1);
+  return params[index];
+}
+
+uint32_t ModelBuilder::collective_ref(uint32_t source, uint16_t rank, uint64_t id) {
+  auto [it, inserted] = src_[source].collectives.emplace(
+      std::make_pair(rank, id), static_cast<uint32_t>(m_.collectives_.size()));
+  if (inserted) {
+    CollectiveInfo info;
+    info.id = id;
+    info.source = source;
+    info.rank = rank;
+    m_.collectives_.push_back(info);
+  }
+  return it->second;
+}
+
+void ModelBuilder::apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const Event& e) {
+  const OwnerIndex o = owner_ref(source, rank, e.owner);
+  switch (e.kind) {
+    case EventKind::kReducerConstructed: {
+      if (o == kNoIndex) return;
+      ReducerInfo info;
+      info.owner = o;
+      info.source = source;
+      info.rank = rank;
+      info.constructed_at = i;
+      info.num_parameters = static_cast<uint32_t>(std::min<uint64_t>(e.arg, 1u << 24));
+      info.num_buckets = std::min<uint32_t>(e.actor, 1u << 24);
+      info.parameters.resize(info.num_parameters);
+      info.bucket_sizes.resize(info.num_buckets);
+      info.events.push_back(i);
+      reducer_of_owner_[o] = static_cast<ReducerIndex>(m_.reducers_.size());
+      if (!m_.owners_[o].announced) m_.owners_[o].kind = OwnerKind::kReducer;
+      m_.reducers_.push_back(std::move(info));
+      return;
+    }
+    case EventKind::kCollectiveBegin:
+    case EventKind::kCollectiveEnd: {
+      CollectiveInfo& c = m_.collectives_[collective_ref(source, rank, e.key)];
+      if (e.kind == EventKind::kCollectiveBegin) {
+        c.begin_at = i;
+        if (e.actor != UINT32_MAX) c.bucket = e.actor;
+      } else {
+        c.end_at = i;
+        c.status = static_cast<trace::CollectiveStatus>(e.sub);
+      }
+      if (o != kNoIndex && reducer_of_owner_[o] != kNoIndex) {
+        c.reducer = reducer_of_owner_[o];
+        m_.reducers_[c.reducer].events.push_back(i);
+      }
+      return;
+    }
+    case EventKind::kReducerDestroyed:
+    case EventKind::kPrepareForBackward:
+    case EventKind::kAutogradHookNoop:
+    case EventKind::kMarkReady:
+    case EventKind::kMarkedTwice:
+    case EventKind::kUnusedParameter:
+    case EventKind::kBucketReady:
+    case EventKind::kBucketsFinalized:
+      break;
+    default:  // failures, recovery, process groups, training steps: events_of_kind()
+      return;
+  }
+  if (o == kNoIndex) return;
+  const ReducerIndex r = reducer_ref(o, source, rank);
+  m_.reducers_[r].events.push_back(i);
+  switch (e.kind) {
+    case EventKind::kReducerDestroyed: {
+      ReducerInfo& red = m_.reducers_[r];
+      red.destroyed_at = std::min(red.destroyed_at, i);
+      red.policy = static_cast<trace::DestroyPolicy>(e.arg);
+      red.hooks_removed = e.actor;
+      m_.owners_[o].destroyed_at = std::min(m_.owners_[o].destroyed_at, i);
+      break;
+    }
+    case EventKind::kPrepareForBackward:
+      m_.reducers_[r].prepares.push_back(i);
+      break;
+    case EventKind::kAutogradHookNoop:
+      function_ref(source, rank, e.node);
+      break;
+    case EventKind::kMarkReady: {
+      const FunctionIndex f = function_ref(source, rank, e.node);
+      ParameterInfo& p = parameter(r, e.arg);
+      if (f != kNoIndex) p.accumulator = f;
+      p.bucket = e.actor;
+      break;
+    }
+    case EventKind::kMarkedTwice:
+    case EventKind::kUnusedParameter: {
+      const FunctionIndex f = function_ref(source, rank, e.node);
+      ParameterInfo& p = parameter(r, e.actor);
+      if (f != kNoIndex) p.accumulator = f;
+      p.name = str(source, e.arg);
+      break;
+    }
+    case EventKind::kBucketReady: {
+      auto& sizes = m_.reducers_[r].bucket_sizes;
+      if (e.arg < (1u << 24)) {
+        if (e.arg >= sizes.size()) sizes.resize(e.arg + 1);
+        sizes[e.arg] = std::max(sizes[e.arg], e.actor);
+      }
+      CollectiveInfo& c = m_.collectives_[collective_ref(source, rank, e.key)];
+      c.reducer = r;
+      c.bucket = static_cast<uint32_t>(e.arg);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+}  // namespace hookscope::analysis

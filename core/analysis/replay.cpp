@@ -1,0 +1,264 @@
+// State at any event and stepping between events (Note [Replay by intervals]).
+
+#include <algorithm>
+#include <tuple>
+
+#include "analysis/state.h"
+
+namespace hookscope::analysis {
+
+using trace::EventKind;
+
+size_t FunctionAt::num_hooks() const {
+  size_t n = 0;
+  for (const auto& list : hooks) n += list.size();
+  return n;
+}
+
+const FunctionAt* State::find(FunctionIndex function) const {
+  auto it = std::lower_bound(functions.begin(), functions.end(), function,
+                             [](const FunctionAt& f, FunctionIndex x) { return f.function < x; });
+  return it != functions.end() && it->function == function ? &*it : nullptr;
+}
+
+size_t State::num_hooks() const {
+  size_t n = tensor_hooks.size();
+  for (const FunctionAt& f : functions) n += f.num_hooks();
+  return n;
+}
+
+namespace {
+
+bool hook_order(const HookAt& a, const HookAt& b) {
+  return std::tie(a.since, a.hook) < std::tie(b.since, b.hook);
+}
+
+BucketStatus bucket_status(const Model& m, const ReducerInfo& r, uint64_t collective,
+                           EventIndex e) {
+  const uint32_t c = m.find_collective(r.source, r.rank, collective);
+  if (c == kNoIndex || m.collectives()[c].end_at > e) return BucketStatus::kReady;
+  return m.collectives()[c].status == trace::CollectiveStatus::kOk ? BucketStatus::kReduced
+                                                                   : BucketStatus::kFailed;
+}
+
+// A Reducer's progress in its current backward: everything since its last
+// prepare_for_backward up to `e`.
+ReducerAt reducer_at(const Model& m, ReducerIndex index, EventIndex e) {
+  const ReducerInfo& r = m.reducers()[index];
+  ReducerAt out;
+  out.reducer = index;
+  out.live = e < r.destroyed_at;
+  EventIndex window = r.constructed_at;
+  auto p = std::upper_bound(r.prepares.begin(), r.prepares.end(), e);
+  if (p != r.prepares.begin()) {
+    window = *(p - 1);
+    out.backward = static_cast<int64_t>(m.event(window).arg);
+  }
+  std::vector<uint32_t> marked(r.bucket_sizes.size(), 0);
+  std::vector<uint64_t> collective(r.bucket_sizes.size(), UINT64_MAX);
+  auto it = std::upper_bound(r.events.begin(), r.events.end(), window);
+  auto end = std::upper_bound(it, r.events.end(), e);
+  for (; it != end; ++it) {
+    const trace::Event ev = m.event(*it);
+    switch (ev.kind) {
+      case EventKind::kMarkReady:
+        out.ready_order.push_back(static_cast<uint32_t>(ev.arg));
+        if (ev.actor < marked.size()) ++marked[ev.actor];
+        break;
+      case EventKind::kBucketReady:
+        if (ev.arg < collective.size()) collective[ev.arg] = ev.key;
+        break;
+      case EventKind::kBucketsFinalized:
+        out.finalized = true;
+        break;
+      case EventKind::kAutogradHookNoop:
+        ++out.noops;
+        break;
+      default:
+        break;
+    }
+  }
+  for (uint32_t b = 0; b < r.bucket_sizes.size(); ++b) {
+    BucketAt bucket;
+    bucket.index = b;
+    bucket.size = r.bucket_sizes[b];
+    bucket.pending = bucket.size - std::min(bucket.size, marked[b]);
+    if (collective[b] != UINT64_MAX) bucket.status = bucket_status(m, r, collective[b], e);
+    out.buckets.push_back(bucket);
+  }
+  return out;
+}
+
+void fill_owners_and_reducers(const Model& m, EventIndex e,
+                              const std::vector<uint32_t>& owner_hooks, State& st) {
+  st.owners.clear();
+  for (OwnerIndex o = 0; o < m.owners().size(); ++o) {
+    const OwnerInfo& info = m.owners()[o];
+    const bool live = e < info.destroyed_at;
+    if (info.created_at > e || (!live && owner_hooks[o] == 0)) continue;
+    st.owners.push_back(OwnerAt{o, live, owner_hooks[o]});
+  }
+  st.reducers.clear();
+  for (ReducerIndex r = 0; r < m.reducers().size(); ++r) {
+    if (m.reducers()[r].constructed_at <= e) st.reducers.push_back(reducer_at(m, r, e));
+  }
+}
+
+}  // namespace
+
+State Model::state_at(size_t index) const {
+  check_index(index, "state_at");
+  const auto e = static_cast<EventIndex>(index);
+  State st;
+  st.index = index;
+  std::vector<uint32_t> ids;
+  live_functions_.alive_at(e, block_starts_, ids);
+  std::sort(ids.begin(), ids.end());
+  st.functions.resize(ids.size());
+  for (size_t k = 0; k < ids.size(); ++k) st.functions[k].function = ids[k];
+
+  ids.clear();
+  live_segments_.alive_at(e, block_starts_, ids);
+  std::vector<std::pair<uint32_t, HookAt>> on_functions;  // (segment, hook)
+  on_functions.reserve(ids.size());
+  std::vector<uint32_t> owner_hooks(owners_.size(), 0);
+  for (uint32_t s : ids) {
+    const HookSegment& seg = segments_[s];
+    const HookAt at{seg.hook, seg.function, fires_until(seg.hook, e), seg.from};
+    if (hooks_[seg.hook].owner != kNoIndex) ++owner_hooks[hooks_[seg.hook].owner];
+    if (seg.on_tensor) {
+      st.tensor_hooks.push_back(at);
+    } else {
+      on_functions.emplace_back(s, at);
+    }
+  }
+  std::sort(st.tensor_hooks.begin(), st.tensor_hooks.end(), hook_order);
+  std::sort(on_functions.begin(), on_functions.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.second.function, a.second.since, a.second.hook) <
+           std::tie(b.second.function, b.second.since, b.second.hook);
+  });
+  auto fn = st.functions.begin();
+  for (const auto& [s, at] : on_functions) {
+    while (fn != st.functions.end() && fn->function < at.function) ++fn;
+    // A live segment's Function is live (the load pass ends segments with it).
+    if (fn == st.functions.end() || fn->function != at.function) continue;
+    fn->hooks[static_cast<size_t>(hooks_[at.hook].kind)].push_back(at);
+  }
+  fill_owners_and_reducers(*this, e, owner_hooks, st);
+  return st;
+}
+
+// ---- Cursor -------------------------------------------------------------------
+
+Cursor::Cursor(const Model& model, size_t index) : model_(&model) {
+  if (model.num_events() > 0) seek(index);
+}
+
+void Cursor::seek(size_t index) {
+  state_ = model_->state_at(index);
+  owner_hooks_.assign(model_->owners().size(), 0);
+  for (const OwnerAt& o : state_.owners) owner_hooks_[o.owner] = o.hooks;
+}
+
+FunctionAt* Cursor::find_mut(FunctionIndex f) {
+  return const_cast<FunctionAt*>(state_.find(f));
+}
+
+void Cursor::insert_function(FunctionIndex f) {
+  auto& fns = state_.functions;
+  auto it = std::lower_bound(fns.begin(), fns.end(), f,
+                             [](const FunctionAt& a, FunctionIndex x) { return a.function < x; });
+  FunctionAt at;
+  at.function = f;
+  fns.insert(it, std::move(at));
+}
+
+void Cursor::erase_function(FunctionIndex f) {
+  auto& fns = state_.functions;
+  auto it = std::lower_bound(fns.begin(), fns.end(), f,
+                             [](const FunctionAt& a, FunctionIndex x) { return a.function < x; });
+  if (it != fns.end() && it->function == f) fns.erase(it);
+}
+
+void Cursor::insert_hook(uint32_t segment, EventIndex at) {
+  const HookSegment& seg = model_->segments()[segment];
+  const HookInfo& hook = model_->hooks()[seg.hook];
+  const HookAt h{seg.hook, seg.function, model_->fires_until(seg.hook, at), seg.from};
+  std::vector<HookAt>* list = &state_.tensor_hooks;
+  if (!seg.on_tensor) {
+    FunctionAt* f = find_mut(seg.function);
+    if (!f) return;
+    list = &f->hooks[static_cast<size_t>(hook.kind)];
+  }
+  list->insert(std::lower_bound(list->begin(), list->end(), h, hook_order), h);
+  if (hook.owner != kNoIndex) ++owner_hooks_[hook.owner];
+}
+
+void Cursor::erase_hook(uint32_t segment) {
+  const HookSegment& seg = model_->segments()[segment];
+  const HookInfo& hook = model_->hooks()[seg.hook];
+  std::vector<HookAt>* list = &state_.tensor_hooks;
+  if (!seg.on_tensor) {
+    FunctionAt* f = find_mut(seg.function);
+    if (!f) return;
+    list = &f->hooks[static_cast<size_t>(hook.kind)];
+  }
+  auto it = std::find_if(list->begin(), list->end(), [&](const HookAt& h) {
+    return h.hook == seg.hook && h.since == seg.from;
+  });
+  if (it == list->end()) return;
+  list->erase(it);
+  if (hook.owner != kNoIndex) --owner_hooks_[hook.owner];
+}
+
+// Event `event` is a fire: the count of that hook becomes its count at `at`.
+void Cursor::refresh_fires(EventIndex event, EventIndex at) {
+  const trace::Event e = model_->event(event);
+  if (e.kind != EventKind::kHookFired) return;
+  const HookIndex h = model_->find_hook(model_->source(event), e.key);
+  if (h == kNoIndex) return;
+  const uint32_t fires = model_->fires_until(h, at);
+  auto update = [&](std::vector<HookAt>& list) {
+    for (HookAt& x : list) {
+      if (x.hook == h) x.fires = fires;
+    }
+  };
+  for (FunctionAt& f : state_.functions) {
+    if (f.num_hooks() == 0) continue;
+    for (auto& list : f.hooks) update(list);
+  }
+  update(state_.tensor_hooks);
+}
+
+void Cursor::refresh_owners_and_reducers() {
+  fill_owners_and_reducers(*model_, static_cast<EventIndex>(state_.index), owner_hooks_, state_);
+}
+
+bool Cursor::next() {
+  if (state_.index + 1 >= model_->num_events()) return false;
+  const auto n = static_cast<EventIndex>(state_.index + 1);
+  for (uint32_t f : model_->live_functions_.starting_at(n)) insert_function(f);
+  for (uint32_t s : model_->live_segments_.ending_at(n)) erase_hook(s);
+  for (uint32_t s : model_->live_segments_.starting_at(n)) insert_hook(s, n);
+  for (uint32_t f : model_->live_functions_.ending_at(n)) erase_function(f);
+  refresh_fires(n, n);
+  state_.index = n;
+  refresh_owners_and_reducers();
+  return true;
+}
+
+bool Cursor::prev() {
+  if (state_.index == 0 || model_->num_events() == 0) return false;
+  const auto p = static_cast<EventIndex>(state_.index);
+  const EventIndex q = p - 1;
+  for (uint32_t f : model_->live_functions_.ending_at(p)) insert_function(f);
+  for (uint32_t s : model_->live_segments_.starting_at(p)) erase_hook(s);
+  for (uint32_t s : model_->live_segments_.ending_at(p)) insert_hook(s, q);
+  for (uint32_t f : model_->live_functions_.starting_at(p)) erase_function(f);
+  refresh_fires(p, q);
+  state_.index = q;
+  refresh_owners_and_reducers();
+  return true;
+}
+
+}  // namespace hookscope::analysis

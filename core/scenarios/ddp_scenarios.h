@@ -1,0 +1,71 @@
+#pragma once
+// The DDP stories: recovery after a rank failure, two DDPs on one module,
+// unused parameters, a parameter marked ready twice. Ranks run as threads in
+// this process (default) or, with `rank` set, this process runs one rank of a
+// multi-process launch (hookscope-cli launch).
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensor/device.h"
+#include "trace/event.h"
+
+namespace hookscope::scenarios {
+
+struct DdpScenarioOptions {
+  std::string name = "recovery";  // recovery | shared-module | unused-parameter | marked-twice
+  trace::DestroyPolicy policy = trace::DestroyPolicy::kByKey;
+  int world_size = 2;
+  int steps = 8;
+  uint64_t seed = 0;
+  int recoveries = 1;
+  int fail_rank = 1;
+  int fail_step = -1;                 // -1: a third of the way in
+  trace::FailureMode fail_mode = trace::FailureMode::kThrow;
+  std::string fail_point = "hook";    // hook | collective (for throw)
+  std::chrono::milliseconds timeout{5000};
+  Device device = Device::kCPU;
+  std::vector<int64_t> layers = {16, 32, 32, 4};
+  int64_t batch_per_rank = 16;       // the global batch is this times the world size
+  float lr = 0.1f;
+  size_t bucket_cap_bytes = 4096;     // small, so even the demo model has several buckets
+  size_t first_bucket_bytes = 1024;
+
+  // Process mode (one rank per process). rank < 0: all ranks as threads.
+  int rank = -1;
+  std::string store_dir;              // FileStore rendezvous directory
+  int generation = 0;                 // > 0: this process replaces a failed rank
+  int start_step = 0;
+};
+
+struct RankReport {
+  int rank = 0;
+  int generation = 0;                 // incarnation of this rank (replacements count up)
+  std::vector<float> losses;          // per completed step
+  int recoveries = 0;
+  bool failed = false;                // this incarnation was the injected failure
+  std::string error;                  // an error that ended it (marked-twice, ...)
+  std::vector<size_t> post_hooks_per_accumulator;  // at the end, while the last DDP lives
+  std::vector<float> final_parameters;             // flattened, at the end
+  std::vector<std::string> unused_parameters;
+};
+
+struct DdpScenarioResult {
+  std::vector<RankReport> ranks;      // every incarnation, ordered by (rank, generation)
+  int failures_injected = 0;
+  // Largest |difference| between ranks' final parameters (0 when in sync).
+  float max_parameter_divergence = 0.f;
+};
+
+// Throws std::invalid_argument for inconsistent options, naming the option.
+void validate(const DdpScenarioOptions& options);
+DdpScenarioResult run_ddp_scenario(const DdpScenarioOptions& options);
+
+// Human-readable summary lines (steps, loss, recoveries, hooks per AccumulateGrad).
+std::string format_result(const DdpScenarioOptions& options, const DdpScenarioResult& result);
+
+bool is_ddp_scenario(const std::string& name);
+
+}  // namespace hookscope::scenarios

@@ -1,0 +1,248 @@
+#include "trace/reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "trace/file_columns.h"
+#include "trace/reader_blocks.h"
+
+namespace hookscope::trace {
+
+namespace detail {
+// reader_merge.cpp
+void merge_thread_runs(std::vector<Event>& events, bool all_sorted, size_t threads);
+}  // namespace detail
+
+namespace {
+
+constexpr uint64_t kProgressEvery = 1u << 20;  // bytes
+
+// Reads one trace in two passes. Pass 1 walks the blocks: checks every
+// length and checksum, loads the string table, parses chunk headers (so the
+// event count is known and checked before anything is allocated) and the
+// footer. Pass 2 decodes the chunks into place. Damage found in either pass
+// ends the valid prefix at that block (Note [Trace file format]).
+class TraceReader {
+ public:
+  TraceReader(const uint8_t* data, size_t size, const std::string& source,
+              const ReadOptions& options)
+      : data_(data), size_(size), source_(source), options_(options) {}
+
+  TraceData read() {
+    out_.source = source_;
+    out_.strings.assign(1, std::string());
+    const size_t start = detail::parse_file_start(data_, size_, size_, source_, out_.header);
+    lenient_ = out_.header.version_minor > kFormatMinor;
+    max_events_ = options_.max_events
+                      ? options_.max_events
+                      : std::max<uint64_t>(kMaxChunkEvents, size_ * kMaxEventsPerFileByte);
+    scan_blocks(start);
+    decode_chunks();
+    if (stopped_) {
+      out_.truncation = "truncated at byte " + std::to_string(stop_offset_) + ": " + stop_reason_ +
+                        "; " + std::to_string(out_.events.size()) + " events recovered";
+    }
+    if (options_.progress) options_.progress(size_, size_);
+    return std::move(out_);
+  }
+
+ private:
+  struct ChunkRef {
+    uint64_t offset;         // of its block
+    uint64_t end;            // just past its block
+    ChunkHeader header;
+    uint64_t strings_before;  // string table size when it was reached
+    uint64_t dropped_before;
+  };
+
+  void stop(uint64_t offset, std::string reason) {
+    stopped_ = true;
+    stop_offset_ = offset;
+    stop_reason_ = std::move(reason);
+  }
+
+  void scan_blocks(size_t offset) {
+    uint64_t total = 0;
+    for (;;) {
+      if (offset == size_) {
+        stop(offset, "the file ends without a footer (the recording did not finish)");
+        return;
+      }
+      detail::BlockView block;
+      std::string bad = detail::check_block(data_, size_, offset, block);
+      if (!bad.empty()) return stop(offset, std::move(bad));
+      const size_t end = offset + kBlockHeaderBytes + block.length;
+      switch (static_cast<BlockType>(block.type)) {
+        case BlockType::kStrings:
+          if (const char* why = read_strings(block)) return stop(offset, why);
+          break;
+        case BlockType::kDropped: {
+          ByteCursor c{block.payload, block.payload + block.length};
+          uint64_t dropped;
+          if (!c.get_varint(dropped) || (!lenient_ && c.left() != 0)) {
+            return stop(offset, "malformed dropped-count block");
+          }
+          if (dropped < out_.dropped_events) return stop(offset, "dropped count went down");
+          out_.dropped_events = dropped;
+          break;
+        }
+        case BlockType::kEvents: {
+          ChunkRef ref{offset, end, {}, out_.strings.size(), out_.dropped_events};
+          if (const char* why = ChunkCodec::parse_header(block.payload, block.length, ref.header)) {
+            return stop(offset, std::string(why) + " in event chunk");
+          }
+          total += ref.header.count;
+          if (total > max_events_) {
+            return stop(offset, options_.max_events
+                                    ? "more events than ReadOptions::max_events allows"
+                                    : "more events than a file of this size can hold");
+          }
+          chunks_.push_back(ref);
+          break;
+        }
+        case BlockType::kFooter:
+          return read_footer(block, offset, end);
+        case BlockType::kHeader:
+          return stop(offset, "a second header block");
+        default:
+          if (!(block.type & kBlockSkippable)) {
+            return stop(offset, "unknown block type " + std::to_string(block.type));
+          }
+          break;  // added by a newer minor version: skip
+      }
+      offset = end;
+    }
+  }
+
+  const char* read_strings(const detail::BlockView& block) {
+    ByteCursor c{block.payload, block.payload + block.length};
+    uint64_t first, count;
+    if (!c.get_varint(first) || !c.get_varint(count)) return "malformed string table block";
+    if (first != out_.strings.size()) return "string ids out of sequence in string table block";
+    if (count > c.left() || count > UINT32_MAX - first) {
+      return "impossible string count in string table block";
+    }
+    out_.strings.reserve(out_.strings.size() + count);
+    for (uint64_t i = 0; i < count; ++i) {
+      std::string s;
+      if (!c.get_string(s)) return "malformed string table block";
+      out_.strings.push_back(std::move(s));
+    }
+    if (!lenient_ && c.left() != 0) return "malformed string table block";
+    return nullptr;
+  }
+
+  // The footer must agree with the chunks read and be followed by the trailer.
+  void read_footer(const detail::BlockView& block, size_t offset, size_t end) {
+    TraceIndex index;
+    if (const char* why = detail::parse_footer(block.payload, block.length, lenient_, index)) {
+      return stop(offset, why);
+    }
+    bool agrees = index.chunks.size() == chunks_.size() &&
+                  index.dropped_events == out_.dropped_events &&
+                  index.string_count == out_.strings.size();
+    for (size_t i = 0; agrees && i < chunks_.size(); ++i) {
+      agrees = index.chunks[i].offset == chunks_[i].offset &&
+               index.chunks[i].thread == chunks_[i].header.thread &&
+               index.chunks[i].count == chunks_[i].header.count;
+    }
+    if (!agrees) return stop(offset, "footer disagrees with the blocks before it");
+    if (!detail::check_trailer(data_, size_, end, offset)) {
+      stop(end, size_ - end < kTrailerBytes ? "incomplete trailer (cut short)"
+                                                    : "bad trailer after the footer");
+    }
+  }
+
+  void decode_chunks() {
+    uint64_t total = 0;
+    for (const ChunkRef& c : chunks_) total += c.header.count;
+    out_.events.resize(total);  // bounded by max_events_, checked in pass 1
+    ChunkCodec codec;
+    std::unordered_map<uint32_t, uint64_t> last_t;  // per thread
+    bool all_sorted = true;
+    size_t pos = 0;
+    uint64_t next_progress = kProgressEvery;
+    for (const ChunkRef& c : chunks_) {
+      bool sorted = true;
+      Event* dst = out_.events.data() + pos;
+      if (const char* why = codec.decode(c.header, c.strings_before, dst, sorted)) {
+        // Keep only what precedes the bad chunk (strings and drop counts too).
+        stop(c.offset, std::string(why) + " in event chunk");
+        out_.events.resize(pos);
+        out_.strings.resize(c.strings_before);
+        out_.dropped_events = c.dropped_before;
+        break;
+      }
+      auto [it, fresh] = last_t.try_emplace(c.header.thread, 0);
+      if (!fresh && dst[0].t_ns < it->second) sorted = false;
+      it->second = dst[c.header.count - 1].t_ns;
+      all_sorted &= sorted;
+      pos += c.header.count;
+      if (options_.progress && c.end >= next_progress) {
+        options_.progress(c.end, size_);
+        next_progress = c.end + kProgressEvery;
+      }
+    }
+    detail::merge_thread_runs(out_.events, all_sorted, last_t.size());
+  }
+
+  const uint8_t* data_;
+  size_t size_;
+  const std::string& source_;
+  const ReadOptions& options_;
+  TraceData out_;
+  std::vector<ChunkRef> chunks_;
+  bool lenient_ = false;
+  uint64_t max_events_ = 0;
+  bool stopped_ = false;
+  uint64_t stop_offset_ = 0;
+  std::string stop_reason_;
+};
+
+}  // namespace
+
+TraceData read_trace_buffer(const void* data, size_t size, const std::string& source,
+                            const ReadOptions& options) {
+  static const uint8_t kEmpty = 0;
+  const auto* bytes = data ? static_cast<const uint8_t*>(data) : &kEmpty;
+  return TraceReader(bytes, size, source, options).read();
+}
+
+TraceData read_trace(const std::string& path, const ReadOptions& options) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw std::runtime_error("cannot open trace file '" + path + "': " + std::strerror(errno));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw std::runtime_error("cannot read trace file '" + path + "': not a regular file");
+  }
+  // Read what is there now; a file still being written is read up to here.
+  const auto size = static_cast<size_t>(st.st_size);
+  std::unique_ptr<uint8_t[]> buf(new uint8_t[size ? size : 1]);
+  size_t got = 0;
+  while (got < size) {
+    ssize_t r = ::read(fd, buf.get() + got, size - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      throw std::runtime_error("cannot read trace file '" + path + "': " + std::strerror(errno));
+    }
+    if (r == 0) break;  // it shrank meanwhile: read what we have
+    got += static_cast<size_t>(r);
+  }
+  return read_trace_buffer(buf.get(), got, path, options);
+}
+
+}  // namespace hookscope::trace

@@ -1,0 +1,97 @@
+// Merging the per-thread chunks of a trace file into one stream, in the order
+// trace::merge_chunks gives (Note [Event record]): by t_ns, ties by thread,
+// each thread's own order kept.
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+#include "trace/event.h"
+
+namespace hookscope::trace::detail {
+
+namespace {
+
+inline bool before(const Event& a, const Event& b) {
+  return a.t_ns != b.t_ns ? a.t_ns < b.t_ns : a.thread < b.thread;
+}
+
+struct Span {
+  size_t begin, end;
+};
+
+// One thread's events: its spans of `events`, in file order.
+struct Cursor {
+  std::vector<Span> spans;
+  size_t span = 0;
+  size_t pos = 0;
+};
+
+}  // namespace
+
+// `events` holds the chunks in file order, each chunk one thread's. With
+// every thread's events already in time order (the recorder's clock is
+// monotonic) a k-way merge gives exactly merge_chunks' stable sort, in
+// O(n log k) and one copy; otherwise fall back to that stable sort.
+void merge_thread_runs(std::vector<Event>& events, bool all_sorted, size_t threads) {
+  if (threads <= 1 && all_sorted) return;
+  if (!all_sorted) {
+    std::stable_sort(events.begin(), events.end(), before);
+    return;
+  }
+  std::unordered_map<uint32_t, size_t> slot;
+  std::vector<Cursor> cursors;
+  for (size_t i = 0; i < events.size();) {
+    const uint32_t thread = events[i].thread;
+    size_t j = i + 1;
+    while (j < events.size() && events[j].thread == thread) ++j;
+    auto [it, fresh] = slot.try_emplace(thread, cursors.size());
+    if (fresh) cursors.emplace_back();
+    cursors[it->second].spans.push_back({i, j});
+    i = j;
+  }
+  for (Cursor& c : cursors) c.pos = c.spans[0].begin;
+
+  const Event* ev = events.data();
+  auto head = [&](size_t c) -> const Event& { return ev[cursors[c].pos]; };
+  auto later = [&](size_t a, size_t b) { return before(head(b), head(a)); };  // min-heap
+  std::vector<size_t> heap(cursors.size());
+  for (size_t c = 0; c < heap.size(); ++c) heap[c] = c;
+  std::make_heap(heap.begin(), heap.end(), later);
+
+  std::vector<Event> out;
+  out.reserve(events.size());
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const size_t c = heap.back();
+    heap.pop_back();
+    Cursor& cur = cursors[c];
+    // Copy this thread's events up to the next thread's head in one run.
+    const Event* bound = heap.empty() ? nullptr : &head(heap.front());
+    bool done = false;
+    for (;;) {
+      const Span& s = cur.spans[cur.span];
+      size_t stop = cur.pos;
+      if (bound == nullptr) {
+        stop = s.end;
+      } else {
+        while (stop < s.end && before(ev[stop], *bound)) ++stop;
+      }
+      out.insert(out.end(), ev + cur.pos, ev + stop);
+      cur.pos = stop;
+      if (stop < s.end) break;  // reached the bound inside this span
+      if (++cur.span == cur.spans.size()) {
+        done = true;
+        break;
+      }
+      cur.pos = cur.spans[cur.span].begin;
+    }
+    if (!done) {
+      heap.push_back(c);
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
+  }
+  events.swap(out);
+}
+
+}  // namespace hookscope::trace::detail

@@ -1,0 +1,144 @@
+#pragma once
+// Recording straight to a .hstrace file (Note [Trace file format]): a chunk
+// sink with a background writer thread and bounded memory.
+//
+//   trace::FileRecorder rec("run.hstrace", {.scenario = "recovery --policy none"});
+//   rec.start();
+//   ...                  // run the workload; trace::set_recording pauses/resumes
+//   rec.finish();        // throws if the file could not be written
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trace/file_columns.h"
+#include "trace/recorder.h"
+#include "trace/trace_data.h"
+
+namespace hookscope::trace {
+
+struct WriterStats {
+  uint64_t events_written = 0;  // events in event chunks written to the file
+  uint64_t chunks_written = 0;
+  uint64_t bytes_written = 0;   // file size so far
+  uint64_t dropped_events = 0;  // ring-buffer mode only
+};
+
+struct WriterOptions {
+  // Full chunks waiting for the writer thread (each about 200 KB). When the
+  // queue is full, on_chunk blocks (back-pressure on the emitting threads),
+  // so nothing is ever lost...
+  size_t queue_chunks = 32;
+  // ...unless the user asks for a ring buffer: then the oldest waiting chunk
+  // is dropped instead. Drops are counted, written to the file, and read
+  // back as TraceData::dropped_events.
+  bool ring_buffer = false;
+  // zstd level of event chunks. Higher levels shrink files a little and
+  // slow the writer thread, which back-pressures the emitting threads.
+  int zstd_level = 1;
+  // Called on the writer thread after each batch of chunks reaches the file
+  // (progress display). Must not emit events.
+  std::function<void(const WriterStats&)> on_chunk_written;
+};
+
+// Writes the chunks it receives to `path` on a background thread, in the
+// order received: the string table shipped incrementally ahead of the
+// chunks that use it, then the footer (index) at close().
+class TraceFileWriter : public ChunkSink {
+ public:
+  // Creates (truncates) `path` and writes the header. Header fields left
+  // empty/zero are filled in: hookscope version, host, pid, start times.
+  // Throws std::runtime_error when the file cannot be created.
+  TraceFileWriter(const std::string& path, TraceHeader header, WriterOptions options = {});
+  ~TraceFileWriter() override;  // close()s; errors are dropped, call close() to see them
+  TraceFileWriter(const TraceFileWriter&) = delete;
+  TraceFileWriter& operator=(const TraceFileWriter&) = delete;
+
+  // ChunkSink: queue a chunk (blocks while the queue is full, unless ring buffer).
+  void on_chunk(std::unique_ptr<Chunk> chunk) override;
+  // ChunkSink: the recorder finished; close() without throwing.
+  void on_finish() override;
+
+  // Writes everything queued, the footer and the trailer, and closes the
+  // file. Throws std::runtime_error when any write failed (disk full, ...)
+  // or chunks arrived after close. Idempotent.
+  void close();
+
+  WriterStats stats() const;
+  const std::string& path() const { return path_; }
+  const TraceHeader& header() const { return header_; }
+  // Empty unless writing failed.
+  std::string error() const;
+
+ private:
+  struct IndexEntry {
+    uint64_t offset;
+    uint32_t thread;
+    uint32_t count;
+    uint64_t t_min, t_max;
+  };
+
+  void run();
+  void close_nothrow();
+  void append_strings();
+  void append_dropped(uint64_t dropped);
+  void append_chunk(const Chunk& chunk);
+  void flush_buffer();
+  void fail(const std::string& what);
+
+  std::string path_;
+  TraceHeader header_;
+  WriterOptions options_;
+  int fd_ = -1;
+
+  // Guarded by mutex_.
+  mutable std::mutex mutex_;
+  std::condition_variable work_cv_, space_cv_;
+  std::deque<std::unique_ptr<Chunk>> queue_;
+  bool closing_ = false;
+  bool closed_ = false;
+  uint64_t dropped_ = 0;
+  uint64_t lost_after_close_ = 0;
+  WriterStats stats_;
+  std::string error_;
+
+  // Writer thread only (and close() after the join).
+  ChunkCodec codec_;
+  std::string buffer_, payload_;
+  uint64_t offset_ = 0;          // bytes already in the file
+  uint32_t strings_shipped_ = 1; // id 0 (the empty string) is implicit
+  uint64_t dropped_written_ = 0;
+  uint64_t events_written_ = 0;
+  std::vector<IndexEntry> index_;
+  bool failed_ = false;
+  std::thread thread_;
+};
+
+// A Recorder attached to a TraceFileWriter: record a run straight to a file.
+class FileRecorder {
+ public:
+  FileRecorder(const std::string& path, TraceHeader header = {}, WriterOptions options = {});
+  ~FileRecorder();
+
+  void start() { recorder_.start(); }
+  // Pause / resume recording (trace::set_recording).
+  void pause();
+  void resume();
+  // Flushes every thread's events, writes the footer and closes the file.
+  // Throws std::runtime_error when the file could not be written.
+  void finish();
+
+  TraceFileWriter& writer() { return writer_; }
+
+ private:
+  TraceFileWriter writer_;
+  Recorder recorder_;
+};
+
+}  // namespace hookscope::trace
