@@ -89,6 +89,7 @@ TEST_CASE("the exact event sequence of a small backward") {
 }
 
 TEST_CASE("hooks left on a Function when it is released are recorded as removed with that cause") {
+  user_owner();
   trace::MemoryRecorder rec;
   rec.start();
   {

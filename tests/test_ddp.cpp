@@ -1,0 +1,226 @@
+// DDP on real Gloo process groups (ranks as threads over TCP on 127.0.0.1).
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include "autograd/node.h"
+#include "ddp/ddp.h"
+#include "nn/nn.h"
+#include "scenarios/ddp_scenarios.h"
+#include "tensor/ops.h"
+#include "test_util.h"
+#include "trace/emit.h"
+
+using namespace hookscope;
+
+namespace {
+
+// Runs `fn(rank, group)` on `world` threads sharing one HashStore.
+template <class Fn>
+void run_ranks(int world, Fn fn) {
+  auto store = ddp::make_hash_store();
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        trace::set_thread_rank(static_cast<uint16_t>(r));
+        ddp::ProcessGroupOptions opts;
+        opts.timeout = std::chrono::milliseconds(10000);
+        auto pg = ddp::make_gloo_process_group(store, r, world, opts);
+        fn(r, pg);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < world; ++r) {
+    CAPTURE(r);
+    CHECK(errors[static_cast<size_t>(r)] == "");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ProcessGroup: allreduce sums, broadcast copies, allgather collects, in issue order") {
+  run_ranks(3, [](int r, std::shared_ptr<ddp::ProcessGroup> pg) {
+    std::vector<float> a(1000, static_cast<float>(r + 1)), b(10, static_cast<float>(r));
+    auto w1 = pg->allreduce(a.data(), a.size());
+    auto w2 = pg->broadcast(b.data(), b.size(), 2);
+    w2->wait();
+    CHECK(w1->completed());  // issued first, completes first
+    CHECK(a[0] == 6.f);
+    CHECK(a[999] == 6.f);
+    CHECK(b[5] == 2.f);
+    auto all = pg->allgather(std::string(static_cast<size_t>(r + 1), static_cast<char>('a' + r)));
+    CHECK(all == std::vector<std::string>{"a", "bb", "ccc"});
+    pg->barrier()->wait();
+  });
+}
+
+TEST_CASE("DDP-averaged gradients equal single-process full-batch gradients (W = 1, 2, 4)") {
+  for (int world : {1, 2, 4}) {
+    CAPTURE(world);
+    const std::vector<int64_t> layers = {6, 12, 3};
+    nn::SyntheticClassification data(6, 3, 11);
+    const int64_t global_batch = 16;
+    // Reference: one process, the whole batch.
+    auto ref = nn::mlp(layers, 5);
+    auto full = data.batch(0, global_batch);
+    cross_entropy((*ref)(full.x), full.y).backward();
+    std::vector<std::vector<float>> ref_grads;
+    for (auto& p : ref->parameters()) ref_grads.push_back(p.grad().to_vector());
+
+    run_ranks(world, [&](int r, std::shared_ptr<ddp::ProcessGroup> pg) {
+      auto model = nn::mlp(layers, r == 0 ? 5 : 1000 + r);  // rank 0's weights win the broadcast
+      ddp::DdpOptions opts;
+      opts.reducer.first_bucket_bytes = 64;
+      opts.reducer.bucket_cap_bytes = 256;  // several buckets
+      ddp::DistributedDataParallel d(model, pg, opts);
+      CHECK(d.reducer().num_buckets() > 1);
+      auto shard = data.batch(0, global_batch, r, world);
+      cross_entropy(d(shard.x), shard.y).backward();
+      auto params = model->parameters();
+      for (size_t i = 0; i < params.size(); ++i) {
+        auto g = params[i].grad().to_vector();
+        REQUIRE(g.size() == ref_grads[i].size());
+        for (size_t j = 0; j < g.size(); ++j) CHECK(g[j] == doctest::Approx(ref_grads[i][j]).epsilon(1e-5).scale(1e-5));
+      }
+    });
+  }
+}
+
+TEST_CASE("buckets: parameters in reverse order, a small first bucket, then the cap") {
+  run_ranks(1, [](int, std::shared_ptr<ddp::ProcessGroup> pg) {
+    // Parameter bytes: 512, 64, 1024, 64, 128, 8 (0.weight ... 4.bias).
+    auto model = nn::mlp({8, 16, 16, 2}, 1);
+    ddp::DdpOptions opts;
+    opts.reducer.first_bucket_bytes = 100;
+    opts.reducer.bucket_cap_bytes = 1100;
+    ddp::DistributedDataParallel d(model, pg, opts);
+    auto b = d.reducer().bucket_assignment();
+    REQUIRE(b.size() == 3);
+    CHECK(b[0] == std::vector<size_t>{5, 4});     // 8 + 128 >= 100
+    CHECK(b[1] == std::vector<size_t>{3, 2, 1});  // 64 + 1024 + 64 >= 1100
+    CHECK(b[2] == std::vector<size_t>{0});        // what is left
+  });
+}
+
+TEST_CASE("loss decreases under DDP training") {
+  scenarios::DdpScenarioOptions o;
+  o.name = "shared-module";
+  o.world_size = 2;
+  o.steps = 30;
+  auto res = scenarios::run_ddp_scenario(o);
+  for (auto& r : res.ranks) CHECK(r.losses.back() < r.losses.front());
+}
+
+TEST_CASE("recovery, policy by-key: one live hook per AccumulateGrad at the end, ranks in sync") {
+  scenarios::DdpScenarioOptions o;
+  o.name = "recovery";
+  o.recoveries = 2;
+  o.steps = 9;
+  auto res = scenarios::run_ddp_scenario(o);
+  CHECK(res.failures_injected == 2);
+  for (auto& r : res.ranks) {
+    if (r.failed) continue;
+    CAPTURE(r.rank);
+    CHECK(r.error == "");
+    for (size_t n : r.post_hooks_per_accumulator) CHECK(n == 1);
+  }
+  CHECK(res.max_parameter_divergence < 1e-6f);
+}
+
+TEST_CASE("recovery, policy none: N+1 hooks per AccumulateGrad on the survivor") {
+  scenarios::DdpScenarioOptions o;
+  o.name = "recovery";
+  o.policy = trace::DestroyPolicy::kNone;
+  o.recoveries = 3;
+  o.steps = 12;
+  auto res = scenarios::run_ddp_scenario(o);
+  const auto& survivor = res.ranks.front();  // rank 0 never fails
+  REQUIRE(survivor.rank == 0);
+  REQUIRE_FALSE(survivor.post_hooks_per_accumulator.empty());
+  for (size_t n : survivor.post_hooks_per_accumulator) CHECK(n == 4);
+}
+
+TEST_CASE("shared-module: by-type deletion takes the other DDP's hooks; by-key does not") {
+  scenarios::DdpScenarioOptions o;
+  o.name = "shared-module";
+  o.steps = 8;
+  o.policy = trace::DestroyPolicy::kByType;
+  auto bad = scenarios::run_ddp_scenario(o);
+  for (auto& r : bad.ranks) {
+    for (size_t n : r.post_hooks_per_accumulator) CHECK(n == 0);
+  }
+  CHECK(bad.max_parameter_divergence > 1e-4f);  // the survivor stopped synchronising
+
+  o.policy = trace::DestroyPolicy::kByKey;
+  auto good = scenarios::run_ddp_scenario(o);
+  for (auto& r : good.ranks) {
+    for (size_t n : r.post_hooks_per_accumulator) CHECK(n == 1);
+  }
+  CHECK(good.max_parameter_divergence < 1e-6f);
+}
+
+TEST_CASE("the by-type sweep is recorded as removals of another owner's hooks") {
+  trace::MemoryRecorder rec;
+  rec.start();
+  scenarios::DdpScenarioOptions o;
+  o.name = "shared-module";
+  o.steps = 4;
+  o.policy = trace::DestroyPolicy::kByType;
+  scenarios::run_ddp_scenario(o);
+  rec.finish();
+  size_t collateral = 0;
+  for (const auto& e : testing::recorded(rec)) {
+    if (e.kind == trace::EventKind::kHookRemoved &&
+        e.arg == static_cast<uint64_t>(trace::RemoveCause::kByType) && e.actor != e.owner) {
+      ++collateral;
+    }
+  }
+  CHECK(collateral == 2 * 6);  // each rank: the second Reducer's hook on all 6 parameters
+}
+
+TEST_CASE("marked-twice names the parameter; unused-parameter lists the unused ones") {
+  scenarios::DdpScenarioOptions o;
+  o.name = "marked-twice";
+  auto res = scenarios::run_ddp_scenario(o);
+  for (auto& r : res.ranks) {
+    CHECK(r.error.find("parameter 'aux.weight'") != std::string::npos);
+    CHECK(r.error.find("marked ready twice") != std::string::npos);
+  }
+  o.name = "unused-parameter";
+  auto res2 = scenarios::run_ddp_scenario(o);
+  for (auto& r : res2.ranks) {
+    CHECK(r.error == "");
+    CHECK(r.unused_parameters == std::vector<std::string>{"aux.weight", "aux.bias"});
+  }
+}
+
+TEST_CASE("a collective that times out fails with a timeout error, and recovery still works") {
+  scenarios::DdpScenarioOptions o;
+  o.name = "recovery";
+  o.fail_mode = trace::FailureMode::kTimeout;
+  o.timeout = std::chrono::milliseconds(500);
+  auto res = scenarios::run_ddp_scenario(o);
+  CHECK(res.failures_injected == 1);
+  CHECK(res.max_parameter_divergence < 1e-6f);
+  CHECK(res.ranks.front().recoveries == 1);
+}
+
+TEST_CASE("scenario options are validated with messages naming the option") {
+  scenarios::DdpScenarioOptions o;
+  o.name = "recovery";
+  o.world_size = 2;
+  o.fail_rank = 5;
+  CHECK_THROWS_WITH(scenarios::validate(o), doctest::Contains("--fail-rank 5"));
+  o.fail_rank = 1;
+  o.recoveries = 5;
+  o.steps = 4;
+  CHECK_THROWS_WITH(scenarios::validate(o), doctest::Contains("too few"));
+  o = {};
+  o.fail_mode = trace::FailureMode::kKill;
+  CHECK_THROWS_WITH(scenarios::validate(o), doctest::Contains("hookscope-cli launch"));
+}
