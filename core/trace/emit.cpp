@@ -24,8 +24,15 @@ std::vector<ThreadState*> g_threads;
 std::atomic<uint64_t> g_generation{1};
 std::atomic<uint32_t> g_next_thread{0};
 
+// Note [Partial chunks reach the sink]
+// A thread hands its chunk to the sink when it is full, and also once it is
+// kFlushIntervalNs old, so that a process killed at any moment has lost at
+// most that much of each thread's events (a file sink writes what it gets).
+constexpr uint64_t kFlushIntervalNs = 100'000'000;
+
 struct ThreadState {
   std::unique_ptr<Chunk> chunk;
+  uint64_t flush_deadline = 0;
   uint64_t generation = 0;
   uint32_t index;
   uint16_t rank = 0;
@@ -63,6 +70,7 @@ Chunk* refill(ThreadState& ts) {
   ts.chunk = std::make_unique<Chunk>();
   ts.chunk->thread = ts.index;
   ts.generation = gen;
+  ts.flush_deadline = now_ns() + kFlushIntervalNs;
   return ts.chunk.get();
 }
 
@@ -81,7 +89,8 @@ void emit_slow(EventKind kind, uint8_t sub, uint64_t node, uint64_t key,
     if (c == nullptr) return;
   }
   Event& e = c->events[c->count++];
-  e.t_ns = now_ns();
+  const uint64_t t = now_ns();
+  e.t_ns = t;
   e.node = node;
   e.key = key;
   e.arg = arg;
@@ -91,6 +100,7 @@ void emit_slow(EventKind kind, uint8_t sub, uint64_t node, uint64_t key,
   e.sub = sub;
   e.rank = ts.rank;
   e.thread = ts.index;
+  if (__builtin_expect(t >= ts.flush_deadline, 0)) refill(ts);
 }
 
 }  // namespace detail
