@@ -121,7 +121,7 @@ TEST_CASE("gradcheck: reductions, reshape, transpose") {
   }
 }
 
-TEST_CASE("gradcheck: matmul and add_bias") {
+TEST_CASE("gradcheck: matmul, linear and add_bias") {
   Shapes r;
   for (int trial = 0; trial < 4; ++trial) {
     int64_t n = r.dim(), k = r.dim(), m = r.dim();
@@ -130,6 +130,9 @@ TEST_CASE("gradcheck: matmul and add_bias") {
     CAPTURE(m);
     gradcheck("matmul", [](auto& v) { return matmul(v[0], v[1]); },
               {Tensor::randn({n, k}, 1, r.seed()), Tensor::randn({k, m}, 1, r.seed())});
+    gradcheck("linear", [](auto& v) { return linear(v[0], v[1], v[2]); },
+              {Tensor::randn({n, k}, 1, r.seed()), Tensor::randn({m, k}, 1, r.seed()),
+               Tensor::randn({m}, 1, r.seed())});
     gradcheck("add_bias", [](auto& v) { return add_bias(v[0], v[1]); },
               {Tensor::randn({n, m}, 1, r.seed()), Tensor::randn({m}, 1, r.seed())});
   }

@@ -33,7 +33,7 @@ Tensor Linear::forward(const Tensor& x) {
     throw std::invalid_argument(name() + ": expected input of shape [batch, " +
                                 std::to_string(in_) + "], got " + shape_str(x.shape()));
   }
-  return add_bias(matmul(x, transpose(weight)), bias);
+  return linear(x, weight, bias);
 }
 
 std::string Linear::name() const {

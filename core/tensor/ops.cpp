@@ -195,6 +195,35 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  common_device("linear", x, weight);
+  common_device("linear", x, bias);
+  check_2d("linear", x, "input");
+  check_2d("linear", weight, "weight");
+  if (x.size(1) != weight.size(1) || bias.dim() != 1 || bias.size(0) != weight.size(0)) {
+    shape_error("linear", "input " + shape_str(x.shape()) + ", weight " +
+                              shape_str(weight.shape()) + " and bias " + shape_str(bias.shape()) +
+                              " do not fit (expected [n, in], [out, in], [out])");
+  }
+  Tensor mm = Tensor::empty({x.size(0), weight.size(0)}, x.device());
+  k(x).matmul(x, false, weight, true, mm);
+  Tensor out = like(mm);
+  k(x).add_bias(mm, bias, out);
+  Tensor sx = x.detach(), sw = weight.detach();
+  const int64_t out_features = weight.size(0);
+  record("AddmmBackward0",
+         [sx, sw, out_features](const variable_list& g) -> variable_list {
+           Tensor gx = like(sx), gw = like(sw);
+           Tensor gb = Tensor::empty({out_features}, g[0].device());
+           k(g[0]).matmul(g[0], false, sw, false, gx);  // g @ W
+           k(g[0]).matmul(g[0], true, sx, false, gw);   // g^T @ x
+           k(g[0]).sum_rows(g[0], gb);
+           return {gx, gw, gb};
+         },
+         {x, weight, bias}, out);
+  return out;
+}
+
 Tensor add_bias(const Tensor& x, const Tensor& bias) {
   common_device("add_bias", x, bias);
   check_2d("add_bias", x, "input");

@@ -25,6 +25,9 @@ Tensor log(const Tensor& a);
 
 // [n, k] @ [k, m] -> [n, m] (OpenBLAS sgemm on CPU).
 Tensor matmul(const Tensor& a, const Tensor& b);
+// Linear layer: x [n, in] @ weight[out, in]^T + bias[out], one Function
+// (AddmmBackward0) with no copy of the transposed weight.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 // [n, m] + [m], the bias broadcast over rows.
 Tensor add_bias(const Tensor& x, const Tensor& bias);
 // Reductions over all elements, to a 0-dim tensor.
