@@ -1,0 +1,34 @@
+#pragma once
+// Command line of the desktop app.
+
+#include <string>
+#include <vector>
+
+#include "../app/cli.h"
+
+namespace hookscope::app {
+
+struct Args {
+  std::vector<std::string> files;  // traces to open (several = the ranks of one run)
+  bool live = false;               // --live SCENARIO: run it on worker threads, show events as they come
+  cli::ScenarioArgs scenario;      // the scenario for --live (and the headless fallback)
+  std::string screenshot;          // --screenshot FILE.png: render, write the PNG, exit
+  long at = -1;                    // --at I: the current event
+  long select = -1;                // --select FUNCTION_ID
+  int width = 1600, height = 1000; // --size WxH
+  int frames = 0;                  // --frames N: run N frames and exit
+  int bench_frames = 0;            // --bench-frames N: print the median CPU frame time
+  bool light = false;              // --light: light theme
+
+  bool headless_frames() const { return !screenshot.empty() || frames > 0 || bench_frames > 0; }
+  // Frames before the screenshot is taken: enough for layout and fonts to settle.
+  int screenshot_frame() const { return 4; }
+};
+
+// Returns -1 to go on, or an exit code (help printed, usage error).
+int parse_args(int argc, char** argv, Args& args);
+
+// No window possible: say so and record the scenario headless instead.
+int run_headless_fallback(const Args& args, const std::string& why);
+
+}  // namespace hookscope::app

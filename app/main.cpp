@@ -1,0 +1,98 @@
+// hookscope: the desktop app. Glue only, in frame order, as Dear ImGui's
+// example_glfw_opengl3: init, frame loop, shutdown in reverse. The panels
+// live in their own files.
+#include <glad/gl.h>
+// glad first: GLFW must not pull in the system GL header.
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+#include <stb/stb_image_write.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "app_args.h"
+#include "app_state.h"
+
+namespace {
+
+void glfw_error(int code, const char* what) { std::fprintf(stderr, "glfw error %d: %s\n", code, what); }
+
+bool save_png(const std::string& path, int w, int h) {
+  std::vector<unsigned char> pixels(static_cast<size_t>(w) * static_cast<size_t>(h) * 4);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
+  // OpenGL's rows go bottom-up; PNG's top-down.
+  const int stride = w * 4;
+  return stbi_write_png(path.c_str(), w, h, 4, pixels.data() + (h - 1) * stride, -stride) != 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hookscope::app::Args args;
+  if (int rc = hookscope::app::parse_args(argc, argv, args); rc >= 0) return rc;
+
+  glfwSetErrorCallback(glfw_error);
+  if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY")) {
+    return hookscope::app::run_headless_fallback(args, "no display ($DISPLAY is not set)");
+  }
+  if (!glfwInit()) return hookscope::app::run_headless_fallback(args, "GLFW could not initialise");
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  if (args.headless_frames()) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);
+  GLFWwindow* window = glfwCreateWindow(args.width, args.height, "hookscope", nullptr, nullptr);
+  if (!window) {
+    glfwTerminate();
+    return hookscope::app::run_headless_fallback(args, "no OpenGL 3.3 window could be created");
+  }
+  glfwMakeContextCurrent(window);
+  glfwSwapInterval(args.headless_frames() ? 0 : 1);
+  gladLoadGL(glfwGetProcAddress);
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  hookscope::app::App app(args);
+  app.setup_style(window);
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 330 core");
+
+  int frames = 0;
+  while (!glfwWindowShouldClose(window) && !app.quit_requested()) {
+    glfwPollEvents();
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGui::NewFrame();
+    app.frame();
+    ImGui::Render();
+    int w = 0, h = 0;
+    glfwGetFramebufferSize(window, &w, &h);
+    glViewport(0, 0, w, h);
+    const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+    glClearColor(bg.x, bg.y, bg.z, 1.f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    ++frames;
+    if (!args.screenshot.empty() && frames == args.screenshot_frame()) {
+      const bool ok = save_png(args.screenshot, w, h);
+      std::printf(ok ? "wrote %s (%dx%d)\n" : "could not write %s\n", args.screenshot.c_str(), w, h);
+      app.request_quit(ok ? 0 : 1);
+    }
+    glfwSwapBuffers(window);
+    if (args.frames > 0 && frames >= args.frames) app.request_quit(0);
+  }
+  const int rc = app.exit_code();
+  app.report();
+
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  app.shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+  return rc;
+}
