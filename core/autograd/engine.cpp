@@ -1,5 +1,6 @@
 #include "autograd/engine.h"
 
+#include <atomic>
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
@@ -19,24 +20,30 @@ namespace {
 thread_local bool tl_in_backward = false;
 thread_local std::vector<std::function<void()>>* tl_final_callbacks = nullptr;
 
-struct ReadyEntry {
-  uint64_t sequence_nr;
-  Node* node;
-  bool operator<(const ReadyEntry& o) const { return sequence_nr < o.sequence_nr; }
-};
-
 struct NodeState {
+  Node* node = nullptr;
   int dependencies = 0;
   bool relevant = false;  // on a path to something the task wants
   bool executes = false;  // runs apply (and pre/post hooks)
+  bool queued = false;
   variable_list buffer;   // incoming gradients, one per input
   std::vector<std::pair<uint32_t, size_t>> captures;  // (input_nr, result slot)
 };
 
+std::atomic<uint64_t> g_next_task_stamp{1};
+
+}  // namespace
+
+// Note [Graph task slots]
+// A graph task numbers the Functions it reaches in discovery order and keeps
+// their state in a flat vector; each Node remembers (task stamp, slot) of the
+// task that reached it last, so finding a Node's state is two loads, not a
+// hash lookup. A graph is run by one backward at a time.
 class GraphTask {
  public:
   GraphTask(bool retain_graph, bool accumulate)
-      : retain_graph_(retain_graph), accumulate_(accumulate) {}
+      : retain_graph_(retain_graph), accumulate_(accumulate),
+        stamp_(g_next_task_stamp.fetch_add(1, std::memory_order_relaxed)) {}
 
   // Runs the task from `roots` seeded with `grads`. For grad(), `capture`
   // lists the edges whose incoming gradient is the result.
@@ -44,25 +51,24 @@ class GraphTask {
                     const std::vector<Edge>& capture) {
     discover(roots);
     for (size_t i = 0; i < capture.size(); ++i) {
-      auto it = states_.find(capture[i].function.get());
-      if (it != states_.end()) it->second.captures.emplace_back(capture[i].input_nr, i);
+      if (NodeState* s = state(capture[i].function.get())) {
+        s->captures.emplace_back(capture[i].input_nr, i);
+      }
     }
     mark_relevant();
     count_dependencies();
 
-    for (size_t i = 0; i < roots.size(); ++i) add_input(roots[i], grads[i]);
+    for (size_t i = 0; i < roots.size(); ++i) add_input(*state(roots[i].function.get()), roots[i], grads[i]);
     for (const Edge& r : roots) {
-      NodeState& s = states_.at(r.function.get());
-      if (s.dependencies == 0 && s.relevant && !queued(r.function.get())) {
-        push(r.function.get());
-      }
+      NodeState& s = *state(r.function.get());
+      if (s.dependencies == 0 && s.relevant && !s.queued) push(s);
     }
 
     variable_list results(capture.size());
     while (!ready_.empty()) {
-      Node* node = ready_.top().node;
+      const uint32_t slot = ready_.top().slot;
       ready_.pop();
-      evaluate(node, states_.at(node), results);
+      evaluate(states_[slot], results);
     }
     return results;
   }
@@ -70,23 +76,33 @@ class GraphTask {
   size_t executed() const { return executed_; }
 
  private:
+  struct ReadyEntry {
+    uint64_t sequence_nr;
+    uint32_t slot;
+    bool operator<(const ReadyEntry& o) const { return sequence_nr < o.sequence_nr; }
+  };
+
+  NodeState* state(Node* n) {
+    return n->task_stamp_ == stamp_ ? &states_[n->task_slot_] : nullptr;
+  }
+
+  void visit(Node* n, std::vector<Node*>& stack) {
+    if (n->task_stamp_ == stamp_) return;
+    n->task_stamp_ = stamp_;
+    n->task_slot_ = static_cast<uint32_t>(states_.size());
+    states_.emplace_back();
+    states_.back().node = n;
+    stack.push_back(n);
+  }
+
   void discover(const std::vector<Edge>& roots) {
     std::vector<Node*> stack;
-    for (const Edge& r : roots) {
-      if (states_.emplace(r.function.get(), NodeState{}).second) {
-        order_.push_back(r.function.get());
-        stack.push_back(r.function.get());
-      }
-    }
+    for (const Edge& r : roots) visit(r.function.get(), stack);
     while (!stack.empty()) {
       Node* n = stack.back();
       stack.pop_back();
       for (const Edge& e : n->next_edges()) {
-        if (!e.function) continue;
-        if (states_.emplace(e.function.get(), NodeState{}).second) {
-          order_.push_back(e.function.get());
-          stack.push_back(e.function.get());
-        }
+        if (e.function) visit(e.function.get(), stack);
       }
     }
   }
@@ -96,20 +112,19 @@ class GraphTask {
   // successor run (so AccumulateGrad never runs).
   void mark_relevant() {
     if (accumulate_) {
-      for (auto& [node, s] : states_) s.relevant = s.executes = true;
+      for (NodeState& s : states_) s.relevant = s.executes = true;
       return;
     }
     // Fixed point over the reachable set; the graph is a DAG, so iterating
     // in reverse discovery order converges in a few sweeps.
-    for (auto& [node, s] : states_) s.relevant = !s.captures.empty();
+    for (NodeState& s : states_) s.relevant = !s.captures.empty();
     bool changed = true;
     while (changed) {
       changed = false;
-      for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
-        NodeState& s = states_.at(*it);
-        for (const Edge& e : (*it)->next_edges()) {
-          if (e.function && states_.at(e.function.get()).relevant && !s.executes) {
-            s.relevant = s.executes = true;
+      for (auto it = states_.rbegin(); it != states_.rend(); ++it) {
+        for (const Edge& e : it->node->next_edges()) {
+          if (e.function && state(e.function.get())->relevant && !it->executes) {
+            it->relevant = it->executes = true;
             changed = true;
           }
         }
@@ -118,18 +133,17 @@ class GraphTask {
   }
 
   void count_dependencies() {
-    for (Node* n : order_) {
-      if (!states_.at(n).executes) continue;
-      for (const Edge& e : n->next_edges()) {
-        if (e.function && states_.at(e.function.get()).relevant) {
-          ++states_.at(e.function.get()).dependencies;
-        }
+    for (NodeState& s : states_) {
+      if (!s.executes) continue;
+      for (const Edge& e : s.node->next_edges()) {
+        if (!e.function) continue;
+        NodeState* next = state(e.function.get());
+        if (next->relevant) ++next->dependencies;
       }
     }
   }
 
-  void add_input(const Edge& edge, const Tensor& grad) {
-    NodeState& s = states_.at(edge.function.get());
+  void add_input(NodeState& s, const Edge& edge, const Tensor& grad) {
     if (s.buffer.empty()) s.buffer.resize(edge.function->num_inputs());
     if (!grad.defined()) return;
     Tensor& slot = s.buffer.at(edge.input_nr);
@@ -142,13 +156,13 @@ class GraphTask {
     }
   }
 
-  bool queued(Node* n) { return queued_.count(n) != 0; }
-  void push(Node* n) {
-    queued_.emplace(n, true);
-    ready_.push(ReadyEntry{n->sequence_nr(), n});
+  void push(NodeState& s) {
+    s.queued = true;
+    ready_.push(ReadyEntry{s.node->sequence_nr(), s.node->task_slot_});
   }
 
-  void evaluate(Node* node, NodeState& s, variable_list& results) {
+  void evaluate(NodeState& s, variable_list& results) {
+    Node* node = s.node;
     variable_list grads = std::move(s.buffer);
     if (grads.empty()) grads.resize(node->num_inputs());
     node->call_tensor_pre_hooks(grads);
@@ -161,7 +175,12 @@ class GraphTask {
     if (any_defined) {
       node->call_pre_hooks(grads);
       trace::emit(EventKind::kApplyBegin, 0, node->id());
-      outputs = node->apply(variable_list(grads));  // post hooks see grads too
+      // Post hooks see the incoming gradients too; copy them only for those.
+      if (node->num_post_hooks() == 0) {
+        outputs = node->apply(std::move(grads));
+      } else {
+        outputs = node->apply(variable_list(grads));
+      }
       trace::emit(EventKind::kApplyEnd, 0, node->id());
       ++executed_;
       node->call_post_hooks(outputs, grads);
@@ -172,21 +191,22 @@ class GraphTask {
     for (size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];
       if (!e.function) continue;
-      NodeState& next = states_.at(e.function.get());
+      NodeState& next = *state(e.function.get());
       if (!next.relevant) continue;
-      add_input(e, outputs[i]);
-      if (--next.dependencies == 0) push(e.function.get());
+      add_input(next, e, outputs[i]);
+      if (--next.dependencies == 0) push(next);
     }
   }
 
   bool retain_graph_;
   bool accumulate_;
+  uint64_t stamp_;
   size_t executed_ = 0;
-  std::unordered_map<Node*, NodeState> states_;
-  std::unordered_map<Node*, bool> queued_;
-  std::vector<Node*> order_;
+  std::vector<NodeState> states_;
   std::priority_queue<ReadyEntry> ready_;
 };
+
+namespace {
 
 class BackwardScope {
  public:

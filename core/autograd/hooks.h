@@ -3,8 +3,7 @@
 
 #include <cstdint>
 #include <string>
-#include <deque>
-#include <unordered_map>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -17,8 +16,10 @@ using trace::OwnerKind;
 
 // Note [Hook keys]
 // ~~~~~~~~~~~~~~~~
-// Every add_*_hook returns a HookKey drawn from one process-wide counter, so
-// a key is never handed out twice, whatever Function or hook kind it names.
+// Every add_*_hook returns a HookKey that carries a serial number from one
+// process-wide counter, so a key is never handed out twice, whatever Function
+// or hook kind it names (its low bits name the hook's slot in its list, which
+// makes removal O(1) without a hash map).
 // PyTorch (#21591) used the hook's address as key; an address is reused once
 // the hook is freed, so a stale key kept by a dead Reducer could remove a
 // newer Reducer's hook (ABA). With counter keys a stale key matches nothing:
@@ -29,7 +30,14 @@ struct HookKey {
   friend bool operator==(HookKey a, HookKey b) { return a.value == b.value; }
 };
 
-HookKey next_hook_key();
+// A key names the slot its hook occupies in its list (low kHookSlotBits) and
+// carries a process-wide serial number above them, so it is unique in the
+// process and removal needs no search.
+constexpr int kHookSlotBits = 24;
+HookKey next_hook_key_for_slot(uint32_t slot);
+inline uint32_t slot_of(HookKey key) {
+  return static_cast<uint32_t>(key.value & ((1u << kHookSlotBits) - 1));
+}
 
 // Who added a hook (a user, a Reducer, retain_grad). Owners are recorded in
 // the trace with a kind and a label, and their end of life is an event, so
@@ -60,9 +68,12 @@ OwnerId user_owner();
 //  * a hook removed after it ran (including a hook removing itself) has run
 //    once; it will not run in later passes;
 //  * a hook added during a pass does not run in that pass, only in later ones.
-// Removal marks the entry dead and drops its key from the index (O(1)); dead
-// entries are compacted away only when no pass is in progress, so the entry
-// a pass is running stays valid (and its callable alive) until it returns.
+// Removal is O(1): the key names its slot (Note [Hook keys]); the entry is
+// marked dead and, when no pass is running, its callable is freed. Dead
+// entries are unlinked in batches (before a pass, or when they pile up), and
+// never during a pass, so the hook that is running and the pass's position
+// stay valid. Entries live in fixed blocks that never move, so a hook added during
+// a pass cannot move the one that is running.
 template <class Fn>
 class HookList {
  public:
@@ -70,88 +81,136 @@ class HookList {
     HookKey key;
     OwnerId owner = 0;
     uint32_t input_nr = 0;  // which gradient a tensor pre hook sees
-    bool live = true;
+    bool live = false;
+    uint32_t prev = kNil, next = kNil;
     Fn fn;
   };
 
+  HookList() = default;
+  HookList(const HookList&) = delete;
+  HookList& operator=(const HookList&) = delete;
+
   HookKey add(Fn fn, OwnerId owner, uint32_t input_nr = 0) {
-    HookKey key = next_hook_key();
-    index_.emplace(key.value, static_cast<uint32_t>(entries_.size()));
-    entries_.push_back(Entry{key, owner, input_nr, true, std::move(fn)});
+    uint32_t slot;
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+    } else {
+      slot = capacity_++;
+      if ((slot & kBlockMask) == 0) blocks_.push_back(std::make_unique<Entry[]>(kBlockSize));
+    }
+    HookKey key = next_hook_key_for_slot(slot);
+    Entry& e = at(slot);
+    e.key = key;
+    e.owner = owner;
+    e.input_nr = input_nr;
+    e.live = true;
+    e.fn = std::move(fn);
+    e.next = kNil;
+    e.prev = tail_;
+    if (tail_ != kNil) {
+      at(tail_).next = slot;
+    } else {
+      head_ = slot;
+    }
+    tail_ = slot;
+    ++size_;
     return key;
   }
 
-  // Removes the hook with `key`; returns its entry's owner/input_nr through
-  // `removed` when given. False when the key is not (or no longer) here.
-  bool remove(HookKey key, Entry* removed = nullptr) {
-    auto it = index_.find(key.value);
-    if (it == index_.end()) return false;
-    Entry& e = entries_[it->second];
-    index_.erase(it);
+  // Removes the hook with `key`; its owner is stored to `owner` when given.
+  // False when the key is not (or no longer) here.
+  bool remove(HookKey key, OwnerId* owner = nullptr) {
+    const uint32_t slot = slot_of(key);
+    if (slot >= capacity_) return false;
+    Entry& e = at(slot);
+    if (!e.live || e.key.value != key.value) return false;
     e.live = false;
-    if (removed) {
-      removed->key = e.key;
-      removed->owner = e.owner;
-      removed->input_nr = e.input_nr;
-    }
-    // Free captured state now unless a pass is running: the hook being
-    // removed may be the one executing.
+    --size_;
+    if (owner) *owner = e.owner;
+    // Unlinking touches the neighbours; it is batched (Note [Removing hooks
+    // while they fire]) so a removal touches only its own entry.
     if (firing_ == 0) e.fn = Fn();
-    ++dead_;
-    maybe_compact();
+    deferred_.push_back(slot);
+    if (firing_ == 0 && deferred_.size() > 64 + size_) release_deferred();
     return true;
   }
 
-  // Calls visit(entry) for each live hook present when the pass began.
+  // Calls visit(entry, fn) for each live hook present when the pass began.
   template <class Visit>
   void fire(Visit&& visit) {
+    if (firing_ == 0 && !deferred_.empty()) release_deferred();
+    if (size_ == 0) return;
     ++firing_;
     struct Done {
       HookList* self;
       ~Done() {
-        --self->firing_;
-        self->maybe_compact();
+        if (--self->firing_ == 0) self->release_deferred();
       }
     } done{this};
-    const size_t n = entries_.size();
-    for (size_t i = 0; i < n; ++i) {
-      if (!entries_[i].live) continue;
-      // entries_ is a deque: hooks added by `visit` do not move this entry.
-      Entry& e = entries_[i];
-      visit(static_cast<const Entry&>(e), e.fn);
+    const uint32_t last = tail_;
+    for (uint32_t s = head_; s != kNil;) {
+      Entry& e = at(s);
+      if (e.live) visit(static_cast<const Entry&>(e), e.fn);
+      if (s == last) break;
+      s = e.next;  // read after the call: e stays linked even if it was removed
     }
   }
 
-  bool contains(HookKey key) const { return index_.count(key.value) != 0; }
-  size_t size() const { return index_.size(); }
-  bool empty() const { return index_.empty(); }
+  bool contains(HookKey key) const {
+    const uint32_t slot = slot_of(key);
+    return slot < capacity_ && at(slot).live && at(slot).key.value == key.value;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
 
   // Live entries in firing order (for inspection and for sweeps).
   std::vector<const Entry*> live_entries() const {
     std::vector<const Entry*> out;
-    out.reserve(index_.size());
-    for (const Entry& e : entries_) {
-      if (e.live) out.push_back(&e);
+    out.reserve(size_);
+    for (uint32_t s = head_; s != kNil; s = at(s).next) {
+      if (at(s).live) out.push_back(&at(s));
     }
     return out;
   }
 
  private:
-  void maybe_compact() {
-    if (firing_ > 0 || dead_ == 0 || dead_ * 2 < entries_.size()) return;
-    std::deque<Entry> kept;
-    for (Entry& e : entries_) {
-      if (!e.live) continue;
-      index_[e.key.value] = static_cast<uint32_t>(kept.size());
-      kept.push_back(std::move(e));
+  static constexpr uint32_t kNil = UINT32_MAX;
+  static constexpr uint32_t kBlockBits = 4;
+  static constexpr uint32_t kBlockSize = 1u << kBlockBits;
+  static constexpr uint32_t kBlockMask = kBlockSize - 1;
+
+  Entry& at(uint32_t slot) { return blocks_[slot >> kBlockBits][slot & kBlockMask]; }
+  const Entry& at(uint32_t slot) const { return blocks_[slot >> kBlockBits][slot & kBlockMask]; }
+
+  void release(uint32_t slot) {
+    Entry& e = at(slot);
+    if (e.prev != kNil) {
+      at(e.prev).next = e.next;
+    } else {
+      head_ = e.next;
     }
-    entries_.swap(kept);
-    dead_ = 0;
+    if (e.next != kNil) {
+      at(e.next).prev = e.prev;
+    } else {
+      tail_ = e.prev;
+    }
+    e.prev = e.next = kNil;
+    e.fn = Fn();
+    free_.push_back(slot);
   }
 
-  std::deque<Entry> entries_;
-  std::unordered_map<uint64_t, uint32_t> index_;
-  uint32_t dead_ = 0;
+  void release_deferred() {
+    for (uint32_t slot : deferred_) release(slot);
+    deferred_.clear();
+  }
+
+  std::vector<std::unique_ptr<Entry[]>> blocks_;
+  std::vector<uint32_t> free_;
+  std::vector<uint32_t> deferred_;
+  uint32_t capacity_ = 0;
+  uint32_t head_ = kNil, tail_ = kNil;
+  uint32_t size_ = 0;
   uint32_t firing_ = 0;
 };
 

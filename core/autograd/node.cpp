@@ -53,8 +53,12 @@ uint64_t next_node_id() { return g_next_node_id.fetch_add(1, std::memory_order_r
 uint64_t next_sequence_nr() {
   return g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed);
 }
-HookKey next_hook_key() {
-  return HookKey{g_next_hook_key.fetch_add(1, std::memory_order_relaxed)};
+HookKey next_hook_key_for_slot(uint32_t slot) {
+  if (slot >= (1u << kHookSlotBits)) {
+    throw std::length_error("more than 16M hooks of one kind on one Function");
+  }
+  const uint64_t serial = g_next_hook_key.fetch_add(1, std::memory_order_relaxed);
+  return HookKey{(serial << kHookSlotBits) | slot};
 }
 
 // ---- owners -----------------------------------------------------------------
@@ -147,14 +151,14 @@ HookKey add_hook(Node& node, List& list, HookKind kind, Fn fn, OwnerId owner,
 template <class List>
 bool del_hook(Node& node, List& list, HookKind kind, HookKey key, OwnerId remover,
               RemoveCause cause = RemoveCause::kByKey) {
-  typename List::Entry removed;
-  if (!list.remove(key, &removed)) {
+  OwnerId owner = 0;
+  if (!list.remove(key, &owner)) {
     trace::emit(EventKind::kHookRemoveFailed, kind_byte(kind), node.id(), key.value, 0,
                 0, remover);
     return false;
   }
   trace::emit(EventKind::kHookRemoved, kind_byte(kind), node.id(), key.value,
-              static_cast<uint64_t>(cause), removed.owner, remover);
+              static_cast<uint64_t>(cause), owner, remover);
   return true;
 }
 

@@ -38,6 +38,10 @@ using FunctionPostHookFn =
 // emits kHookFired before the hook runs. See also Note [Removing hooks while
 // they fire].
 
+namespace autograd {
+class GraphTask;
+}
+
 class Node : public std::enable_shared_from_this<Node> {
  public:
   explicit Node(edge_list next_edges = {});
@@ -103,6 +107,10 @@ class Node : public std::enable_shared_from_this<Node> {
 
   uint64_t id_;
   uint64_t sequence_nr_;
+  // Note [Graph task slots] (engine.cpp): the task that reached this Node last.
+  uint64_t task_stamp_ = 0;
+  uint32_t task_slot_ = 0;
+  friend class autograd::GraphTask;
   uint32_t num_inputs_ = 1;
   edge_list next_edges_;
   HookList<TensorPreHookFn> tensor_pre_hooks_;

@@ -18,8 +18,7 @@ class CpuKernels final : public Kernels {
   std::shared_ptr<Storage> allocate(int64_t numel) override {
     auto s = std::make_shared<Storage>();
     s->device = Device::kCPU;
-    s->cpu.resize(static_cast<size_t>(numel));
-    s->numel = numel;
+    s->allocate_cpu(numel);
     return s;
   }
   void fill(Tensor& out, float value) override {

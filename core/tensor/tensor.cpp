@@ -74,8 +74,7 @@ Tensor Tensor::from_vector(const Shape& shape, std::vector<float> values) {
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->storage = std::make_shared<Storage>();
-  impl->storage->numel = static_cast<int64_t>(values.size());
-  impl->storage->cpu = std::move(values);
+  impl->storage->adopt_cpu(std::move(values));
   return Tensor(std::move(impl));
 }
 
@@ -132,7 +131,7 @@ float* Tensor::data() {
     throw std::logic_error("data() needs a CPU tensor; this one is on " +
                            device_name(device()) + " (use to(Device::kCPU))");
   }
-  return impl_->storage->cpu.data();
+  return impl_->storage->cpu_data();
 }
 
 const float* Tensor::data() const { return const_cast<Tensor*>(this)->data(); }
@@ -354,13 +353,13 @@ bool Tensor::remove_post_accumulate_grad_hook(HookKey key, OwnerId remover) {
   auto* m = autograd_meta();
   const uint64_t node = m ? m->last_accumulator_id : 0;
   const auto kind = static_cast<uint8_t>(HookKind::kPostAccumulate);
-  decltype(m->post_accumulate_hooks)::Entry removed;
-  if (!m || !m->post_accumulate_hooks.remove(key, &removed)) {
+  OwnerId owner = 0;
+  if (!m || !m->post_accumulate_hooks.remove(key, &owner)) {
     trace::emit(EventKind::kHookRemoveFailed, kind, node, key.value, 0, 0, remover);
     return false;
   }
   trace::emit(EventKind::kHookRemoved, kind, node, key.value,
-              static_cast<uint64_t>(trace::RemoveCause::kByKey), removed.owner, remover);
+              static_cast<uint64_t>(trace::RemoveCause::kByKey), owner, remover);
   return true;
 }
 

@@ -21,12 +21,37 @@ using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& shape);
 int64_t numel_of(const Shape& shape);
 
-// Contiguous float32 storage on one device.
+// Contiguous float32 storage on one device. Small CPU tensors (scalars in
+// autograd chains) keep their data inline: one allocation per tensor.
 struct Storage {
   Device device = Device::kCPU;
-  std::vector<float> cpu;        // device == kCPU
-  std::shared_ptr<void> cuda;    // device == kCUDA: a block from the caching allocator
   int64_t numel = 0;
+  std::shared_ptr<void> cuda;    // device == kCUDA: a block from the caching allocator
+
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void allocate_cpu(int64_t n) {
+    numel = n;
+    if (n <= kInline) {
+      cpu_ = inline_;
+    } else {
+      heap_.resize(static_cast<size_t>(n));
+      cpu_ = heap_.data();
+    }
+  }
+  void adopt_cpu(std::vector<float> values) {
+    numel = static_cast<int64_t>(values.size());
+    heap_ = std::move(values);
+    cpu_ = heap_.data();
+  }
+  float* cpu_data() { return cpu_; }
+
+ private:
+  static constexpr int64_t kInline = 4;
+  float* cpu_ = nullptr;
+  std::vector<float> heap_;
+  float inline_[kInline] = {};
 };
 
 // A tensor hook (Tensor::register_hook): sees the gradient flowing into the

@@ -16,6 +16,9 @@ std::atomic<bool> g_recording{false};
 namespace {
 
 struct ThreadState;
+// Plain pointer to this thread's state: reading it needs no TLS-init check on
+// the hot path (the state itself is a thread_local with a constructor).
+thread_local ThreadState* tl_fast = nullptr;
 
 // Guards the attached sink and the registry of thread states.
 std::mutex g_mutex;
@@ -42,6 +45,7 @@ struct ThreadState {
     g_threads.push_back(this);
   }
   ~ThreadState() {
+    tl_fast = nullptr;
     std::lock_guard<std::mutex> lock(g_mutex);
     if (g_sink && chunk && chunk->count > 0 &&
         generation == g_generation.load()) {
@@ -52,6 +56,24 @@ struct ThreadState {
 };
 
 thread_local ThreadState tl_state;
+
+ThreadState& this_thread_state() {
+  ThreadState* ts = tl_fast;
+  if (__builtin_expect(ts == nullptr, 0)) {
+    ts = &tl_state;
+    tl_fast = ts;
+  }
+  return *ts;
+}
+
+// A chunk's events are written before they are read, so they are not
+// zero-filled (192 KiB per chunk would be a noticeable share of the cost).
+std::unique_ptr<Chunk> new_chunk(uint32_t thread) {
+  auto* c = static_cast<Chunk*>(::operator new(sizeof(Chunk)));
+  c->thread = thread;
+  c->count = 0;
+  return std::unique_ptr<Chunk>(c);
+}
 
 std::vector<void (*)()>& start_callbacks() {
   static std::vector<void (*)()> callbacks;
@@ -67,8 +89,7 @@ Chunk* refill(ThreadState& ts) {
   if (ts.generation == gen && ts.chunk && ts.chunk->count > 0) {
     g_sink->on_chunk(std::move(ts.chunk));
   }
-  ts.chunk = std::make_unique<Chunk>();
-  ts.chunk->thread = ts.index;
+  ts.chunk = new_chunk(ts.index);
   ts.generation = gen;
   ts.flush_deadline = now_ns() + kFlushIntervalNs;
   return ts.chunk.get();
@@ -80,7 +101,7 @@ namespace detail {
 
 void emit_slow(EventKind kind, uint8_t sub, uint64_t node, uint64_t key,
                uint64_t arg, uint32_t owner, uint32_t actor) noexcept {
-  ThreadState& ts = tl_state;
+  ThreadState& ts = this_thread_state();
   Chunk* c = ts.chunk.get();
   if (__builtin_expect(c == nullptr || c->count == kChunkEvents ||
                            ts.generation != g_generation.load(std::memory_order_relaxed),
@@ -110,9 +131,9 @@ void set_recording(bool on) noexcept {
   detail::g_recording.store(on && g_sink != nullptr);
 }
 
-void set_thread_rank(uint16_t rank) noexcept { tl_state.rank = rank; }
-uint16_t thread_rank() noexcept { return tl_state.rank; }
-uint32_t thread_index() noexcept { return tl_state.index; }
+void set_thread_rank(uint16_t rank) noexcept { this_thread_state().rank = rank; }
+uint16_t thread_rank() noexcept { return this_thread_state().rank; }
+uint32_t thread_index() noexcept { return this_thread_state().index; }
 
 uint64_t now_ns() noexcept {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
