@@ -51,7 +51,22 @@ void add_scenario_options(CLI::App* app, ScenarioArgs& args, bool launcher);
 std::vector<std::string> child_arguments(const ScenarioArgs& args);
 scenarios::DdpScenarioOptions to_ddp_options(const ScenarioArgs& args);
 
+struct EventsArgs {
+  std::vector<std::string> kinds;
+  long node = -1, owner = -1, from = -1, to = -1;
+  int rank = -1;
+  std::string format = "text";
+};
+
 int run_record(const ScenarioArgs& args);
+int run_info(const std::vector<std::string>& files);
+int run_events(const std::vector<std::string>& files, const EventsArgs& args);
+int run_state(const std::vector<std::string>& files, long at, int rank, const std::string& format);
+int run_check(const std::vector<std::string>& files, const std::string& format, bool all);
+int run_export(const std::vector<std::string>& files, const std::string& format, long at,
+               const std::string& output);
+int run_diff(const std::string& a, const std::string& b, const std::string& format);
+int run_stats(const std::vector<std::string>& files);
 int run_launch(const ScenarioArgs& args, int nproc);
 
 }  // namespace hookscope::cli

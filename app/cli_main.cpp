@@ -23,6 +23,57 @@ int main(int argc, char** argv) {
   launch->add_option("--nproc", nproc, "number of rank processes")->check(CLI::Range(2, 64));
   add_scenario_options(launch, launch_args, true);
 
+  std::vector<std::string> files;
+  auto add_files = [&files](CLI::App* verb) {
+    verb->add_option("files", files, "trace files (.hstrace); several = the ranks of one run")->required();
+  };
+  auto* info = app.add_subcommand("info", "header, ranks, duration, counts per event kind");
+  add_files(info);
+
+  EventsArgs ev;
+  auto* events = app.add_subcommand("events", "list events, filtered");
+  add_files(events);
+  events->add_option("--kind", ev.kinds, "only events of this kind (repeatable), e.g. hook_fire");
+  events->add_option("--node", ev.node, "only events concerning this Function id");
+  events->add_option("--owner", ev.owner, "only events of this owner id (as owner or remover)");
+  events->add_option("--rank", ev.rank, "only this rank");
+  events->add_option("--from", ev.from, "first event index");
+  events->add_option("--to", ev.to, "last event index");
+  events->add_option("--format", ev.format, "text or jsonl")->check(CLI::IsMember({"text", "jsonl"}));
+
+  long at = -1;
+  int rank = -1;
+  std::string format = "text";
+  auto* state = app.add_subcommand("state", "every live Function with its hooks right after an event");
+  add_files(state);
+  state->add_option("--at", at, "event index")->required();
+  state->add_option("--rank", rank, "only Functions of this rank");
+  state->add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
+
+  bool all = false;
+  auto* check = app.add_subcommand("check", "diagnostics; exit 0 when clean, 1 with findings");
+  add_files(check);
+  check->add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  check->add_flag("--all", all, "print every finding, not a few per kind");
+
+  std::string output;
+  auto* exp = app.add_subcommand("export", "write Chrome trace JSON (Perfetto), JSON Lines or DOT");
+  add_files(exp);
+  exp->add_option("--format", format, "chrome, jsonl or dot")
+      ->required()
+      ->check(CLI::IsMember({"chrome", "jsonl", "dot"}));
+  exp->add_option("--at", at, "event index for dot (default: the last)");
+  exp->add_option("-o,--output", output, "output file, - for stdout")->required();
+
+  std::string a, b;
+  auto* diff = app.add_subcommand("diff", "hook counts per Function and findings that differ");
+  diff->add_option("a", a, "first trace")->required();
+  diff->add_option("b", b, "second trace")->required();
+  diff->add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
+
+  auto* stats = app.add_subcommand("stats", "fires per hook and owner, hook counts over time");
+  add_files(stats);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -32,6 +83,13 @@ int main(int argc, char** argv) {
   try {
     if (*record) return run_record(record_args);
     if (*launch) return run_launch(launch_args, nproc);
+    if (*info) return run_info(files);
+    if (*events) return run_events(files, ev);
+    if (*state) return run_state(files, at, rank, format);
+    if (*check) return run_check(files, format, all);
+    if (*exp) return run_export(files, format, at, output);
+    if (*diff) return run_diff(a, b, format);
+    if (*stats) return run_stats(files);
   } catch (const CliError& e) {
     fmt::print(stderr, "hookscope-cli: error: {}\n", e.what());
     return e.exit_code;

@@ -1,0 +1,256 @@
+// hookscope-cli info / events / state / check / export / diff / stats.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "analysis/diagnostics.h"
+#include "analysis/diff.h"
+#include "analysis/state.h"
+#include "analysis/stats.h"
+#include "analysis/summary.h"
+#include "cli.h"
+#include "export/export.h"
+#include "trace/reader.h"
+
+namespace hookscope::cli {
+
+using analysis::Model;
+
+Model load_model(const std::vector<std::string>& files, bool quiet) {
+  std::vector<trace::TraceData> traces;
+  const bool tty = ::isatty(2);
+  for (const auto& f : files) {
+    if (!std::filesystem::exists(f)) throw CliError(kExitUsage, f + ": no such file");
+    trace::ReadOptions opts;
+    if (tty && !quiet) {
+      opts.progress = [&f](uint64_t done, uint64_t total) {
+        fmt::print(stderr, "\rloading {}: {:3d}%", f, total ? static_cast<int>(100 * done / total) : 100);
+        if (done == total) fmt::print(stderr, "\r\033[K");
+      };
+    }
+    try {
+      traces.push_back(trace::read_trace(f, opts));
+    } catch (const std::exception& e) {
+      throw CliError(kExitUsage, e.what());
+    }
+    if (!traces.back().truncation.empty() && !quiet) {
+      fmt::print(stderr, "hookscope-cli: warning: {}: {}\n", f, traces.back().truncation);
+    }
+    if (traces.back().dropped_events && !quiet) {
+      fmt::print(stderr, "hookscope-cli: warning: {}: the recorder dropped {} events (ring buffer)\n", f,
+                 traces.back().dropped_events);
+    }
+  }
+  try {
+    return Model(std::move(traces));
+  } catch (const std::invalid_argument& e) {
+    throw CliError(kExitUsage, e.what());
+  }
+}
+
+int run_info(const std::vector<std::string>& files) {
+  Model m = load_model(files, false);
+  for (size_t s = 0; s < m.num_traces(); ++s) {
+    const auto& t = m.trace(s);
+    const auto& h = t.header;
+    fmt::print("{}: hookscope trace v{}.{} (written by hookscope {})\n", t.source, h.version_major,
+               h.version_minor, h.hookscope_version);
+    fmt::print("  scenario: {}\n", h.scenario.empty() ? "-" : h.scenario);
+    fmt::print("  rank {} of world {}, host {}, pid {}, clock {}\n",
+               h.rank < 0 ? std::string("(all, as threads)") : std::to_string(h.rank), h.world_size,
+               h.host, h.pid, h.clock);
+    fmt::print("  {} events, {} strings{}\n", t.events.size(), t.strings.size(),
+               t.truncation.empty() ? "" : "; " + t.truncation);
+  }
+  std::vector<trace::Event> all;
+  all.reserve(m.num_events());
+  for (size_t i = 0; i < m.num_events(); ++i) all.push_back(m.event(i));
+  fmt::print("{}", analysis::format_summary(analysis::summarize(all)));
+  fmt::print("  {} Functions, {} hooks, {} owners, {} Reducers, {} collectives\n", m.functions().size(),
+             m.hooks().size(), m.owners().size(), m.reducers().size(), m.collectives().size());
+  return kExitOk;
+}
+
+int run_events(const std::vector<std::string>& files, const EventsArgs& a) {
+  Model m = load_model(files, true);
+  std::vector<trace::EventKind> kinds;
+  for (const auto& k : a.kinds) {
+    auto kind = trace::event_kind_from_string(k);
+    if (kind == trace::EventKind::kNone) {
+      throw CliError(kExitUsage, fmt::format("unknown event kind '{}' (e.g. hook_fire, hook_add, "
+                                             "hook_remove, reducer_destroyed; see `info`)", k));
+    }
+    kinds.push_back(kind);
+  }
+  const size_t to = std::min<size_t>(a.to < 0 ? m.num_events() : static_cast<size_t>(a.to) + 1, m.num_events());
+  std::FILE* out = stdout;
+  for (size_t i = a.from < 0 ? 0 : static_cast<size_t>(a.from); i < to; ++i) {
+    const trace::Event e = m.event(i);
+    if (!kinds.empty() && std::find(kinds.begin(), kinds.end(), e.kind) == kinds.end()) continue;
+    if (a.node >= 0 && e.node != static_cast<uint64_t>(a.node)) continue;
+    if (a.owner >= 0 && e.owner != static_cast<uint32_t>(a.owner) && e.actor != static_cast<uint32_t>(a.owner)) continue;
+    if (a.rank >= 0 && e.rank != a.rank) continue;
+    if (a.format == "jsonl") {
+      fmt::print(out, R"({{"index":{},"t_ns":{},"rank":{},"kind":"{}","node":{},"key":{},"owner":{},"actor":{},"arg":{},"sub":{},"describe":"{}"}})"
+                      "\n",
+                 i, m.time_ns(i), e.rank, trace::to_string(e.kind), e.node, e.key, e.owner, e.actor,
+                 e.arg, e.sub, exporters::json_escape(m.describe(i)));
+    } else {
+      fmt::print(out, "{}\n", m.describe(i));
+    }
+  }
+  return kExitOk;
+}
+
+int run_state(const std::vector<std::string>& files, long at, int rank, const std::string& format) {
+  Model m = load_model(files, true);
+  if (m.num_events() == 0) throw CliError(kExitUsage, "the trace has no events");
+  if (at < 0 || static_cast<size_t>(at) >= m.num_events()) {
+    throw CliError(kExitUsage, fmt::format("--at {} is outside the trace (0..{})", at, m.num_events() - 1));
+  }
+  const analysis::State st = m.state_at(static_cast<size_t>(at));
+  std::map<analysis::OwnerIndex, bool> live;
+  for (const auto& o : st.owners) live[o.owner] = o.live;
+  nlohmann::json j = nlohmann::json::array();
+  if (format == "text") fmt::print("state after event {}: {}\n", at, m.describe(static_cast<size_t>(at)));
+  for (const auto& f : st.functions) {
+    const auto& info = m.functions()[f.function];
+    if (rank >= 0 && info.rank != rank) continue;
+    nlohmann::json jf = {{"function", m.function_name(f.function)}, {"id", info.id}, {"rank", info.rank},
+                         {"hooks", nlohmann::json::array()}};
+    std::string line = fmt::format("  #{} r{} {}", info.id, info.rank, m.function_name(f.function));
+    for (int k = 0; k < trace::kNumHookKinds; ++k) {
+      for (const auto& h : f.hooks[static_cast<size_t>(k)]) {
+        const auto& hi = m.hooks()[h.hook];
+        const bool alive = hi.owner == analysis::kNoIndex || live[hi.owner];
+        const std::string owner = hi.owner == analysis::kNoIndex ? "?" : m.owner_name(hi.owner);
+        jf["hooks"].push_back({{"kind", trace::to_string(static_cast<trace::HookKind>(k))},
+                               {"key", hi.key}, {"owner", owner}, {"owner_alive", alive},
+                               {"fires", h.fires}, {"added_at", hi.added_at}});
+        line += fmt::format("\n      {} key {} owner {}{} fired {}x, added at event {}",
+                            trace::to_string(static_cast<trace::HookKind>(k)), hi.key, owner,
+                            alive ? "" : " (DESTROYED)", h.fires, hi.added_at);
+      }
+    }
+    if (format == "json") {
+      j.push_back(jf);
+    } else {
+      fmt::print("{}\n", line);
+    }
+  }
+  if (format == "json") fmt::print("{}\n", j.dump(2));
+  return kExitOk;
+}
+
+int run_check(const std::vector<std::string>& files, const std::string& format, bool all) {
+  Model m = load_model(files, true);
+  auto findings = analysis::diagnose(m);
+  const auto counts = analysis::count_findings(findings);
+  if (format == "json") {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& f : findings) {
+      j.push_back({{"kind", analysis::to_string(f.kind)},
+                   {"severity", analysis::to_string(f.severity)},
+                   {"message", f.message},
+                   {"at", f.at},
+                   {"events", f.events},
+                   {"count", f.count},
+                   {"node", f.node},
+                   {"owner_id", f.owner_id},
+                   {"key", f.key},
+                   {"rank", f.rank}});
+    }
+    fmt::print("{}\n", j.dump(2));
+  } else if (findings.empty()) {
+    fmt::print("clean: no findings in {} events\n", m.num_events());
+  } else {
+    fmt::print("{}", analysis::format_findings(m, findings, all ? SIZE_MAX : 3));
+  }
+  return counts.errors + counts.warnings > 0 ? kExitFindings : kExitOk;
+}
+
+int run_export(const std::vector<std::string>& files, const std::string& format, long at,
+               const std::string& output) {
+  Model m = load_model(files, true);
+  std::FILE* out = output == "-" ? stdout : std::fopen(output.c_str(), "w");
+  if (!out) throw CliError(kExitUsage, fmt::format("cannot write {}: {}", output, std::strerror(errno)));
+  if (format == "chrome") {
+    exporters::write_chrome_trace(m, out);
+  } else if (format == "jsonl") {
+    exporters::write_jsonl(m, out);
+  } else {
+    if (m.num_events() == 0) throw CliError(kExitUsage, "the trace has no events");
+    const size_t i = at < 0 ? m.num_events() - 1 : static_cast<size_t>(at);
+    if (i >= m.num_events()) {
+      throw CliError(kExitUsage, fmt::format("--at {} is outside the trace (0..{})", at, m.num_events() - 1));
+    }
+    exporters::write_dot(m, i, out);
+  }
+  const bool ok = std::ferror(out) == 0;
+  if (out != stdout) std::fclose(out);
+  if (!ok) throw CliError(kExitFindings, "writing " + output + " failed");
+  if (output != "-") fmt::print(stderr, "wrote {} ({})\n", output, format);
+  return kExitOk;
+}
+
+int run_diff(const std::string& a, const std::string& b, const std::string& format) {
+  Model ma = load_model({a}, true);
+  Model mb = load_model({b}, true);
+  auto d = analysis::diff_models(ma, mb);
+  if (format == "json") {
+    nlohmann::json j;
+    j["functions"] = nlohmann::json::array();
+    for (const auto& f : d.functions) {
+      j["functions"].push_back({{"function", f.function}, {"hooks_a", f.total_a()}, {"hooks_b", f.total_b()}, {"differs", f.differs()}});
+    }
+    auto findings = [](const std::vector<analysis::Finding>& v) {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& f : v) arr.push_back({{"kind", analysis::to_string(f.kind)}, {"message", f.message}});
+      return arr;
+    };
+    j["only_a"] = findings(d.only_a);
+    j["only_b"] = findings(d.only_b);
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{}", analysis::format_diff(d, a, b));
+  }
+  return d.num_differing() || !d.only_a.empty() || !d.only_b.empty() ? kExitFindings : kExitOk;
+}
+
+int run_stats(const std::vector<std::string>& files) {
+  Model m = load_model(files, true);
+  const auto owners = analysis::owner_stats(m);
+  fmt::print("{:<28} {:>6} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7}\n", "owner", "hooks", "removed", "by other",
+             "dropped", "attached", "fires", "stale");
+  for (const auto& o : owners) {
+    if (o.hooks_added == 0 && o.removals_it_made == 0) continue;
+    fmt::print("{:<28} {:>6} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7}\n", m.owner_name(o.owner), o.hooks_added,
+               o.removed_by_self, o.removed_by_others, o.dropped, o.attached_at_end, o.fires, o.stale_fires);
+  }
+  const auto series = analysis::hook_count_series(m, analysis::kNoIndex, 12);
+  fmt::print("\nhooks attached over time (all Functions):\n");
+  uint32_t peak = 1;
+  for (const auto& p : series) peak = std::max(peak, p.hooks);
+  for (const auto& p : series) {
+    fmt::print("  event {:>8}  {:>5}  {}\n", p.index, p.hooks, std::string(40 * p.hooks / peak, '#'));
+  }
+  // Functions whose hook count changed the most (AccumulateGrads under policy none).
+  std::vector<std::pair<uint32_t, analysis::FunctionIndex>> top;
+  for (analysis::FunctionIndex f = 0; f < m.functions().size(); ++f) {
+    if (!m.functions()[f].is_leaf_accumulator() || m.functions()[f].next != analysis::kNoIndex) continue;
+    auto s = analysis::hook_count_series(m, f, 2);
+    if (!s.empty()) top.emplace_back(s.back().hooks, f);
+  }
+  std::sort(top.rbegin(), top.rend());
+  if (!top.empty()) fmt::print("\nhooks per AccumulateGrad at the end (most first):\n");
+  for (size_t i = 0; i < std::min<size_t>(top.size(), 10); ++i) {
+    fmt::print("  {:>4}  {}\n", top[i].first, m.function_name(top[i].second));
+  }
+  return kExitOk;
+}
+
+}  // namespace hookscope::cli

@@ -1,0 +1,55 @@
+#include <fmt/format.h>
+
+#include "export/export.h"
+
+namespace hookscope::exporters {
+
+using trace::EventKind;
+
+void write_jsonl(const analysis::Model& m, std::FILE* out) {
+  std::string line;
+  for (size_t i = 0; i < m.num_events(); ++i) {
+    const trace::Event e = m.event(i);
+    const uint32_t s = m.source(i);
+    line = fmt::format(R"({{"index":{},"t_ns":{},"rank":{},"thread":{},"source":{},"kind":"{}")", i,
+                       m.time_ns(i), e.rank, e.thread, s, trace::to_string(e.kind));
+    if (e.node) {
+      const auto f = m.find_function(s, e.node);
+      line += fmt::format(R"(,"node":{},"function":"{}")", e.node,
+                          json_escape(f == analysis::kNoIndex ? fmt::format("Function #{}", e.node)
+                                                              : m.function_name(f)));
+    }
+    const bool hook = e.kind >= EventKind::kHookAdded && e.kind <= EventKind::kHookRemoveFailed;
+    if (hook) {
+      line += fmt::format(R"(,"key":{},"hook_kind":"{}")", e.key,
+                          trace::to_string(static_cast<trace::HookKind>(e.sub)));
+    } else if (e.key) {
+      line += fmt::format(R"(,"key":{})", e.key);
+    }
+    if (e.owner) {
+      const auto o = m.find_owner(s, e.owner);
+      line += fmt::format(R"(,"owner":{},"owner_label":"{}")", e.owner,
+                          json_escape(o == analysis::kNoIndex ? "?" : m.owner_name(o)));
+    }
+    if (e.kind == EventKind::kHookRemoved) {
+      line += fmt::format(R"(,"cause":"{}")", trace::to_string(static_cast<trace::RemoveCause>(e.arg)));
+    }
+    if ((e.kind == EventKind::kHookRemoved || e.kind == EventKind::kHookRemoveFailed) && e.actor) {
+      const auto o = m.find_owner(s, e.actor);
+      line += fmt::format(R"(,"by":{},"by_label":"{}")", e.actor,
+                          json_escape(o == analysis::kNoIndex ? "?" : m.owner_name(o)));
+    } else if (e.actor) {
+      line += fmt::format(R"(,"actor":{})", e.actor);
+    }
+    if (analysis::event_arg_is_string(e.kind)) {
+      line += fmt::format(R"(,"text":"{}")", json_escape(m.str(static_cast<uint32_t>(e.arg))));
+    } else if (e.arg && e.kind != EventKind::kHookRemoved) {
+      line += fmt::format(R"(,"arg":{})", e.arg);
+    }
+    line += fmt::format(R"(,"sub":{},"describe":"{}"}})", e.sub, json_escape(m.describe(i)));
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), out);
+  }
+}
+
+}  // namespace hookscope::exporters
