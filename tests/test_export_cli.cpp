@@ -1,0 +1,170 @@
+// Exporters and the CLI, as a user drives them.
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "analysis/model.h"
+#include "export/export.h"
+#include "scenarios/ddp_scenarios.h"
+#include "trace/recorder.h"
+#include "trace/strings.h"
+
+using namespace hookscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  std::string out;
+  int exit = -1;
+};
+
+Run cli(const std::string& args) {
+  Run r;
+  FILE* p = ::popen((std::string(HOOKSCOPE_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[512];
+  while (std::fgets(buf, sizeof(buf), p)) r.out += buf;
+  r.exit = WEXITSTATUS(::pclose(p));
+  return r;
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("hookscope-cli-test-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+analysis::Model recovery_model() {
+  trace::MemoryRecorder rec;
+  rec.start();
+  scenarios::DdpScenarioOptions o;
+  o.policy = trace::DestroyPolicy::kNone;
+  o.steps = 6;
+  scenarios::run_ddp_scenario(o);
+  rec.finish();
+  trace::TraceData t;
+  t.events = rec.events();
+  t.strings = trace::strings_since(0);
+  return analysis::Model(std::move(t));
+}
+
+}  // namespace
+
+TEST_CASE("chrome export parses, has the required fields, complete events and matched flows") {
+  analysis::Model m = recovery_model();
+  std::string path = fs::temp_directory_path() / ("hookscope-chrome-" + std::to_string(::getpid()) + ".json");
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  exporters::write_chrome_trace(m, f);
+  std::fclose(f);
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in);
+  fs::remove(path);
+  const auto& ev = j.at("traceEvents");
+  REQUIRE(ev.size() > 100);
+  std::map<std::string, int> by_ph;
+  std::set<std::string> cats;
+  std::map<uint64_t, std::string> flows;  // id -> phases seen
+  bool process_names = false;
+  for (const auto& e : ev) {
+    REQUIRE(e.contains("ph"));
+    REQUIRE(e.contains("pid"));
+    const std::string ph = e["ph"];
+    ++by_ph[ph];
+    if (ph == "M") {
+      process_names = process_names || e["name"] == "process_name";
+      continue;
+    }
+    CHECK(e.contains("tid"));
+    CHECK(e.contains("ts"));
+    CHECK(e.contains("name"));
+    if (ph == "X") {
+      CHECK(e["dur"].get<double>() >= 0);
+      cats.insert(e["cat"]);
+    }
+    if (ph == "s" || ph == "t" || ph == "f") flows[e["id"].get<uint64_t>()] += ph;
+  }
+  CHECK(process_names);
+  CHECK(cats.count("backward"));
+  CHECK(cats.count("apply"));
+  CHECK(cats.count("collective"));
+  CHECK(by_ph["i"] > 0);
+  REQUIRE_FALSE(flows.empty());
+  for (const auto& [id, phases] : flows) {
+    CAPTURE(id);
+    CHECK(phases == "stf");  // hook fire -> bucket ready -> collective
+  }
+}
+
+TEST_CASE("jsonl export: one parseable, self-describing object per event") {
+  analysis::Model m = recovery_model();
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* f = ::open_memstream(&buf, &len);
+  exporters::write_jsonl(m, f);
+  std::fclose(f);
+  std::istringstream in(std::string(buf, len));
+  std::free(buf);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    CHECK(j.contains("kind"));
+    CHECK(j.contains("t_ns"));
+    if (j["kind"] == "hook_fire") CHECK(j.contains("owner_label"));
+    ++n;
+  }
+  CHECK(n == m.num_events());
+}
+
+TEST_CASE("cli: exit codes and messages for usage errors, unreadable and corrupt files") {
+  TempDir dir;
+  CHECK(cli("--help").exit == 0);
+  for (const char* verb : {"record", "launch", "info", "events", "state", "check", "export", "diff", "stats"}) {
+    CAPTURE(verb);
+    CHECK(cli(std::string(verb) + " --help").exit == 0);
+  }
+  CHECK(cli("").exit == 2);
+  CHECK(cli("record nosuch").exit == 2);
+  CHECK(cli("record recovery --policy sideways").exit == 2);
+  auto missing = cli("info " + dir.file("missing.hstrace"));
+  CHECK(missing.exit == 2);
+  CHECK(missing.out.find("no such file") != std::string::npos);
+  {
+    std::ofstream(dir.file("junk.hstrace")) << "this is not a trace at all, just text";
+  }
+  auto junk = cli("check " + dir.file("junk.hstrace"));
+  CHECK(junk.exit == 2);
+  CHECK(junk.out.find("byte") != std::string::npos);
+
+  REQUIRE(cli("record recovery --steps 6 -o " + dir.file("good.hstrace")).exit == 0);
+  REQUIRE(cli("record recovery --steps 6 --policy none -o " + dir.file("bad.hstrace")).exit == 0);
+  CHECK(cli("check " + dir.file("good.hstrace")).exit == 0);
+  auto bad = cli("check " + dir.file("bad.hstrace"));
+  CHECK(bad.exit == 1);
+  CHECK(bad.out.find("leaked_hook") != std::string::npos);
+  CHECK(cli("state " + dir.file("good.hstrace") + " --at 999999999").exit == 2);
+  CHECK(cli("events " + dir.file("good.hstrace") + " --kind hook_fyre").exit == 2);
+  auto fires = cli("events " + dir.file("good.hstrace") + " --kind hook_fire --rank 1");
+  CHECK(fires.exit == 0);
+  CHECK(fires.out.find("hook_fire") != std::string::npos);
+  CHECK(fires.out.find(" r0 ") == std::string::npos);
+  CHECK(cli("diff " + dir.file("good.hstrace") + " " + dir.file("bad.hstrace")).exit == 1);
+  CHECK(cli("export " + dir.file("bad.hstrace") + " --format dot -o " + dir.file("g.dot")).exit == 0);
+  CHECK(fs::file_size(dir.file("g.dot")) > 100);
+
+  // A truncated file still loads up to its last complete block, with a warning.
+  const auto size = fs::file_size(dir.file("bad.hstrace"));
+  fs::copy_file(dir.file("bad.hstrace"), dir.file("cut.hstrace"));
+  fs::resize_file(dir.file("cut.hstrace"), size * 2 / 3);
+  auto cut = cli("info " + dir.file("cut.hstrace"));
+  CHECK(cut.exit == 0);
+  CHECK(cut.out.find("truncated at byte") != std::string::npos);
+}
