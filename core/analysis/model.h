@@ -154,10 +154,12 @@ struct State;
 // Whether an event of `kind` names a string id in `arg` (Note [Event record]).
 bool event_arg_is_string(trace::EventKind kind);
 
+// A loaded model never changes: its const methods may run on several threads
+// at once (a GUI frame and a background diagnose, say).
 class Model {
  public:
-  // Loads traces (one per rank/process) onto one timeline. Throws
-  // std::invalid_argument for an input that cannot be analysed.
+  // Loads traces (one per rank/process) onto one timeline, taking them over.
+  // Throws std::invalid_argument for an input that cannot be analysed.
   explicit Model(std::vector<trace::TraceData> traces, ModelOptions options = {});
   explicit Model(trace::TraceData trace, ModelOptions options = {});
   Model(Model&&) noexcept;
@@ -175,8 +177,8 @@ class Model {
   const std::string& str(uint32_t id) const;
   // Time of an event on the common clock (ns; Note [Merging traces] in model_build.cpp).
   int64_t time_ns(size_t index) const;
-  // Indices of events of `kind`, for every kind but the bulk ones (node and
-  // hook lifecycle, apply); empty for those.
+  // Indices of events of `kind`, for kHookRemoveFailed and every later kind
+  // but apply; empty for the bulk ones (Function, owner and hook lifecycle).
   const std::vector<EventIndex>& events_of_kind(trace::EventKind kind) const;
 
   // ---- tables (Note [Analysis ids]) ----

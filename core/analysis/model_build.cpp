@@ -73,7 +73,8 @@ void ModelBuilder::merge() {
     int64_t best_t = 0;
     for (size_t s = 0; s < m_.traces_.size(); ++s) {
       if (pos[s] == m_.traces_[s].events.size()) continue;
-      const int64_t t = static_cast<int64_t>(m_.traces_[s].events[pos[s]].t_ns) + m_.clock_offset_[s];
+      const auto& ev = m_.traces_[s].events[pos[s]];
+      const int64_t t = static_cast<int64_t>(ev.t_ns) + m_.clock_offset_[s];
       if (best == SIZE_MAX || t < best_t) best = s, best_t = t;
     }
     m_.order_.push_back(static_cast<uint64_t>(best) << 40 | pos[best]++);

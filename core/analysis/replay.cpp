@@ -42,7 +42,7 @@ BucketStatus bucket_status(const Model& m, const ReducerInfo& r, uint64_t collec
 }
 
 // A Reducer's progress in its current backward: everything since its last
-// prepare_for_backward up to `e`.
+// prepare_for_backward up to `e`. For a destroyed one, only its last backward index.
 ReducerAt reducer_at(const Model& m, ReducerIndex index, EventIndex e) {
   const ReducerInfo& r = m.reducers()[index];
   ReducerAt out;
@@ -54,6 +54,7 @@ ReducerAt reducer_at(const Model& m, ReducerIndex index, EventIndex e) {
     window = *(p - 1);
     out.backward = static_cast<int64_t>(m.event(window).arg);
   }
+  if (!out.live) return out;  // a destroyed Reducer has no backward in progress
   std::vector<uint32_t> marked(r.bucket_sizes.size(), 0);
   std::vector<uint64_t> collective(r.bucket_sizes.size(), UINT64_MAX);
   auto it = std::upper_bound(r.events.begin(), r.events.end(), window);
@@ -89,8 +90,8 @@ ReducerAt reducer_at(const Model& m, ReducerIndex index, EventIndex e) {
   return out;
 }
 
-void fill_owners_and_reducers(const Model& m, EventIndex e,
-                              const std::vector<uint32_t>& owner_hooks, State& st) {
+void fill_owners(const Model& m, EventIndex e, const std::vector<uint32_t>& owner_hooks,
+                 State& st) {
   st.owners.clear();
   for (OwnerIndex o = 0; o < m.owners().size(); ++o) {
     const OwnerInfo& info = m.owners()[o];
@@ -98,6 +99,9 @@ void fill_owners_and_reducers(const Model& m, EventIndex e,
     if (info.created_at > e || (!live && owner_hooks[o] == 0)) continue;
     st.owners.push_back(OwnerAt{o, live, owner_hooks[o]});
   }
+}
+
+void fill_reducers(const Model& m, EventIndex e, State& st) {
   st.reducers.clear();
   for (ReducerIndex r = 0; r < m.reducers().size(); ++r) {
     if (m.reducers()[r].constructed_at <= e) st.reducers.push_back(reducer_at(m, r, e));
@@ -144,7 +148,8 @@ State Model::state_at(size_t index) const {
     if (fn == st.functions.end() || fn->function != at.function) continue;
     fn->hooks[static_cast<size_t>(hooks_[at.hook].kind)].push_back(at);
   }
-  fill_owners_and_reducers(*this, e, owner_hooks, st);
+  fill_owners(*this, e, owner_hooks, st);
+  fill_reducers(*this, e, st);
   return st;
 }
 
@@ -215,35 +220,59 @@ void Cursor::erase_hook(uint32_t segment) {
 void Cursor::refresh_fires(EventIndex event, EventIndex at) {
   const trace::Event e = model_->event(event);
   if (e.kind != EventKind::kHookFired) return;
-  const HookIndex h = model_->find_hook(model_->source(event), e.key);
+  const uint32_t source = model_->source(event);
+  const HookIndex h = model_->find_hook(source, e.key);
   if (h == kNoIndex) return;
   const uint32_t fires = model_->fires_until(h, at);
   auto update = [&](std::vector<HookAt>& list) {
     for (HookAt& x : list) {
-      if (x.hook == h) x.fires = fires;
+      if (x.hook == h) {
+        x.fires = fires;
+        return true;
+      }
     }
+    return false;
   };
-  for (FunctionAt& f : state_.functions) {
-    if (f.num_hooks() == 0) continue;
-    for (auto& list : f.hooks) update(list);
+  // A hook fires on the Function the event names (Note [Leaf hooks live on the tensor]).
+  if (FunctionAt* f = find_mut(model_->find_function(source, e.node))) {
+    for (auto& list : f->hooks) {
+      if (update(list)) return;
+    }
   }
-  update(state_.tensor_hooks);
+  if (update(state_.tensor_hooks)) return;
+  for (FunctionAt& f : state_.functions) {
+    for (auto& list : f.hooks) {
+      if (update(list)) return;
+    }
+  }
 }
 
-void Cursor::refresh_owners_and_reducers() {
-  fill_owners_and_reducers(*model_, static_cast<EventIndex>(state_.index), owner_hooks_, state_);
+// Owners change with owner events and with the hooks they hold; Reducers
+// only with DDP events.
+void Cursor::refresh_owners_and_reducers(EventIndex event, bool hooks_changed) {
+  const EventKind kind = model_->event(event).kind;
+  const auto e = static_cast<EventIndex>(state_.index);
+  if (hooks_changed || kind == EventKind::kOwnerCreated || kind == EventKind::kOwnerDestroyed ||
+      kind == EventKind::kReducerDestroyed) {
+    fill_owners(*model_, e, owner_hooks_, state_);
+  }
+  if (static_cast<uint8_t>(kind) >= static_cast<uint8_t>(EventKind::kReducerConstructed)) {
+    fill_reducers(*model_, e, state_);
+  }
 }
 
 bool Cursor::next() {
   if (state_.index + 1 >= model_->num_events()) return false;
   const auto n = static_cast<EventIndex>(state_.index + 1);
+  const auto ended = model_->live_segments_.ending_at(n);
+  const auto started = model_->live_segments_.starting_at(n);
   for (uint32_t f : model_->live_functions_.starting_at(n)) insert_function(f);
-  for (uint32_t s : model_->live_segments_.ending_at(n)) erase_hook(s);
-  for (uint32_t s : model_->live_segments_.starting_at(n)) insert_hook(s, n);
+  for (uint32_t s : ended) erase_hook(s);
+  for (uint32_t s : started) insert_hook(s, n);
   for (uint32_t f : model_->live_functions_.ending_at(n)) erase_function(f);
   refresh_fires(n, n);
   state_.index = n;
-  refresh_owners_and_reducers();
+  refresh_owners_and_reducers(n, !ended.empty() || !started.empty());
   return true;
 }
 
@@ -251,13 +280,16 @@ bool Cursor::prev() {
   if (state_.index == 0 || model_->num_events() == 0) return false;
   const auto p = static_cast<EventIndex>(state_.index);
   const EventIndex q = p - 1;
+  const auto ended = model_->live_segments_.ending_at(p);
+  const auto started = model_->live_segments_.starting_at(p);
   for (uint32_t f : model_->live_functions_.ending_at(p)) insert_function(f);
-  for (uint32_t s : model_->live_segments_.starting_at(p)) erase_hook(s);
-  for (uint32_t s : model_->live_segments_.ending_at(p)) insert_hook(s, q);
+  for (uint32_t s : started) erase_hook(s);
+  for (uint32_t s : ended) insert_hook(s, q);
   for (uint32_t f : model_->live_functions_.starting_at(p)) erase_function(f);
   refresh_fires(p, q);
   state_.index = q;
-  refresh_owners_and_reducers();
+  // Undoing event p changes what p changed.
+  refresh_owners_and_reducers(p, !ended.empty() || !started.empty());
   return true;
 }
 

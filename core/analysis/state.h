@@ -49,6 +49,8 @@ struct BucketAt {
   friend bool operator==(const BucketAt&, const BucketAt&) = default;
 };
 
+// A Reducer's progress in its current backward. A destroyed Reducer has none:
+// only `backward` (its last) is kept.
 struct ReducerAt {
   ReducerIndex reducer = kNoIndex;
   bool live = true;
@@ -90,7 +92,7 @@ class Cursor {
   void insert_function(FunctionIndex f);
   void erase_function(FunctionIndex f);
   void refresh_fires(EventIndex event, EventIndex at);
-  void refresh_owners_and_reducers();
+  void refresh_owners_and_reducers(EventIndex event, bool hooks_changed);
   FunctionAt* find_mut(FunctionIndex f);
 
   const Model* model_;

@@ -1,0 +1,160 @@
+// The analysis model on long traces (Note [Replay by intervals]).
+//
+// Figures (issue "analysis model"), on a synthetic trace of
+// HOOKSCOPE_BENCH_EVENTS events (default 10M) that reads like DDP training
+// (analysis/synthetic.h), for two shapes: /64/0 = 64 parameters, policy
+// by-key (small live state); /1024/1 = 1024 parameters, policy none (hooks
+// pile up: a large live state and many stale fires):
+//  * BM_Load/P/policy       s to load and index the trace (events_per_s),
+//                           checkpoint and model memory (ckpt_MiB, model_MiB)
+//  * BM_SeekRandom/P/policy one state_at() to a random event; also the median
+//                           and p99 of 1000 single timed seeks (median_ms, p99_ms)
+//  * BM_CursorStep/P/policy one Cursor::next() then prev() at a random place
+//  * BM_Diagnose/P/policy   every diagnostic over the whole trace
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "analysis/diagnostics.h"
+#include "analysis/model.h"
+#include "analysis/state.h"
+#include "analysis/synthetic.h"
+
+namespace an = hookscope::analysis;
+
+namespace {
+
+size_t bench_events() {
+  const char* env = std::getenv("HOOKSCOPE_BENCH_EVENTS");
+  return env ? std::strtoull(env, nullptr, 10) : 10'000'000;
+}
+
+an::SyntheticOptions options_for(const benchmark::State& state) {
+  an::SyntheticOptions o;
+  o.events = bench_events();
+  o.parameters = static_cast<uint32_t>(state.range(0));
+  o.policy = state.range(1) ? hookscope::trace::DestroyPolicy::kNone
+                            : hookscope::trace::DestroyPolicy::kByKey;
+  o.rebuild_every = 50;
+  return o;
+}
+
+// One trace (and its model) at a time: 10M events are ~480 MB.
+struct Cached {
+  int64_t parameters = -1, policy = -1;
+  std::unique_ptr<an::Model> model;
+};
+Cached& cache() {
+  static Cached c;
+  return c;
+}
+
+const an::Model& model_for(const benchmark::State& state) {
+  Cached& c = cache();
+  if (c.parameters != state.range(0) || c.policy != state.range(1)) {
+    c.model.reset();
+    c.model = std::make_unique<an::Model>(an::make_synthetic_trace(options_for(state)));
+    c.parameters = state.range(0);
+    c.policy = state.range(1);
+  }
+  return *c.model;
+}
+
+void BM_Load(benchmark::State& state) {
+  cache() = Cached{};
+  const hookscope::trace::TraceData trace = an::make_synthetic_trace(options_for(state));
+  size_t ckpt = 0, mem = 0, blocks = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    hookscope::trace::TraceData copy = trace;
+    state.ResumeTiming();
+    an::Model m(std::move(copy));
+    ckpt = m.checkpoint_bytes();
+    mem = m.memory_bytes();
+    blocks = m.num_checkpoints();
+    benchmark::DoNotOptimize(m.num_events());
+    state.PauseTiming();  // freeing the model is not loading it
+    { an::Model gone = std::move(m); }
+    state.ResumeTiming();
+  }
+  state.counters["events"] = static_cast<double>(trace.events.size());
+  state.counters["events_per_s"] = benchmark::Counter(
+      static_cast<double>(trace.events.size()), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["ckpt_MiB"] = static_cast<double>(ckpt) / (1 << 20);
+  state.counters["model_MiB"] = static_cast<double>(mem) / (1 << 20);
+  state.counters["checkpoints"] = static_cast<double>(blocks);
+}
+
+void BM_SeekRandom(benchmark::State& state) {
+  const an::Model& m = model_for(state);
+  std::mt19937_64 rng(42);
+  size_t hooks = 0;
+  for (auto _ : state) {
+    const an::State s = m.state_at(rng() % m.num_events());
+    hooks = s.num_hooks();
+    benchmark::DoNotOptimize(hooks);
+  }
+  // Single seeks timed one by one, for the median the issue asks about.
+  std::vector<double> ms;
+  for (int k = 0; k < 1000; ++k) {
+    const size_t at = rng() % m.num_events();
+    const auto t0 = std::chrono::steady_clock::now();
+    const an::State s = m.state_at(at);
+    benchmark::DoNotOptimize(s.functions.size());
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                     .count());
+  }
+  std::sort(ms.begin(), ms.end());
+  state.counters["median_ms"] = ms[ms.size() / 2];
+  state.counters["p99_ms"] = ms[ms.size() * 99 / 100];
+  state.counters["hooks_at_end"] = static_cast<double>(m.state_at(m.num_events() - 1).num_hooks());
+  state.counters["functions_at_end"] =
+      static_cast<double>(m.state_at(m.num_events() - 1).functions.size());
+}
+
+void BM_CursorStep(benchmark::State& state) {
+  const an::Model& m = model_for(state);
+  std::mt19937_64 rng(7);
+  an::Cursor c(m, 1 + rng() % (m.num_events() - 2));
+  size_t steps = 0;
+  for (auto _ : state) {
+    if (++steps % 4096 == 0) {
+      state.PauseTiming();
+      c.seek(1 + rng() % (m.num_events() - 2));
+      state.ResumeTiming();
+    }
+    c.next();
+    c.prev();
+    benchmark::DoNotOptimize(c.state().index);
+  }
+}
+
+void BM_Diagnose(benchmark::State& state) {
+  const an::Model& m = model_for(state);
+  size_t n = 0;
+  for (auto _ : state) {
+    n = an::diagnose(m).size();
+    benchmark::DoNotOptimize(n);
+  }
+  state.counters["findings"] = static_cast<double>(n);
+}
+
+}  // namespace
+
+// Grouped by trace shape, so that each synthetic trace is built once.
+BENCHMARK(BM_Load)->Args({64, 0})->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_SeekRandom)->Args({64, 0})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CursorStep)->Args({64, 0})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Diagnose)->Args({64, 0})->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Load)->Args({1024, 1})->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_SeekRandom)->Args({1024, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CursorStep)->Args({1024, 1})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Diagnose)->Args({1024, 1})->Unit(benchmark::kMillisecond)->Iterations(1);
+
+BENCHMARK_MAIN();

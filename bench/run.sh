@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds and runs the benchmarks; prints every benchmark's aggregates, then the medians.
+#   bench/run.sh                      # both binaries, 5 repetitions
+#   REPS=3 bench/run.sh --benchmark_filter=DelPostHook   # extra args go to both binaries
+# Build type: the project default (RelWithDebInfo, -O2). Set BUILD_DIR to use another tree.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+REPS="${REPS:-5}"
+JOBS="${JOBS:-1}"
+
+if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
+  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DHOOKSCOPE_GUI=OFF -DHOOKSCOPE_BENCH=ON
+fi
+ninja -C "$BUILD_DIR" -j"$JOBS" bench_hooks bench_engine
+
+OUT_DIR="$(mktemp -d)"
+trap 'rm -rf "$OUT_DIR"' EXIT
+status=0
+for bin in bench_hooks bench_engine; do
+  echo "==== $bin (repetitions=$REPS) ===="
+  "$BUILD_DIR/bench/$bin" --benchmark_repetitions="$REPS" \
+    --benchmark_report_aggregates_only=true "$@" | tee "$OUT_DIR/$bin.txt" || status=1
+done
+
+echo
+echo "==== medians of $REPS repetitions ===="
+grep -h '_median' "$OUT_DIR"/*.txt | sed 's/_median / /'
+exit $status

@@ -1,0 +1,229 @@
+#include "analysis/diff.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "analysis/state.h"
+
+namespace hookscope::analysis {
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+uint64_t text_hash(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+class Signatures {
+ public:
+  explicit Signatures(const Model& m) : m_(m) {}
+  // Iterative: graphs can be deeper than the stack.
+  uint64_t of(FunctionIndex root) {
+    if (auto it = memo_.find(root); it != memo_.end()) return it->second;
+    std::vector<std::pair<FunctionIndex, bool>> stack{{root, false}};
+    std::unordered_map<FunctionIndex, bool> expanded;
+    while (!stack.empty()) {
+      auto [f, children_done] = stack.back();
+      if (memo_.count(f)) {
+        stack.pop_back();
+        continue;
+      }
+      const FunctionInfo& info = m_.functions()[f];
+      if (!children_done) {
+        if (expanded[f]) {  // a cycle: no recorded graph has one; do not loop
+          stack.pop_back();
+          continue;
+        }
+        expanded[f] = true;
+        stack.back().second = true;
+        for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
+          if (!memo_.count(m_.edges()[e].to)) stack.emplace_back(m_.edges()[e].to, false);
+        }
+        continue;
+      }
+      stack.pop_back();
+      uint64_t h = mix(text_hash(m_.str(info.name)), text_hash(m_.str(info.label)));
+      if (!info.announced) h = mix(h, text_hash("unknown"));
+      for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
+        const EdgeInfo& edge = m_.edges()[e];
+        auto child = memo_.find(edge.to);
+        h = mix(mix(h, edge.input_nr), child == memo_.end() ? 0 : child->second);
+      }
+      memo_.emplace(f, h);
+    }
+    return memo_[root];
+  }
+
+ private:
+  const Model& m_;
+  std::unordered_map<FunctionIndex, uint64_t> memo_;
+};
+
+struct EndCounts {
+  FunctionIndex function;
+  std::array<uint32_t, trace::kNumHookKinds> hooks{};
+};
+
+// Hooks per Function at the last event, a leaf tensor's counted on its last AccumulateGrad.
+std::vector<EndCounts> counts_at_end(const Model& m) {
+  std::map<FunctionIndex, EndCounts> by;
+  if (m.num_events() == 0) return {};
+  const State st = m.state_at(m.num_events() - 1);
+  for (const FunctionAt& f : st.functions) {
+    if (f.num_hooks() == 0) continue;
+    EndCounts& c = by[f.function];
+    c.function = f.function;
+    for (int k = 0; k < trace::kNumHookKinds; ++k) c.hooks[k] += f.hooks[k].size();
+  }
+  for (const HookAt& h : st.tensor_hooks) {
+    EndCounts& c = by[h.function];
+    c.function = h.function;
+    ++c.hooks[static_cast<int>(m.hooks()[h.hook].kind)];
+  }
+  std::vector<EndCounts> out;
+  for (auto& [f, c] : by) out.push_back(c);
+  return out;
+}
+
+using MatchKey = std::pair<uint64_t, uint32_t>;  // (signature, ordinal among equals)
+
+std::map<MatchKey, EndCounts> keyed(const Model& m, Signatures& sig) {
+  std::vector<EndCounts> counts = counts_at_end(m);
+  std::sort(counts.begin(), counts.end(), [&](const EndCounts& x, const EndCounts& y) {
+    return m.functions()[x.function].created_at < m.functions()[y.function].created_at;
+  });
+  std::map<MatchKey, EndCounts> out;
+  std::map<uint64_t, uint32_t> seen;
+  for (const EndCounts& c : counts) {
+    const uint64_t s = sig.of(c.function);
+    out.emplace(MatchKey{s, seen[s]++}, c);
+  }
+  return out;
+}
+
+std::tuple<FindingKind, uint64_t, std::string> finding_key(const Model& m, Signatures& sig,
+                                                           const Finding& f) {
+  return {f.kind, f.function == kNoIndex ? 0 : sig.of(f.function),
+          f.owner == kNoIndex ? std::string() : m.owner_name(f.owner)};
+}
+
+std::vector<Finding> unmatched(const Model& m, Signatures& sig, const std::vector<Finding>& mine,
+                               const Model& other_m, Signatures& other_sig,
+                               const std::vector<Finding>& other) {
+  std::map<std::tuple<FindingKind, uint64_t, std::string>, int> budget;
+  for (const Finding& f : other) ++budget[finding_key(other_m, other_sig, f)];
+  std::vector<Finding> out;
+  for (const Finding& f : mine) {
+    int& left = budget[finding_key(m, sig, f)];
+    if (left > 0) {
+      --left;
+    } else {
+      out.push_back(f);
+    }
+  }
+  return out;
+}
+
+uint32_t sum(const std::array<uint32_t, trace::kNumHookKinds>& a) {
+  uint32_t n = 0;
+  for (uint32_t x : a) n += x;
+  return n;
+}
+
+}  // namespace
+
+uint64_t function_signature(const Model& model, FunctionIndex function) {
+  return Signatures(model).of(function);
+}
+
+uint32_t FunctionCounts::total_a() const { return sum(hooks_a); }
+uint32_t FunctionCounts::total_b() const { return sum(hooks_b); }
+
+size_t ModelDiff::num_differing() const {
+  return std::count_if(functions.begin(), functions.end(),
+                       [](const FunctionCounts& c) { return c.differs(); });
+}
+
+ModelDiff diff_models(const Model& a, const std::vector<Finding>& findings_a, const Model& b,
+                      const std::vector<Finding>& findings_b) {
+  Signatures sig_a(a), sig_b(b);
+  ModelDiff d;
+  std::map<MatchKey, FunctionCounts> rows;
+  for (auto& [key, c] : keyed(a, sig_a)) {
+    FunctionCounts& row = rows[key];
+    row.function = a.function_name(c.function);
+    row.a = c.function;
+    row.hooks_a = c.hooks;
+  }
+  for (auto& [key, c] : keyed(b, sig_b)) {
+    FunctionCounts& row = rows[key];
+    if (row.function.empty()) row.function = b.function_name(c.function);
+    row.b = c.function;
+    row.hooks_b = c.hooks;
+  }
+  for (auto& [key, row] : rows) d.functions.push_back(std::move(row));
+  std::stable_sort(d.functions.begin(), d.functions.end(),
+                   [](const FunctionCounts& x, const FunctionCounts& y) {
+                     return std::make_tuple(!x.differs(), x.function) <
+                            std::make_tuple(!y.differs(), y.function);
+                   });
+  d.only_a = unmatched(a, sig_a, findings_a, b, sig_b, findings_b);
+  d.only_b = unmatched(b, sig_b, findings_b, a, sig_a, findings_a);
+  return d;
+}
+
+ModelDiff diff_models(const Model& a, const Model& b) {
+  return diff_models(a, diagnose(a), b, diagnose(b));
+}
+
+std::string format_diff(const ModelDiff& d, std::string_view name_a, std::string_view name_b,
+                        size_t max_lines) {
+  std::string out = fmt::format("hooks at the end: {} of {} Function(s) differ ({} vs {})\n",
+                                d.num_differing(), d.functions.size(), name_a, name_b);
+  size_t shown = 0;
+  for (const FunctionCounts& c : d.functions) {
+    if (!c.differs()) break;
+    if (shown++ == max_lines) {
+      out += fmt::format("    ... {} more\n", d.num_differing() - max_lines);
+      break;
+    }
+    std::string kinds;
+    for (int k = 0; k < trace::kNumHookKinds; ++k) {
+      if (c.hooks_a[k] == c.hooks_b[k]) continue;
+      kinds += fmt::format("{}{} {} -> {}", kinds.empty() ? "" : ", ",
+                           trace::to_string(static_cast<trace::HookKind>(k)), c.hooks_a[k],
+                           c.hooks_b[k]);
+    }
+    out += fmt::format("    {}: {}\n", c.function, kinds);
+  }
+  auto section = [&](const std::vector<Finding>& only, std::string_view name) {
+    const FindingCounts n = count_findings(only);
+    out += fmt::format("findings only in {}: {}", name, only.size());
+    for (int k = 0; k < kNumFindingKinds; ++k) {
+      if (n.per_kind[k]) {
+        out += fmt::format(", {} {}", n.per_kind[k], to_string(static_cast<FindingKind>(k)));
+      }
+    }
+    out += "\n";
+    for (size_t i = 0; i < only.size() && i < max_lines; ++i) {
+      out += fmt::format("    {} {}: {}\n", to_string(only[i].severity), to_string(only[i].kind),
+                         only[i].message);
+    }
+    if (only.size() > max_lines) out += fmt::format("    ... {} more\n", only.size() - max_lines);
+  };
+  section(d.only_a, name_a);
+  section(d.only_b, name_b);
+  return out;
+}
+
+}  // namespace hookscope::analysis
