@@ -21,6 +21,7 @@
 //                              100 us. Target <= 4 ms.
 //  * BM_TimelineIndex/...      building the timeline index: from raw arrays
 //                              (10M events) and from an analysis Model (1M).
+//  * BM_GraphScene/<events>    slots and groups of a 1M-event training trace.
 
 #include <benchmark/benchmark.h>
 
@@ -37,6 +38,7 @@
 
 #include "analysis/model.h"
 #include "analysis/synthetic.h"
+#include "render/graph_scene.h"
 #include "render/layout.h"
 #include "render/sample_graphs.h"
 #include "render/timeline_index.h"
@@ -282,6 +284,24 @@ void BM_TimelineIndex_Model(benchmark::State& state) {
                                                           benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_TimelineIndex_Model)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
+
+// The graph view's model side: slots (signatures, first free slot per
+// Function), groups, for a long training trace.
+void BM_GraphScene(benchmark::State& state) {
+  hookscope::analysis::SyntheticOptions o;
+  o.events = static_cast<size_t>(state.range(0));
+  const hookscope::analysis::Model model(hookscope::analysis::make_synthetic_trace(o));
+  size_t slots = 0;
+  for (auto _ : state) {
+    hr::GraphScene scene(model);
+    slots = scene.nodes().size();
+    benchmark::DoNotOptimize(scene.nodes().data());
+  }
+  state.counters["events"] = static_cast<double>(model.num_events());
+  state.counters["functions"] = static_cast<double>(model.functions().size());
+  state.counters["slots"] = static_cast<double>(slots);
+}
+BENCHMARK(BM_GraphScene)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
 
 #ifdef HOOKSCOPE_RENDER_DRAW
 

@@ -9,7 +9,9 @@
 //  * BM_DemoBytesPerEvent            a training run's trace (autograd demo,
 //                                    200 steps) on disk: counter bytes_per_event
 //                                    (target <= 16)
-//  * BM_LoadTrace/...                read_trace: counter events/s (target >= 50M)
+//  * BM_LoadTrace_.../T              read_trace with T decoding threads (0: the
+//                                    reader's choice): counter events/s (target
+//                                    >= 50M per core)
 //
 // Files go to $TMPDIR (default /dev/shm when present, to time CPU, not disk).
 
@@ -144,10 +146,13 @@ void BM_DemoBytesPerEvent(benchmark::State& state) {
 }
 BENCHMARK(BM_DemoBytesPerEvent)->Iterations(1);
 
+// Reads `path` with state.range(0) decoding threads (0: the reader's choice).
 void load(benchmark::State& state, const std::string& path) {
+  tr::ReadOptions options;
+  options.threads = static_cast<unsigned>(state.range(0));
   uint64_t events = 0;
   for (auto _ : state) {
-    tr::TraceData d = tr::read_trace(path);
+    tr::TraceData d = tr::read_trace(path, options);
     events += d.events.size();
     benchmark::DoNotOptimize(d.events.data());
   }
@@ -159,15 +164,16 @@ void load(benchmark::State& state, const std::string& path) {
 }
 
 void BM_LoadTrace_Demo200(benchmark::State& state) { load(state, demo_trace(200)); }
-BENCHMARK(BM_LoadTrace_Demo200)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LoadTrace_Demo200)->Arg(1)->Unit(benchmark::kMillisecond);
 
 void BM_LoadTrace_Demo2000(benchmark::State& state) { load(state, demo_trace(2000)); }
-BENCHMARK(BM_LoadTrace_Demo2000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LoadTrace_Demo2000)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// Two threads emitting 2M events each: exercises the k-way merge.
-void BM_LoadTrace_TwoThreads4M(benchmark::State& state) {
-  const std::string path = temp_path("two-threads.hstrace");
-  {
+// Two threads emitting 2M events each (synthetic, interleaved): exercises the
+// k-way merge and the parallel decoder.
+struct TwoThreadTrace {
+  std::string path = temp_path("two-threads.hstrace");
+  TwoThreadTrace() {
     tr::FileRecorder rec(path, {});
     rec.start();
     std::vector<std::thread> threads;
@@ -179,10 +185,14 @@ void BM_LoadTrace_TwoThreads4M(benchmark::State& state) {
     for (auto& th : threads) th.join();
     rec.finish();
   }
-  load(state, path);
-  fs::remove(path);
+  ~TwoThreadTrace() { fs::remove(path); }
+};
+
+void BM_LoadTrace_TwoThreads4M(benchmark::State& state) {
+  static TwoThreadTrace trace;
+  load(state, trace.path);
 }
-BENCHMARK(BM_LoadTrace_TwoThreads4M)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LoadTrace_TwoThreads4M)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 BENCHMARK_MAIN();

@@ -1,12 +1,50 @@
 #pragma once
-// Graph layout for the autograd graph view. No ImGui here: layout is
-// computed and tested headless.
+// Layered (Sugiyama-style) layout of the autograd graph. No ImGui here: the
+// layout is computed and tested headless, and runs off the UI thread
+// (render/layout_job.h). See Note [Layered layout].
 
+#include <atomic>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
 namespace hookscope::render {
+
+// Note [Layered layout]
+// ~~~~~~~~~~~~~~~~~~~~~
+// compute_layout() runs the classic pipeline, each step in its own file:
+//   1. cycle removal (layout.cpp): a DFS reverses back edges, so a folded
+//      graph whose groups are not convex still lays out; autograd graphs are
+//      DAGs and lose nothing;
+//   2. layering (layout.cpp): longest path from the roots, then every root
+//      is pulled down next to its highest child, so a Function created late
+//      does not hang at the top with one long edge;
+//   3. long edges are split by one dummy per layer they cross;
+//   4. crossing reduction (layout_order.cpp): a DFS order, then barycenter
+//      sweeps down and up, keeping the order with the fewest crossings;
+//   5. coordinates (layout_place.cpp): per layer, x minimises the weighted
+//      squared length of the edges (dummy chains weigh more, so long edges
+//      run straight) under the rule that neighbours keep `node_gap` between
+//      them; each layer is solved exactly by pool-adjacent-violators and the
+//      layers are swept down and up. The result is compact (edges pull
+//      boxes together), balanced (a parent sits at its children's mean) and
+//      overlap-free (layers are disjoint bands, boxes in a band keep gaps);
+//   6. routes (layout_place.cpp): a chain of cubic Béziers per edge, from a
+//      port on the bottom of its source box through its dummies to a port
+//      on the top of its target, with vertical tangents at every joint.
+// Everything is deterministic: no hash-order iteration, stable sorts, ties
+// broken by index.
+//
+// Stability (Note [Stable layout]) is the caller's choice of a seed: with a
+// LayoutSeed, nodes and long edges that were in the previous layout keep
+// their layer and order and are pulled to their old x; only new things are
+// placed, and old ones move only as far as they must to make room.
+
+struct Vec2 {
+  float x = 0.f;
+  float y = 0.f;
+};
 
 // A directed graph of n nodes as (from, to) pairs, nodes numbered 0..n-1.
 struct LayoutGraph {
@@ -18,5 +56,83 @@ struct LayoutGraph {
 // layer, roots (no incoming edge) sit on layer 0. Throws std::invalid_argument
 // on a cycle or an edge naming a node out of range.
 std::vector<int> assign_layers(const LayoutGraph& graph);
+
+struct LayoutOptions {
+  Vec2 default_size{120.f, 40.f};  // for nodes without a size
+  float node_gap = 20.f;   // horizontal space between neighbours in a layer
+  float dummy_gap = 6.f;   // between two long edges passing through a layer
+  float dummy_width = 2.f;
+  float layer_gap = 44.f;  // vertical space between layers, where edges bend
+  int max_sweeps = 24;     // crossing-reduction sweeps (each down or up)
+  int placement_sweeps = 16;
+};
+
+// Note [Stable layout]
+// ~~~~~~~~~~~~~~~~~~~~
+// Per node of the new graph, where it was in the previous layout (layer -1:
+// a new node); per edge (by index in the new graph) the x of each of its
+// dummies if the same edge spanned the same layers before. make_seed()
+// builds this from a previous Layout and the new-to-old node map.
+// Per layer, its previous height: a band never shrinks under a seed, so
+// folding a group that emptied some layers does not pull everything below
+// up (empty: no memory of heights).
+struct LayoutSeed {
+  std::vector<int> layer;
+  std::vector<float> x;
+  std::vector<float> layer_height;
+  std::vector<uint32_t> dummy_begin;  // CSR over dummy_x, size edges + 1 (or empty)
+  std::vector<float> dummy_x;
+};
+
+struct LayoutInput {
+  LayoutGraph graph;
+  std::vector<Vec2> sizes;  // per node (width, height); empty: default_size for all
+  const LayoutSeed* seed = nullptr;
+};
+
+struct Layout {
+  // Per node: centre, size and layer (every edge goes from a lower to a
+  // higher layer, except those reversed to break a cycle).
+  std::vector<Vec2> center;
+  std::vector<Vec2> size;
+  std::vector<int> layer;
+  // Per layer: the band [layer_top, layer_top + layer_height) holds its boxes,
+  // and its nodes sorted by x (CSR into layer_nodes): the view culls and hit
+  // tests with two binary searches.
+  std::vector<float> layer_top;
+  std::vector<float> layer_height;
+  std::vector<uint32_t> layer_begin;
+  std::vector<int> layer_nodes;
+  // Per input edge, a chain of cubic Béziers: points route[route_begin[e]] ..
+  // route[route_begin[e + 1] - 1] read P0 C C P1 C C P2 ... (3k + 1 points;
+  // none for a self loop). reversed[e]: the edge points up (a broken cycle).
+  std::vector<uint32_t> route_begin;
+  std::vector<Vec2> route;
+  std::vector<uint8_t> reversed;
+  // Per input edge, the x of its dummies, top to bottom (for make_seed()).
+  std::vector<uint32_t> dummy_begin;
+  std::vector<float> dummy_x;
+  Vec2 min, max;  // bounding box of boxes and routes
+  int num_layers = 0;
+  size_t num_dummies = 0;
+  size_t crossings = 0;  // edge crossings between adjacent layers, after ordering
+  bool cancelled = false;
+};
+
+// Lays `input` out. `cancel` (may be null) is polled in every loop; when it
+// turns true the result comes back early with `cancelled` set and nothing
+// else meaningful. Throws std::invalid_argument on an edge naming a node out
+// of range or sizes/seed of the wrong length.
+Layout compute_layout(const LayoutInput& input, const LayoutOptions& options = {},
+                      const std::atomic<bool>* cancel = nullptr);
+
+// Note [Stable layout]: `old_of_new[v]` is node v's index in `previous`, or -1.
+LayoutSeed make_seed(const Layout& previous, const LayoutGraph& previous_graph,
+                     const LayoutGraph& graph, std::span<const int> old_of_new);
+
+// Crossings of `layer` (every edge going down it) when each layer lists its
+// nodes in input order and a long edge's dummies sit where its source would:
+// the naive order crossing reduction is measured against (tests, benchmarks).
+size_t count_crossings_naive(const LayoutGraph& graph, std::span<const int> layer);
 
 }  // namespace hookscope::render

@@ -9,6 +9,7 @@
 #include "analysis/diagnostics.h"
 #include "analysis/model.h"
 #include "analysis/state.h"
+#include "analysis/stats.h"
 #include "analysis/synthetic.h"
 
 using namespace hookscope;
@@ -109,6 +110,69 @@ TEST_CASE("a Reducer that removes its own hooks (by-key) leaves no findings") {
   CHECK(all.empty());
   for (const Finding& f : all) MESSAGE(f.message);
   CHECK(format_findings(m, all) == "no findings\n");
+}
+
+// The shape of `hookscope-cli launch ... recovery` rank traces: a per-process
+// trace (header.rank >= 0, one rank), owner ids from 1, Reducer 1 announced by
+// the start-of-recording snapshot (actor = kOwnerFromSnapshot) with a hook
+// older than the recording, DDP events whose `actor` is a count (buckets,
+// hooks removed) equal to an owner id, and every Reducer removing its own
+// hooks by key. The owner is its own remover: no collateral_removal, and the
+// statistics say "removed by self". Same trace as threads (header.rank -1).
+TEST_CASE("process-mode trace: a Reducer removing its own hooks by key is not collateral") {
+  for (int32_t header_rank : {0, 2, -1}) {
+    CAPTURE(header_rank);
+    TraceBuilder b(header_rank);
+    const uint64_t w = b.accumulator("0.weight [32, 16]");
+    const uint64_t bias = b.accumulator("0.bias [32]");
+    b.push(trace::EventKind::kOwnerCreated, static_cast<uint8_t>(OwnerKind::kReducer), 0, 0,
+           b.intern("Reducer 1"), 1, trace::kOwnerFromSnapshot);
+    b.reducer_constructed(1, 2, 2);  // actor = 2 buckets: not owner 2
+    const uint64_t old_key = 1000;   // added before the recording: first seen firing
+    b.fire(bias, old_key, HookKind::kPost, 1);
+    const uint64_t k1 = b.add_hook(w, HookKind::kPost, 1);
+    b.fire(w, k1, HookKind::kPost, 1);
+    b.remove(w, k1, HookKind::kPost, 1, 1);
+    b.remove(bias, old_key, HookKind::kPost, 1, 1);
+    b.reducer_destroyed(1, DestroyPolicy::kByKey, 2);  // actor = 2 hooks removed
+    b.destroy_owner(1);
+    b.push(trace::EventKind::kOwnerCreated, static_cast<uint8_t>(OwnerKind::kReducer), 0, 0,
+           b.intern("Reducer 2"), 2);
+    b.reducer_constructed(2, 2, 1);
+    const uint64_t k2 = b.add_hook(w, HookKind::kPost, 2);
+    const uint64_t k3 = b.add_hook(bias, HookKind::kPost, 2);
+    b.remove(w, k2, HookKind::kPost, 2, 2);
+    b.remove(bias, k3, HookKind::kPost, 2, 2);
+    b.reducer_destroyed(2, DestroyPolicy::kByKey, 2);
+    b.destroy_owner(2);
+    Model m(b.take());
+
+    REQUIRE(m.owners().size() == 2);  // counts in `actor` made no owners
+    for (OwnerIndex o = 0; o < 2; ++o) {
+      CHECK(m.owners()[o].id == o + 1);
+      CHECK(m.owner_name(o) == "Reducer " + std::to_string(o + 1));
+    }
+    REQUIRE(m.hooks().size() == 4);
+    for (const HookInfo& hook : m.hooks()) {
+      CAPTURE(hook.key);
+      CHECK(hook.owner != kNoIndex);
+      CHECK(hook.removed_by == hook.owner);
+      CHECK(hook.cause == RemoveCause::kByKey);
+      CHECK_FALSE(hook.implicit_end);
+    }
+    const auto all = diagnose(m);
+    for (const Finding& f : all) MESSAGE(f.message);
+    CHECK(of_kind(all, FindingKind::kCollateralRemoval).empty());
+    CHECK(all.empty());
+    const auto stats = owner_stats(m);
+    REQUIRE(stats.size() == 2);
+    for (const OwnerStats& s : stats) {
+      CHECK(s.hooks_added == 2);
+      CHECK(s.removed_by_self == 2);
+      CHECK(s.removed_by_others == 0);
+      CHECK(s.removals_it_made == 2);
+    }
+  }
 }
 
 TEST_CASE("collateral_removal and multi_owner: two DDPs on one module, by-type sweep") {

@@ -3,8 +3,11 @@
 #include <zstd.h>
 
 #include <algorithm>
-#include <limits>
+#include <array>
+#include <cstddef>
+#include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "trace/file_format.h"
 
@@ -12,79 +15,139 @@ namespace hookscope::trace {
 
 namespace {
 
-enum Column { kColT, kColKind, kColSub, kColRank, kColNode, kColKey, kColArg, kColOwner, kColActor };
+// Column order in the file (Note [Chunk columns]).
+enum Column {
+  kColT,
+  kColKind,
+  kColSub,
+  kColRank,
+  kColNode,
+  kColKey,
+  kColArg,
+  kColOwner,
+  kColActor
+};
 
-constexpr uint64_t kColumnMax[kNumColumns] = {
-    UINT64_MAX, 0xff, 0xff, 0xffff, UINT64_MAX, UINT64_MAX, UINT64_MAX, 0xffffffffu, 0xffffffffu};
-
-inline uint64_t get_field(const Event& e, int c) {
-  switch (c) {
-    case kColT: return e.t_ns;
-    case kColKind: return static_cast<uint64_t>(e.kind);
-    case kColSub: return e.sub;
-    case kColRank: return e.rank;
-    case kColNode: return e.node;
-    case kColKey: return e.key;
-    case kColArg: return e.arg;
-    case kColOwner: return e.owner;
-    default: return e.actor;
-  }
-}
-
-// Stores column `c` of values vals[0..n) into the events (values already range checked).
-void set_column(Event* out, size_t n, int c, const uint64_t* vals) {
-  switch (c) {
-    case kColT: for (size_t i = 0; i < n; ++i) out[i].t_ns = vals[i]; break;
-    case kColKind: for (size_t i = 0; i < n; ++i) out[i].kind = static_cast<EventKind>(vals[i]); break;
-    case kColSub: for (size_t i = 0; i < n; ++i) out[i].sub = static_cast<uint8_t>(vals[i]); break;
-    case kColRank: for (size_t i = 0; i < n; ++i) out[i].rank = static_cast<uint16_t>(vals[i]); break;
-    case kColNode: for (size_t i = 0; i < n; ++i) out[i].node = vals[i]; break;
-    case kColKey: for (size_t i = 0; i < n; ++i) out[i].key = vals[i]; break;
-    case kColArg: for (size_t i = 0; i < n; ++i) out[i].arg = vals[i]; break;
-    case kColOwner: for (size_t i = 0; i < n; ++i) out[i].owner = static_cast<uint32_t>(vals[i]); break;
-    default: for (size_t i = 0; i < n; ++i) out[i].actor = static_cast<uint32_t>(vals[i]); break;
-  }
-}
+struct FieldInfo {
+  size_t offset;  // in Event
+  int bytes;      // field size
+};
+constexpr FieldInfo kFields[kNumColumns] = {
+    {offsetof(Event, t_ns), 8}, {offsetof(Event, kind), 1},  {offsetof(Event, sub), 1},
+    {offsetof(Event, rank), 2}, {offsetof(Event, node), 8},  {offsetof(Event, key), 8},
+    {offsetof(Event, arg), 8},  {offsetof(Event, owner), 4}, {offsetof(Event, actor), 4},
+};
 
 inline int width_of(uint64_t range) {
   return range == 0 ? 0 : (64 - __builtin_clzll(range) + 7) / 8;
 }
 
-// Kinds whose `arg` is a string id (Note [Event record]).
-constexpr bool arg_is_string(EventKind k) {
-  switch (k) {
-    case EventKind::kNodeCreated:
-    case EventKind::kNodeLabel:
-    case EventKind::kOwnerCreated:
-    case EventKind::kMarkedTwice:
-    case EventKind::kUnusedParameter:
-    case EventKind::kFailure:
-    case EventKind::kRecoveryStep:
-      return true;
-    default:
-      return false;
+struct KindTable {
+  uint8_t is_string[256] = {};
+  constexpr KindTable() {
+    for (int k = 0; k < 256; ++k) is_string[k] = event_arg_is_string(static_cast<EventKind>(k));
+  }
+};
+constexpr KindTable kKinds;
+
+// ---- decoding: columns into contiguous values, then one pass into events -------
+
+// Loops over blocks of a fixed trip count are vectorized at -O2.
+constexpr size_t kBlock = 16;
+
+// vals[i] = base + the value in the `width` byte planes at `planes`; with
+// `delta`, those are zigzag deltas, summed from `prev`. Every pass but the
+// prefix sum is vectorized.
+void gather_column(const uint8_t* __restrict planes, int width, size_t n, uint64_t base, bool delta,
+                   uint64_t prev, uint64_t* __restrict vals) {
+  const size_t blocked = n - n % kBlock;
+  if (width == 0) {
+    for (size_t i = 0; i < n; ++i) vals[i] = base;
+  } else {
+    for (size_t i = 0; i < blocked; i += kBlock) {
+      for (size_t j = 0; j < kBlock; ++j) vals[i + j] = base + planes[i + j];
+    }
+    for (size_t j = blocked; j < n; ++j) vals[j] = base + planes[j];
+  }
+  for (int p = 1; p < width; ++p) {
+    const uint8_t* __restrict plane = planes + static_cast<size_t>(p) * n;
+    const int shift = 8 * p;
+    for (size_t i = 0; i < blocked; i += kBlock) {
+      for (size_t j = 0; j < kBlock; ++j)
+        vals[i + j] += static_cast<uint64_t>(plane[i + j]) << shift;
+    }
+    for (size_t j = blocked; j < n; ++j) vals[j] += static_cast<uint64_t>(plane[j]) << shift;
+  }
+  if (delta) {
+    for (size_t i = 0; i < blocked; i += kBlock) {
+      for (size_t j = 0; j < kBlock; ++j) {
+        const uint64_t z = vals[i + j];
+        vals[i + j] = (z >> 1) ^ (0 - (z & 1));
+      }
+    }
+    for (size_t j = blocked; j < n; ++j) vals[j] = (vals[j] >> 1) ^ (0 - (vals[j] & 1));
+    for (size_t i = 0; i < n; ++i) vals[i] = prev += vals[i];  // zigzag decoded above
   }
 }
 
-struct StringKinds {
-  bool is_string[256] = {};
-  constexpr StringKinds() {
-    for (int k = 0; k < 256; ++k) is_string[k] = arg_is_string(static_cast<EventKind>(k));
-  }
-};
-constexpr StringKinds kStringKinds;
+// ---- encoding: byte planes of one column, per (width, transform) -----------------
 
-// vals[i] = the `w` byte planes at `planes` reassembled (plane p = byte p).
-void gather_planes(const uint8_t* planes, int w, size_t n, uint64_t* vals) {
-  if (w == 0) {
-    std::fill(vals, vals + n, 0);
-    return;
+// and_ / or_ of v[0..n), blocked so that -O2 vectorizes it (kFold lanes of
+// accumulators stay in registers).
+constexpr size_t kFold = 4;
+void fold_and_or(const uint64_t* __restrict v, size_t n, uint64_t& and_, uint64_t& or_) {
+  uint64_t a[kFold] = {~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}}, o[kFold] = {};
+  size_t i = 0;
+  for (; i + kFold <= n; i += kFold) {
+    for (size_t j = 0; j < kFold; ++j) a[j] &= v[i + j], o[j] |= v[i + j];
   }
-  for (size_t i = 0; i < n; ++i) vals[i] = planes[i];
-  for (int p = 1; p < w; ++p) {
-    const uint8_t* plane = planes + static_cast<size_t>(p) * n;
+  for (; i < n; ++i) and_ &= v[i], or_ |= v[i];
+  for (size_t j = 0; j < kFold; ++j) and_ &= a[j], or_ |= o[j];
+}
+
+inline uint64_t zz(uint64_t d) { return (d << 1) ^ (0 - (d >> 63)); }  // zigzag, vectorizable
+
+// The same over the zigzag deltas of v (from `prev`).
+void fold_delta_and_or(const uint64_t* __restrict v, size_t n, uint64_t prev, uint64_t& and_,
+                       uint64_t& or_) {
+  and_ = or_ = zz(v[0] - prev);
+  uint64_t a[kFold] = {~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}}, o[kFold] = {};
+  size_t i = 1;
+  for (; i + kFold <= n; i += kFold) {
+    for (size_t j = 0; j < kFold; ++j) {
+      const uint64_t d = zz(v[i + j] - v[i + j - 1]);
+      a[j] &= d, o[j] |= d;
+    }
+  }
+  for (; i < n; ++i) and_ &= zz(v[i] - v[i - 1]), or_ |= zz(v[i] - v[i - 1]);
+  for (size_t j = 0; j < kFold; ++j) and_ &= a[j], or_ |= o[j];
+}
+
+// Writes the `width` byte planes of (transform(v[i]) - base) to `planes`,
+// through `tmp` (n values). Blocked loops: -O2 vectorizes them.
+void scatter_column(const uint64_t* __restrict v, size_t n, int width, bool delta, uint64_t base,
+                    uint64_t prev, uint64_t* __restrict tmp, uint8_t* __restrict planes) {
+  const size_t blocked = n - n % kBlock;
+  if (delta) {
+    tmp[0] = zz(v[0] - prev) - base;
+    size_t i = 1;
+    for (; i + kBlock <= n; i += kBlock) {
+      for (size_t j = 0; j < kBlock; ++j) tmp[i + j] = zz(v[i + j] - v[i + j - 1]) - base;
+    }
+    for (; i < n; ++i) tmp[i] = zz(v[i] - v[i - 1]) - base;
+  } else {
+    for (size_t i = 0; i < blocked; i += kBlock) {
+      for (size_t j = 0; j < kBlock; ++j) tmp[i + j] = v[i + j] - base;
+    }
+    for (size_t i = blocked; i < n; ++i) tmp[i] = v[i] - base;
+  }
+  for (int p = 0; p < width; ++p) {
+    uint8_t* __restrict plane = planes + static_cast<size_t>(p) * n;
     const int shift = 8 * p;
-    for (size_t i = 0; i < n; ++i) vals[i] |= static_cast<uint64_t>(plane[i]) << shift;
+    for (size_t i = 0; i < blocked; i += kBlock) {
+      for (size_t j = 0; j < kBlock; ++j) plane[i + j] = static_cast<uint8_t>(tmp[i + j] >> shift);
+    }
+    for (size_t i = blocked; i < n; ++i) plane[i] = static_cast<uint8_t>(tmp[i] >> shift);
   }
 }
 
@@ -97,67 +160,77 @@ ChunkCodec::~ChunkCodec() {
   ZSTD_freeDCtx(dctx_);
 }
 
+// ---- encoding -------------------------------------------------------------------
+
 void ChunkCodec::encode(std::string& out, uint32_t thread, const Event* ev, size_t n) {
   if (n == 0 || n > kMaxChunkEvents) {
     throw std::logic_error("ChunkCodec::encode: a chunk holds 1.." +
                            std::to_string(kMaxChunkEvents) + " events");
   }
-  const uint64_t t_first = ev[0].t_ns;
   put_varint(out, thread);
   put_varint(out, n);
-  put_varint(out, t_first);
 
-  values_.resize(n);
-  raw_.clear();
+  // Transpose to columns first: every later pass is over contiguous values.
+  if (columns_.size() < (kNumColumns + 1) * n) columns_.resize((kNumColumns + 1) * n);
+  uint64_t* col[kNumColumns];
+  for (int c = 0; c < kNumColumns; ++c) col[c] = columns_.data() + c * n;
+  for (size_t i = 0; i < n; ++i) {
+    const Event& e = ev[i];
+    col[kColT][i] = e.t_ns;
+    col[kColKind][i] = static_cast<uint64_t>(e.kind);
+    col[kColSub][i] = e.sub;
+    col[kColRank][i] = e.rank;
+    col[kColNode][i] = e.node;
+    col[kColKey][i] = e.key;
+    col[kColArg][i] = e.arg;
+    col[kColOwner][i] = e.owner;
+    col[kColActor][i] = e.actor;
+  }
+  if (raw_.size() < kNumColumns * 8 * n) raw_.resize(kNumColumns * 8 * n);
+  size_t raw_size = 0;
   for (int c = 0; c < kNumColumns; ++c) {
-    // Both transforms' ranges in one pass; keep the narrower (raw on ties).
-    uint64_t rmin = UINT64_MAX, rmax = 0, dmin = UINT64_MAX, dmax = 0;
-    uint64_t prev = c == kColT ? t_first : 0;
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t v = get_field(ev[i], c);
-      uint64_t d = zigzag(static_cast<int64_t>(v - prev));
-      prev = v;
-      rmin = std::min(rmin, v);
-      rmax = std::max(rmax, v);
-      dmin = std::min(dmin, d);
-      dmax = std::max(dmax, d);
-    }
-    const int wraw = width_of(rmax - rmin), wdelta = width_of(dmax - dmin);
+    uint64_t* v = col[c];
+    // Keep the transform whose range needs fewer bytes (raw on ties). Time
+    // only ever goes well with deltas; 1- and 2-byte fields fit raw.
+    const bool try_raw = c != kColT, try_delta = kFields[c].bytes >= 4;
+    // Frame of reference from AND / OR (vectorizable, unlike unsigned
+    // min / max): every value v has AND <= v <= OR, so v - AND fits the
+    // bytes of OR - AND. It can cost a byte where max - min would not, at a
+    // power-of-two boundary; zstd takes most of that back.
+    const uint64_t first_prev = v[0];  // delta columns start from their first value
+    uint64_t r_and = ~uint64_t{0}, r_or = 0, d_and = ~uint64_t{0}, d_or = 0;
+    if (try_raw) fold_and_or(v, n, r_and, r_or);
+    if (try_delta) fold_delta_and_or(v, n, first_prev, d_and, d_or);
+    const int wraw = try_raw ? width_of(r_or - r_and) : 9;
+    const int wdelta = try_delta ? width_of(d_or - d_and) : 9;
     const bool delta = wdelta < wraw;
     const int w = delta ? wdelta : wraw;
-    const uint64_t base = delta ? dmin : rmin;
+    const uint64_t base = delta ? d_and : r_and;
     out.push_back(static_cast<char>(w | (delta ? 0x10 : 0)));
     put_varint(out, base);
-
-    prev = c == kColT ? t_first : 0;
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t v = get_field(ev[i], c);
-      values_[i] = (delta ? zigzag(static_cast<int64_t>(v - prev)) : v) - base;
-      prev = v;
-    }
-    const size_t at = raw_.size();
-    raw_.resize(at + n * static_cast<size_t>(w));
-    for (int p = 0; p < w; ++p) {
-      uint8_t* plane = raw_.data() + at + static_cast<size_t>(p) * n;
-      for (size_t i = 0; i < n; ++i) plane[i] = static_cast<uint8_t>(values_[i] >> (8 * p));
-    }
+    if (delta) put_varint(out, first_prev);
+    if (w == 0) continue;
+    scatter_column(v, n, w, delta, base, first_prev, columns_.data() + kNumColumns * n,
+                   raw_.data() + raw_size);
+    raw_size += static_cast<size_t>(w) * n;
   }
-  put_varint(out, raw_.size());
-  if (raw_.empty()) return;
+  put_varint(out, raw_size);
+  if (raw_size == 0) return;
   if (!cctx_) cctx_ = ZSTD_createCCtx();
-  frame_.resize(ZSTD_compressBound(raw_.size()));
-  size_t z = ZSTD_compressCCtx(cctx_, frame_.data(), frame_.size(), raw_.data(), raw_.size(),
-                               level_);
+  frame_.resize(ZSTD_compressBound(raw_size));
+  size_t z = ZSTD_compressCCtx(cctx_, frame_.data(), frame_.size(), raw_.data(), raw_size, level_);
   if (ZSTD_isError(z)) {
     throw std::runtime_error(std::string("zstd compression failed: ") + ZSTD_getErrorName(z));
   }
   out.append(frame_.data(), z);
 }
 
+// ---- decoding -------------------------------------------------------------------
+
 const char* ChunkCodec::parse_header(const uint8_t* data, size_t size, ChunkHeader& h) {
   ByteCursor c{data, data + size};
   uint64_t thread, count;
-  if (!c.get_varint(thread) || !c.get_varint(count) || !c.get_varint(h.t_first)) {
+  if (!c.get_varint(thread) || !c.get_varint(count)) {
     return "event chunk header cut short";
   }
   if (thread > UINT32_MAX) return "impossible thread index";
@@ -170,6 +243,8 @@ const char* ChunkCodec::parse_header(const uint8_t* data, size_t size, ChunkHead
     if (!c.get_u8(code) || !c.get_varint(col.base)) return "event chunk header cut short";
     col.width = code & 0x0f;
     col.delta = (code & 0x10) != 0;
+    col.start = 0;
+    if (col.delta && !c.get_varint(col.start)) return "event chunk header cut short";
     if (col.width > 8 || (code & 0xe0)) return "bad column encoding";
     widths += col.width;
   }
@@ -185,8 +260,8 @@ const char* ChunkCodec::decode(const ChunkHeader& h, uint64_t string_count, Even
                                bool& sorted) {
   const size_t n = h.count;
   if (h.raw_size) {
-    // Sizes are checked against the header before anything is allocated;
-    // raw_size <= kMaxChunkEvents * 9 * 8 by parse_header.
+    // Sizes are checked against the header before anything is allocated:
+    // raw_size = count * widths <= kMaxChunkEvents * 72 (parse_header).
     if (ZSTD_getFrameContentSize(h.frame, h.frame_size) != h.raw_size) {
       return "decompressed size mismatch";
     }
@@ -199,49 +274,93 @@ const char* ChunkCodec::decode(const ChunkHeader& h, uint64_t string_count, Even
     if (ZSTD_isError(got)) return "bad compressed data";
     if (got != h.raw_size) return "decompressed size mismatch";
   }
-  if (values_.size() < n) values_.resize(n);
-  uint64_t* vals = values_.data();
-  const uint8_t* planes = raw_.data();
-  sorted = true;
-  for (int c = 0; c < kNumColumns; ++c) {
-    const ColumnDesc& col = h.columns[c];
-    gather_planes(planes, col.width, n, vals);
-    planes += static_cast<size_t>(col.width) * n;
-    uint64_t overflow = 0;
-    const uint64_t mask = ~kColumnMax[c];
-    if (col.delta) {
-      uint64_t prev = c == kColT ? h.t_first : 0;
-      bool up = true;
-      for (size_t i = 0; i < n; ++i) {
-        uint64_t v = prev + static_cast<uint64_t>(unzigzag(vals[i] + col.base));
-        up &= v >= prev;
-        vals[i] = prev = v;
-        overflow |= v & mask;
+
+  // The narrow columns (kind, sub, rank, owner, actor) are almost always raw,
+  // one byte or none per value, with a base that cannot overflow the field:
+  // then the event pass reads their bytes straight from the planes.
+  const uint8_t* plane_of[kNumColumns];
+  bool narrow_bytes = true;
+  {
+    const uint8_t* planes = raw_.data();
+    for (int c = 0; c < kNumColumns; ++c) {
+      const ColumnDesc& cd = h.columns[c];
+      plane_of[c] = planes;
+      planes += static_cast<size_t>(cd.width) * n;
+      if (kFields[c].bytes < 8) {
+        const uint64_t max = (uint64_t{1} << (8 * kFields[c].bytes)) - 1;
+        narrow_bytes &= !cd.delta && cd.width <= 1 && cd.base <= max - 255;
+        if (cd.width == 0) {
+          if (zeros_.size() < n) zeros_.resize(n);
+          plane_of[c] = zeros_.data();
+        }
       }
-      if (c == kColT) sorted = up;
-    } else {
-      uint64_t prev = 0;
-      bool up = true;
-      for (size_t i = 0; i < n; ++i) {
-        uint64_t v = vals[i] + col.base;
-        up &= v >= prev;
-        vals[i] = prev = v;
-        overflow |= v & mask;
-      }
-      if (c == kColT) sorted = up;
     }
-    if (overflow) return "value out of range";
-    if (c == kColT && vals[0] != h.t_first) return "first timestamp mismatch";
-    set_column(out, n, c, vals);
   }
-  bool bad_kind = false, bad_string = false;
-  for (size_t i = 0; i < n; ++i) {
-    Event& e = out[i];
-    e.thread = h.thread;
-    const auto k = static_cast<uint8_t>(e.kind);
-    bad_kind |= k == 0 || k >= static_cast<uint8_t>(EventKind::kCount);
-    bad_string |= kStringKinds.is_string[k] && e.arg >= string_count;
+  if (columns_.size() < kNumColumns * n) columns_.resize(kNumColumns * n);
+  uint64_t* col[kNumColumns];
+  for (int c = 0; c < kNumColumns; ++c) {
+    const ColumnDesc& cd = h.columns[c];
+    col[c] = columns_.data() + c * n;
+    if (narrow_bytes && kFields[c].bytes < 8) continue;
+    gather_column(plane_of[c], cd.width, n, cd.base, cd.delta, cd.start, col[c]);
   }
+
+  // One pass writes whole events and checks ranges, kinds and string ids.
+  const uint64_t *t = col[kColT], *node = col[kColNode], *key = col[kColKey], *arg = col[kColArg];
+  uint64_t overflow = 0;
+  uint8_t bad_kind = 0, bad_string = 0;
+  bool up = true;
+  uint64_t prev_t = t[0];
+  auto check = [&](size_t i, uint8_t k) {
+    up &= t[i] >= prev_t;
+    prev_t = t[i];
+    bad_kind |= static_cast<uint8_t>(k - 1) >= static_cast<uint8_t>(EventKind::kCount) - 1;
+    bad_string |= kKinds.is_string[k] & (arg[i] >= string_count);
+  };
+  if (narrow_bytes) {
+    const uint8_t *kind = plane_of[kColKind], *sub = plane_of[kColSub], *rank = plane_of[kColRank],
+                  *owner = plane_of[kColOwner], *actor = plane_of[kColActor];
+    const auto kind0 = static_cast<uint8_t>(h.columns[kColKind].base);
+    const auto sub0 = static_cast<uint8_t>(h.columns[kColSub].base);
+    const auto rank0 = static_cast<uint16_t>(h.columns[kColRank].base);
+    const auto owner0 = static_cast<uint32_t>(h.columns[kColOwner].base);
+    const auto actor0 = static_cast<uint32_t>(h.columns[kColActor].base);
+    for (size_t i = 0; i < n; ++i) {
+      Event& e = out[i];
+      e.t_ns = t[i];
+      e.node = node[i];
+      e.key = key[i];
+      e.arg = arg[i];
+      e.owner = owner0 + owner[i];
+      e.actor = actor0 + actor[i];
+      const auto k = static_cast<uint8_t>(kind0 + kind[i]);
+      e.kind = static_cast<EventKind>(k);
+      e.sub = static_cast<uint8_t>(sub0 + sub[i]);
+      e.rank = static_cast<uint16_t>(rank0 + rank[i]);
+      e.thread = h.thread;
+      check(i, k);
+    }
+  } else {
+    const uint64_t *kind = col[kColKind], *sub = col[kColSub], *rank = col[kColRank],
+                   *owner = col[kColOwner], *actor = col[kColActor];
+    for (size_t i = 0; i < n; ++i) {
+      Event& e = out[i];
+      e.t_ns = t[i];
+      e.node = node[i];
+      e.key = key[i];
+      e.arg = arg[i];
+      e.owner = static_cast<uint32_t>(owner[i]);
+      e.actor = static_cast<uint32_t>(actor[i]);
+      e.kind = static_cast<EventKind>(kind[i]);
+      e.sub = static_cast<uint8_t>(sub[i]);
+      e.rank = static_cast<uint16_t>(rank[i]);
+      e.thread = h.thread;
+      overflow |= ((kind[i] | sub[i]) >> 8) | (rank[i] >> 16) | ((owner[i] | actor[i]) >> 32);
+      check(i, static_cast<uint8_t>(kind[i]));
+    }
+  }
+  sorted = up;
+  if (overflow) return "value out of range";
   if (bad_kind) return "impossible event kind";
   if (bad_string) return "string id out of range";
   return nullptr;

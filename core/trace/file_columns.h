@@ -18,27 +18,27 @@ namespace hookscope::trace {
 // An event chunk holds the events of one thread (Event::thread is stored once,
 // in the chunk) as nine columns: t_ns, kind, sub, rank, node, key, arg, owner,
 // actor. Each column is transformed (raw, or zigzag delta from the previous
-// value: t_ns starts from the chunk's t_first, the others from 0), offset by
-// its minimum (`base`, frame of reference) and stored in the fewest whole
-// bytes `width` that hold every value, as `width` byte planes (plane p holds
-// byte p of every value, so high bytes that are mostly zero form long runs).
+// value, starting from `start`), offset by a `base` no greater than any
+// value (frame of reference) and stored in the fewest whole bytes `width`
+// that hold every value, as `width` byte planes (plane p holds byte p of
+// every value, so high bytes that are mostly zero form long runs).
 // The planes of all columns are then one zstd frame. This takes a training
 // trace to a few bytes per event, and decoding is a few tight byte loops, no
 // per-value branching. The exact payload layout is in docs/trace-format.md.
 inline constexpr int kNumColumns = 9;
 
 struct ColumnDesc {
-  uint8_t width = 0;     // bytes per value, 0..8
-  bool delta = false;    // zigzag delta transform
-  uint64_t base = 0;     // added to every stored value
+  uint8_t width = 0;   // bytes per value, 0..8
+  bool delta = false;  // zigzag delta transform
+  uint64_t base = 0;   // added to every stored value
+  uint64_t start = 0;  // delta: the value before the first
 };
 
 struct ChunkHeader {
   uint32_t thread = 0;
   uint32_t count = 0;
-  uint64_t t_first = 0;
   ColumnDesc columns[kNumColumns];
-  uint64_t raw_size = 0;       // bytes of byte planes (= count * sum of widths)
+  uint64_t raw_size = 0;           // bytes of byte planes (= count * sum of widths)
   const uint8_t* frame = nullptr;  // the zstd frame (nullptr when raw_size == 0)
   size_t frame_size = 0;
 };
@@ -70,8 +70,9 @@ class ChunkCodec {
   int level_;
   ZSTD_CCtx_s* cctx_ = nullptr;
   ZSTD_DCtx_s* dctx_ = nullptr;
-  std::vector<uint64_t> values_;
-  std::vector<uint8_t> raw_;
+  std::vector<uint64_t> columns_;  // encode: kNumColumns * count values
+  std::vector<uint8_t> raw_;       // byte planes; only ever grows
+  std::vector<uint8_t> zeros_;     // the plane of a constant narrow column
   std::string frame_;
 };
 

@@ -36,9 +36,9 @@ inline constexpr char kFileMagic[8] = {'\x89', 'H', 'S', 'T', 'R', 'A', 'C', 'E'
 inline constexpr char kTrailerMagic[8] = {'H', 'S', 'I', 'N', 'D', 'E', 'X', '\x1a'};
 inline constexpr uint16_t kFormatMajor = 1;
 inline constexpr uint16_t kFormatMinor = 0;
-inline constexpr size_t kPrefixBytes = 12;        // magic + u16 major + u16 minor
-inline constexpr size_t kBlockHeaderBytes = 12;   // type, length, crc
-inline constexpr size_t kTrailerBytes = 16;       // u64 footer offset + magic
+inline constexpr size_t kPrefixBytes = 12;       // magic + u16 major + u16 minor
+inline constexpr size_t kBlockHeaderBytes = 12;  // type, length, crc
+inline constexpr size_t kTrailerBytes = 16;      // u64 footer offset + magic
 inline constexpr uint32_t kMaxBlockBytes = 64u << 20;
 inline constexpr uint32_t kMaxChunkEvents = 65536;
 // Reader safety limit: without ReadOptions::max_events a file may not decode
@@ -61,6 +61,21 @@ std::string_view to_string(BlockType type);  // "event chunk", ... ("block" when
 static_assert(std::endian::native == std::endian::little,
               "the trace file codecs assume a little-endian host (Note [Event record])");
 
+// Whether `arg` of an event of this kind is a string id (Note [Event record]);
+// the reader checks those ids against the string table.
+constexpr bool event_arg_is_string(EventKind k) {
+  switch (k) {
+    case EventKind::kNodeCreated:
+    case EventKind::kNodeLabel:
+    case EventKind::kOwnerCreated:
+    case EventKind::kMarkedTwice:
+    case EventKind::kUnusedParameter:
+    case EventKind::kFailure:
+    case EventKind::kRecoveryStep: return true;
+    default: return false;
+  }
+}
+
 // A file that is not a readable trace. The message names the file, the byte
 // offset and the reason, e.g. "t.hstrace: bad checksum in header at byte 12".
 class TraceFormatError : public std::runtime_error {
@@ -80,9 +95,15 @@ uint32_t crc32(const void* data, size_t size, uint32_t crc = 0);
 
 // ---- little helpers for encoders and decoders --------------------------------
 
-inline void put_u16(std::string& out, uint16_t v) { out.append(reinterpret_cast<const char*>(&v), 2); }
-inline void put_u32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
-inline void put_u64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+inline void put_u16(std::string& out, uint16_t v) {
+  out.append(reinterpret_cast<const char*>(&v), 2);
+}
+inline void put_u32(std::string& out, uint32_t v) {
+  out.append(reinterpret_cast<const char*>(&v), 4);
+}
+inline void put_u64(std::string& out, uint64_t v) {
+  out.append(reinterpret_cast<const char*>(&v), 8);
+}
 inline void put_varint(std::string& out, uint64_t v) {
   while (v >= 0x80) {
     out.push_back(static_cast<char>(v | 0x80));
@@ -90,8 +111,12 @@ inline void put_varint(std::string& out, uint64_t v) {
   }
   out.push_back(static_cast<char>(v));
 }
-inline uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
-inline int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+inline uint64_t zigzag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+inline int64_t unzigzag(uint64_t v) {
+  return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+}
 inline void put_string(std::string& out, std::string_view s) {
   put_varint(out, s.size());
   out.append(s);

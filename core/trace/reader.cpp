@@ -5,10 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <unordered_map>
 
 #include "trace/file_columns.h"
@@ -16,14 +20,12 @@
 
 namespace hookscope::trace {
 
-namespace detail {
-// reader_merge.cpp
-void merge_thread_runs(std::vector<Event>& events, bool all_sorted, size_t threads);
-}  // namespace detail
-
 namespace {
 
 constexpr uint64_t kProgressEvery = 1u << 20;  // bytes
+// With ReadOptions::threads = 0, traces of this many events or more are
+// decoded by several threads.
+constexpr uint64_t kParallelEvents = 1u << 20;
 
 // Reads one trace in two passes. Pass 1 walks the blocks: checks every
 // length and checksum, loads the string table, parses chunk headers (so the
@@ -56,8 +58,8 @@ class TraceReader {
 
  private:
   struct ChunkRef {
-    uint64_t offset;         // of its block
-    uint64_t end;            // just past its block
+    uint64_t offset;  // of its block
+    uint64_t end;     // just past its block
     ChunkHeader header;
     uint64_t strings_before;  // string table size when it was reached
     uint64_t dropped_before;
@@ -108,10 +110,8 @@ class TraceReader {
           chunks_.push_back(ref);
           break;
         }
-        case BlockType::kFooter:
-          return read_footer(block, offset, end);
-        case BlockType::kHeader:
-          return stop(offset, "a second header block");
+        case BlockType::kFooter: return read_footer(block, offset, end);
+        case BlockType::kHeader: return stop(offset, "a second header block");
         default:
           if (!(block.type & kBlockSkippable)) {
             return stop(offset, "unknown block type " + std::to_string(block.type));
@@ -157,41 +157,95 @@ class TraceReader {
     if (!agrees) return stop(offset, "footer disagrees with the blocks before it");
     if (!detail::check_trailer(data_, size_, end, offset)) {
       stop(end, size_ - end < kTrailerBytes ? "incomplete trailer (cut short)"
-                                                    : "bad trailer after the footer");
+                                            : "bad trailer after the footer");
     }
   }
 
+  // Pass 2. Chunks decode independently, each into its place, so a big
+  // trace is decoded by several threads (ReadOptions::threads); then, in file
+  // order, the first bad chunk ends the valid prefix.
   void decode_chunks() {
+    const size_t n = chunks_.size();
+    std::vector<size_t> pos(n);
     uint64_t total = 0;
-    for (const ChunkRef& c : chunks_) total += c.header.count;
-    out_.events.resize(total);  // bounded by max_events_, checked in pass 1
-    ChunkCodec codec;
+    for (size_t i = 0; i < n; ++i) {
+      pos[i] = total;
+      total += chunks_[i].header.count;
+    }
+    detail::reserve_events(out_.events, total);  // bounded by max_events_, checked in pass 1
+    out_.events.resize(total);
+
+    std::vector<const char*> error(n, nullptr);
+    std::vector<uint8_t> sorted(n, 1);
+    std::atomic<size_t> next{0};
+    std::atomic<bool> failed{false};
+    auto work = [&](bool report) {
+      ChunkCodec codec;
+      uint64_t next_progress = kProgressEvery;
+      // Chunks are claimed in order: once one fails, every earlier one is
+      // already claimed, and later ones are not needed.
+      while (!failed.load(std::memory_order_relaxed)) {
+        const size_t i = next.fetch_add(1);
+        if (i >= n) break;
+        bool s = true;
+        error[i] = codec.decode(chunks_[i].header, chunks_[i].strings_before,
+                                out_.events.data() + pos[i], s);
+        sorted[i] = s;
+        if (error[i]) failed.store(true);
+        if (report && options_.progress && chunks_[i].end >= next_progress) {
+          options_.progress(chunks_[i].end, size_);
+          next_progress = chunks_[i].end + kProgressEvery;
+        }
+      }
+    };
+    std::vector<std::thread> helpers;
+    std::exception_ptr helper_error;
+    std::mutex helper_mutex;
+    for (unsigned t = 1; t < decode_threads(total); ++t) {
+      helpers.emplace_back([&] {
+        try {
+          work(false);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(helper_mutex);
+          helper_error = std::current_exception();
+          failed.store(true);
+        }
+      });
+    }
+    try {
+      work(true);
+    } catch (...) {
+      failed.store(true);
+      for (auto& h : helpers) h.join();
+      throw;
+    }
+    for (auto& h : helpers) h.join();
+    if (helper_error) std::rethrow_exception(helper_error);
+
     std::unordered_map<uint32_t, uint64_t> last_t;  // per thread
     bool all_sorted = true;
-    size_t pos = 0;
-    uint64_t next_progress = kProgressEvery;
-    for (const ChunkRef& c : chunks_) {
-      bool sorted = true;
-      Event* dst = out_.events.data() + pos;
-      if (const char* why = codec.decode(c.header, c.strings_before, dst, sorted)) {
+    for (size_t i = 0; i < n; ++i) {
+      const ChunkRef& c = chunks_[i];
+      if (error[i]) {
         // Keep only what precedes the bad chunk (strings and drop counts too).
-        stop(c.offset, std::string(why) + " in event chunk");
-        out_.events.resize(pos);
+        stop(c.offset, std::string(error[i]) + " in event chunk");
+        out_.events.resize(pos[i]);
         out_.strings.resize(c.strings_before);
         out_.dropped_events = c.dropped_before;
         break;
       }
+      const Event* ev = out_.events.data() + pos[i];
       auto [it, fresh] = last_t.try_emplace(c.header.thread, 0);
-      if (!fresh && dst[0].t_ns < it->second) sorted = false;
-      it->second = dst[c.header.count - 1].t_ns;
-      all_sorted &= sorted;
-      pos += c.header.count;
-      if (options_.progress && c.end >= next_progress) {
-        options_.progress(c.end, size_);
-        next_progress = c.end + kProgressEvery;
-      }
+      all_sorted &= sorted[i] && (fresh || ev[0].t_ns >= it->second);
+      it->second = ev[c.header.count - 1].t_ns;
     }
     detail::merge_thread_runs(out_.events, all_sorted, last_t.size());
+  }
+
+  unsigned decode_threads(uint64_t events) const {
+    if (options_.threads) return options_.threads;
+    if (events < kParallelEvents) return 1;
+    return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
   }
 
   const uint8_t* data_;

@@ -25,10 +25,13 @@ namespace hookscope::trace {
 struct ReadOptions {
   // Called now and then while events are decoded, with (bytes of the file
   // processed, file size), and once at the end with (size, size).
-  std::function<void(uint64_t done, uint64_t total)> progress;
+  std::function<void(uint64_t done, uint64_t total)> progress = nullptr;
   // Reading stops (reported as truncation) before decoding more events
   // than this. 0: the default limit, kMaxEventsPerFileByte per byte of file.
   uint64_t max_events = 0;
+  // Threads decoding events. 0: traces of a million events or more are
+  // decoded by up to 8 threads (the hardware's); 1: the calling thread only.
+  unsigned threads = 0;
 };
 
 // Reads a whole trace file. Throws std::runtime_error when the file cannot

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "trace/reader.h"
 
@@ -37,5 +38,13 @@ const char* parse_footer(const uint8_t* payload, size_t length, bool lenient, Tr
 // Checks the trailer at data[offset..offset+16) of a file of `file_size`
 // bytes that points back at a footer block at `footer_offset`.
 bool check_trailer(const uint8_t* data, size_t size, size_t offset, uint64_t footer_offset);
+
+// Reserves room for n events; for big traces asks the kernel for huge pages
+// first (page faults would otherwise cost more than decoding). reader_merge.cpp
+void reserve_events(std::vector<Event>& events, size_t n);
+
+// Puts events (the chunks in file order) in merge_chunks order; see there.
+// reader_merge.cpp
+void merge_thread_runs(std::vector<Event>& events, bool all_sorted, size_t threads);
 
 }  // namespace hookscope::trace::detail

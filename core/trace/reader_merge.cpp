@@ -2,11 +2,15 @@
 // trace::merge_chunks gives (Note [Event record]): by t_ns, ties by thread,
 // each thread's own order kept.
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <unordered_map>
 #include <vector>
 
 #include "trace/event.h"
+#include "trace/reader_blocks.h"
 
 namespace hookscope::trace::detail {
 
@@ -28,6 +32,18 @@ struct Cursor {
 };
 
 }  // namespace
+
+void reserve_events(std::vector<Event>& events, size_t n) {
+  events.reserve(n);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (n * sizeof(Event) >= 4 * kHuge) {
+    const auto begin = (reinterpret_cast<uintptr_t>(events.data()) + kHuge - 1) & ~(kHuge - 1);
+    const auto end = reinterpret_cast<uintptr_t>(events.data() + n) & ~(kHuge - 1);
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+  }
+#endif
+}
 
 // `events` holds the chunks in file order, each chunk one thread's. With
 // every thread's events already in time order (the recorder's clock is
@@ -60,7 +76,7 @@ void merge_thread_runs(std::vector<Event>& events, bool all_sorted, size_t threa
   std::make_heap(heap.begin(), heap.end(), later);
 
   std::vector<Event> out;
-  out.reserve(events.size());
+  reserve_events(out, events.size());
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
     const size_t c = heap.back();

@@ -42,9 +42,10 @@ void fill_header_defaults(TraceHeader& h) {
 
 }  // namespace
 
-TraceFileWriter::TraceFileWriter(const std::string& path, TraceHeader header,
-                                 WriterOptions options)
-    : path_(path), header_(std::move(header)), options_(std::move(options)),
+TraceFileWriter::TraceFileWriter(const std::string& path, TraceHeader header, WriterOptions options)
+    : path_(path),
+      header_(std::move(header)),
+      options_(std::move(options)),
       codec_(options_.zstd_level) {
   if (options_.queue_chunks == 0) options_.queue_chunks = 1;
   fill_header_defaults(header_);
@@ -122,7 +123,15 @@ void TraceFileWriter::run() {
       stats_.bytes_written = offset_;
       s = stats_;
     }
-    if (options_.on_chunk_written) options_.on_chunk_written(s);
+    if (options_.on_chunk_written) {
+      try {
+        options_.on_chunk_written(s);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mutex_);  // keep writing; close() reports it
+        if (error_.empty())
+          error_ = std::string("WriterOptions::on_chunk_written threw: ") + e.what();
+      }
+    }
   }
 }
 
@@ -255,8 +264,8 @@ void TraceFileWriter::close() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!error_.empty()) throw std::runtime_error(error_);
   if (lost_after_close_ > 0) {
-    throw std::runtime_error(std::to_string(lost_after_close_) +
-                             " events reached trace file '" + path_ +
+    throw std::runtime_error(std::to_string(lost_after_close_) + " events reached trace file '" +
+                             path_ +
                              "' after it was closed and are not in it; finish() the recorder "
                              "before closing its writer");
   }

@@ -31,7 +31,8 @@ struct WriterStats {
 };
 
 struct WriterOptions {
-  // Full chunks waiting for the writer thread (each about 200 KB). When the
+  // Chunks waiting for the writer thread (each up to about 200 KB; the
+  // writer holds at most as many again while it encodes them). When the
   // queue is full, on_chunk blocks (back-pressure on the emitting threads),
   // so nothing is ever lost...
   size_t queue_chunks = 32;
@@ -39,12 +40,14 @@ struct WriterOptions {
   // is dropped instead. Drops are counted, written to the file, and read
   // back as TraceData::dropped_events.
   bool ring_buffer = false;
-  // zstd level of event chunks. Higher levels shrink files a little and
-  // slow the writer thread, which back-pressures the emitting threads.
-  int zstd_level = 1;
+  // zstd level of event chunks. The default (a fast negative level) keeps
+  // the writer thread ahead of the emitting threads and files at a few bytes
+  // per event; higher levels shrink files a little and slow the writer.
+  int zstd_level = -1;
   // Called on the writer thread after each batch of chunks reaches the file
-  // (progress display). Must not emit events.
-  std::function<void(const WriterStats&)> on_chunk_written;
+  // (progress display). Must not emit events; an exception it throws is
+  // reported by close().
+  std::function<void(const WriterStats&)> on_chunk_written = nullptr;
 };
 
 // Writes the chunks it receives to `path` on a background thread, in the
@@ -111,8 +114,8 @@ class TraceFileWriter : public ChunkSink {
   // Writer thread only (and close() after the join).
   ChunkCodec codec_;
   std::string buffer_, payload_;
-  uint64_t offset_ = 0;          // bytes already in the file
-  uint32_t strings_shipped_ = 1; // id 0 (the empty string) is implicit
+  uint64_t offset_ = 0;           // bytes already in the file
+  uint32_t strings_shipped_ = 1;  // id 0 (the empty string) is implicit
   uint64_t dropped_written_ = 0;
   uint64_t events_written_ = 0;
   std::vector<IndexEntry> index_;

@@ -1,0 +1,56 @@
+// libFuzzer target for the trace reader (Note [Trace file format]). Built and
+// run by scripts/fuzz.sh, with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION so
+// that the reader skips checksums and mutations reach the decoders. Whatever
+// the input, reading must not crash, hang or allocate without bound, must
+// either throw TraceFormatError or return a trace whose events all pass the
+// checks the reader promises, and the index reader must agree with it.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "trace/reader.h"
+
+namespace tr = hookscope::trace;
+
+namespace {
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "fuzz_trace_reader: invariant broken: %s\n", what);
+  std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  tr::ReadOptions options;
+  options.max_events = 1u << 20;  // keeps each input's memory small under ASan
+  tr::TraceData d;
+  try {
+    d = tr::read_trace_buffer(data, size, "fuzz", options);
+  } catch (const tr::TraceFormatError& e) {
+    if (e.offset() > size) fail("error offset past the end of the input");
+    return 0;
+  }
+  if (d.strings.empty() || !d.strings[0].empty()) fail("string 0 must be the empty string");
+  if (d.events.size() > options.max_events) fail("more events than max_events");
+  for (size_t i = 0; i < d.events.size(); ++i) {
+    const tr::Event& e = d.events[i];
+    const auto k = static_cast<uint8_t>(e.kind);
+    if (k == 0 || k >= static_cast<uint8_t>(tr::EventKind::kCount)) fail("impossible kind");
+    if (tr::event_arg_is_string(e.kind) && e.arg >= d.strings.size())
+      fail("string id out of range");
+  }
+  if (!d.truncation.empty() && d.truncation.rfind("truncated at byte ", 0) != 0) {
+    fail("truncation message does not start with 'truncated at byte'");
+  }
+  // The index, when there is one, describes exactly what was read.
+  auto index = tr::read_trace_index_buffer(data, size, "fuzz");
+  if (index && d.truncation.empty()) {
+    if (index->total_events != d.events.size()) fail("index total differs from events read");
+    if (index->dropped_events != d.dropped_events) fail("index dropped count differs");
+    if (index->string_count != d.strings.size()) fail("index string count differs");
+  }
+  return 0;
+}

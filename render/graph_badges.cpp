@@ -1,0 +1,215 @@
+// The hook badges of a box (Note [Box contents]): which chips, where, and
+// what hovering or clicking them shows and selects.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "render/colors.h"
+#include "render/graph_view_internal.h"
+
+namespace hookscope::render {
+
+using analysis::kNoIndex;
+
+float GraphView::place_chips(std::vector<Chip>& chips, const GraphScene& scene, float left,
+                             float right, const BoxMetrics& m, float* kind_x) {
+  const float fs = chip_font(m);
+  const float plus = text_width(fs, "+99") + m.chip_gap;
+  float x = left;
+  int last_kind = -1;
+  char buf[48];
+  for (size_t i = 0; i < chips.size(); ++i) {
+    Chip& c = chips[i];
+    if (c.kind != last_kind) {
+      if (last_kind >= 0) x += m.kind_gap;
+      const std::string_view tag = hook_kind_tag(static_cast<trace::HookKind>(c.kind));
+      kind_x[c.kind] = x;
+      x += text_width(fs, tag.data(), tag.data() + tag.size()) + m.chip_gap;
+      last_kind = c.kind;
+    }
+    const int len = chip_text(buf, sizeof buf, scene.owner_tag(c.owner), c.count);
+    const float w = text_width(fs, buf, buf + len) + 2.f * m.chip_pad + (c.dead ? text_width(fs, "!") : 0.f);
+    const bool last = i + 1 == chips.size();
+    if (x + w > right - (last ? 0.f : plus)) {
+      for (size_t j = i; j < chips.size(); ++j) chips[j].x0 = chips[j].x1 = NAN;
+      return x;
+    }
+    c.x0 = x;
+    c.x1 = x + w;
+    x += w + m.chip_gap;
+  }
+  return NAN;
+}
+
+void GraphView::chips_of(const Frame& f, uint32_t unit, std::vector<Chip>& out) const {
+  out.clear();
+  const analysis::Model& model = *model_;
+  const FoldedGraph& fg = *folded_;
+  auto push = [&](uint8_t kind, const analysis::HookAt& h) {
+    const analysis::OwnerIndex owner = model.hooks()[h.hook].owner;
+    const bool dead = owner < f.owner_dead.size() && f.owner_dead[owner];
+    if (!out.empty() && out.back().kind == kind && out.back().owner == owner && out.back().dead == dead) {
+      Chip& c = out.back();
+      ++c.count;
+      c.fires += h.fires;
+      c.flash |= h.hook == f.firing_hook;
+      return;
+    }
+    out.push_back({kind, owner, dead, h.hook == f.firing_hook, 1, h.fires, h.hook});
+  };
+  auto add_slot = [&](uint32_t slot) {
+    if (const uint32_t live = f.slot_live[slot]) {
+      const analysis::FunctionAt& fa = f.state->functions[live - 1];
+      for (int k = 0; k < trace::kNumHookKinds; ++k) {
+        for (const analysis::HookAt& h : fa.hooks[k]) push(static_cast<uint8_t>(k), h);
+      }
+    }
+    auto it = std::lower_bound(f.ghost_hooks.begin(), f.ghost_hooks.end(), slot,
+                               [](const auto& p, uint32_t s) { return p.first < s; });
+    for (; it != f.ghost_hooks.end() && it->first == slot; ++it) {
+      push(static_cast<uint8_t>(model.hooks()[it->second->hook].kind), *it->second);
+    }
+  };
+  const uint32_t g = fg.group_of_unit[unit];
+  if (g == kNoGroup) {
+    add_slot(fg.node_of_unit[unit]);
+    // Tensor hooks came after the Function's own: keep kinds together.
+    std::stable_sort(out.begin(), out.end(), [](const Chip& a, const Chip& b) { return a.kind < b.kind; });
+    return;
+  }
+  // A folded group: one chip per (kind, owner, alive) over all its members.
+  for (uint32_t slot : scene_->groups()[g].nodes) add_slot(slot);
+  std::stable_sort(out.begin(), out.end(), [](const Chip& a, const Chip& b) {
+    return std::tie(a.kind, a.owner, a.dead) < std::tie(b.kind, b.owner, b.dead);
+  });
+  size_t w = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (w > 0 && out[w - 1].kind == out[i].kind && out[w - 1].owner == out[i].owner &&
+        out[w - 1].dead == out[i].dead) {
+      out[w - 1].count = static_cast<uint16_t>(out[w - 1].count + out[i].count);
+      out[w - 1].fires += out[i].fires;
+      out[w - 1].flash |= out[i].flash;
+    } else {
+      out[w++] = out[i];
+    }
+  }
+  out.resize(w);
+}
+
+void GraphView::hover_and_click(Frame& f) {
+  const uint32_t u = f.hovered_unit;
+  if (u == kNone) {  // a click on the background clears the selection
+    if (f.clicked) {
+      f.result.selection_changed = true;
+      selected_function_ = kNoIndex;
+      selected_owner_ = kNoIndex;
+    }
+    return;
+  }
+  const analysis::Model& model = *model_;
+  const FoldedGraph& fg = *folded_;
+  const Layout& l = *layout_;
+  const BoxMetrics& m = options_.metrics;
+  const uint32_t g = fg.group_of_unit[u];
+  const uint32_t slot = g == kNoGroup ? fg.node_of_unit[u] : kNoSlot;
+  const analysis::FunctionAt* fa =
+      slot != kNoSlot && f.slot_live[slot] ? &f.state->functions[f.slot_live[slot] - 1] : nullptr;
+  chips_of(f, u, f.chips);
+  float kind_x[trace::kNumHookKinds] = {};
+  const Vec2 c = l.center[u], s = l.size[u];
+  place_chips(f.chips, *scene_, c.x - s.x * 0.5f + m.pad, c.x + s.x * 0.5f - m.pad, m, kind_x);
+  const Vec2 p = f.to_world(ImGui::GetIO().MousePos);
+  const float row_top = c.y + s.y * 0.5f - m.pad - m.chip_height;
+  const Chip* hovered_chip = nullptr;
+  if (f.detail == GraphDetail::kFull && p.y >= row_top && p.y <= row_top + m.chip_height) {
+    for (const Chip& chip : f.chips) {
+      if (!std::isnan(chip.x0) && p.x >= chip.x0 && p.x <= chip.x1) hovered_chip = &chip;
+    }
+  }
+  f.result.hovered_function = fa ? fa->function : kNoIndex;
+  f.result.hovered_hook = hovered_chip ? hovered_chip->first_hook : kNoIndex;
+  if (f.clicked) {
+    f.result.selection_changed = true;
+    if (hovered_chip) {
+      selected_owner_ = selected_owner_ == hovered_chip->owner ? kNoIndex : hovered_chip->owner;
+    } else if (fa) {
+      selected_function_ = fa->function;
+    }
+  }
+  if (f.double_clicked && g != kNoGroup) set_folded(g, false);
+  if (ImGui::IsMouseDragging(ImGuiMouseButton_Left)) return;
+
+  ImGui::BeginTooltip();
+  if (g != kNoGroup) {
+    ImGui::Text("%s", scene_->unit_title(fg, u).c_str());
+    ImGui::TextDisabled("%s, %u live; double-click to expand", scene_->unit_label(fg, u).c_str(), f.unit_live[u]);
+  } else if (fa) {
+    const analysis::FunctionInfo& info = model.functions()[fa->function];
+    ImGui::Text("%s", model.function_name(fa->function).c_str());
+    ImGui::TextDisabled("Function #%llu, rank %u, created at event %u", static_cast<unsigned long long>(info.id),
+                        info.rank, info.created_at);
+  } else {
+    ImGui::Text("%s", model.str(scene_->nodes()[slot].label).c_str());
+    ImGui::TextDisabled("leaf tensor without an AccumulateGrad now: its hooks wait on the tensor");
+  }
+  // The hooks: of the badge under the mouse, else all of them.
+  std::vector<std::pair<uint8_t, const analysis::HookAt*>> hooks;
+  auto collect = [&](uint32_t sl) {
+    if (const uint32_t live = f.slot_live[sl]) {
+      for (int k = 0; k < trace::kNumHookKinds; ++k) {
+        for (const auto& h : f.state->functions[live - 1].hooks[k]) hooks.push_back({static_cast<uint8_t>(k), &h});
+      }
+    }
+    for (const auto& [gs, h] : f.ghost_hooks) {
+      if (gs == sl) hooks.push_back({static_cast<uint8_t>(model.hooks()[h->hook].kind), h});
+    }
+  };
+  if (g == kNoGroup) {
+    collect(slot);
+  } else {
+    for (uint32_t sl : scene_->groups()[g].nodes) collect(sl);
+  }
+  if (hovered_chip) {
+    std::erase_if(hooks, [&](const auto& kh) {
+      const analysis::OwnerIndex o = model.hooks()[kh.second->hook].owner;
+      return kh.first != hovered_chip->kind || o != hovered_chip->owner ||
+             (o < f.owner_dead.size() && f.owner_dead[o]) != hovered_chip->dead;
+    });
+  }
+  if (hooks.empty()) {
+    ImGui::TextDisabled("no hooks");
+  } else if (ImGui::BeginTable("hooks", 5, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
+    for (const char* h : {"key", "kind", "owner", "owner state", "fires"}) ImGui::TableSetupColumn(h);
+    ImGui::TableHeadersRow();
+    size_t shown = 0;
+    for (const auto& [kind, h] : hooks) {
+      if (++shown > 24) break;
+      const analysis::HookInfo& info = model.hooks()[h->hook];
+      const bool dead = info.owner < f.owner_dead.size() && f.owner_dead[info.owner];
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::Text("%llu", static_cast<unsigned long long>(info.key));
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(hook_kind_tag(static_cast<trace::HookKind>(kind)).data());
+      ImGui::TableNextColumn();
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(owner_color(info.owner)), "%s",
+                         model.owner_name(info.owner).c_str());
+      ImGui::TableNextColumn();
+      if (dead) {
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colors::kAlarm), "destroyed (leaked hook)");
+      } else {
+        ImGui::TextUnformatted("alive");
+      }
+      ImGui::TableNextColumn();
+      ImGui::Text("%u%s", h->fires, h->hook == f.firing_hook ? "  (firing now)" : "");
+    }
+    ImGui::EndTable();
+    if (hooks.size() > 24) ImGui::TextDisabled("... and %zu more", hooks.size() - 24);
+  }
+  ImGui::TextDisabled(hovered_chip ? "click: highlight this owner's hooks everywhere" : "click: select");
+  ImGui::EndTooltip();
+}
+
+}  // namespace hookscope::render

@@ -1,0 +1,362 @@
+// Drawing the graph: edges, boxes with their hook badges, the density
+// cells of the far zoom levels. Badges' contents, tooltips and clicks are
+// in graph_badges.cpp.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "render/colors.h"
+#include "render/graph_view_internal.h"
+
+namespace hookscope::render {
+
+using analysis::kNoIndex;
+
+// Note [Box contents]
+// ~~~~~~~~~~~~~~~~~~~
+//   +--------------------------------------------+
+//   | AddmmBackward0  #45                         |  name, raw Function id (dim)
+//   | 0.weight [32, 16]                           |  label: parameter and shape
+//   | post [R1!] [R2]   pre [gc x4]               |  badge row
+//   +--------------------------------------------+
+// The badge row lists, per hook kind in firing order (tensor-pre,
+// retain-grad, pre, post, post-acc), a chip per run of hooks of one owner,
+// in registration order, filled with the owner's colour (owner_color) and
+// labelled with its tag and "xN" when the run has several hooks. A hook
+// whose owner is destroyed is an alarm: its chip is outlined red with a "!",
+// and the box gets a red outline and a "!" marker at its top right corner.
+// A hook firing at the current event flashes; with an owner selected, its
+// chips are outlined white and the others fade. GraphScene::box_sizes()
+// reserves room for this with the same BoxMetrics.
+
+
+void GraphView::draw_edges(Frame& f) {
+  const Layout& l = *layout_;
+  const FoldedGraph& fg = *folded_;
+  const analysis::Model& model = *model_;
+  if (++f.stamp == 0) {
+    std::fill(f.edge_stamp.begin(), f.edge_stamp.end(), 0u);
+    f.stamp = 1;
+  }
+  const uint32_t selected_unit =
+      selected_function_ < model.functions().size() ? fg.unit_of_node[scene_->slot_of(selected_function_)] : kNone;
+  const float thick = std::clamp(1.4f * f.zoom, 1.f, 2.f);
+  // Thin plain lines need no anti-aliasing fringe: half the vertices.
+  const ImDrawListFlags flags = f.dl->Flags;
+  if (f.detail != GraphDetail::kFull) f.dl->Flags &= ~ImDrawListFlags_AntiAliasedLines;
+  const float arrow = std::clamp(7.f * f.zoom, 3.f, 9.f);
+  for (const analysis::FunctionAt& fa : f.state->functions) {
+    const analysis::FunctionInfo& info = model.functions()[fa.function];
+    for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
+      const analysis::FunctionIndex to = model.edges()[e].to;
+      if (to >= model.functions().size() || !f.slot_live[scene_->slot_of(to)]) continue;
+      const uint32_t se = scene_->edge_of(e);
+      const uint32_t le = se == kNoSlot ? kNoSlot : fg.edge_of_scene_edge[se];
+      if (le == kNoSlot || f.edge_stamp[le] == f.stamp) continue;
+      f.edge_stamp[le] = f.stamp;
+      if (!f.visible(edge_min_[le], edge_max_[le])) continue;
+      const uint32_t b = l.route_begin[le], end = l.route_begin[le + 1];
+      if (end - b < 4) continue;
+      const bool hot = selected_unit != kNone && (static_cast<uint32_t>(fg.graph.edges[le].first) == selected_unit ||
+                                                  static_cast<uint32_t>(fg.graph.edges[le].second) == selected_unit);
+      const uint32_t color = hot ? colors::kEdgeSelected : colors::kEdge;
+      ++stats_.edges;
+      if (f.detail != GraphDetail::kFull) {  // Note [Graph level of detail]: the joints only
+        for (uint32_t i = b; i < end; i += 3) f.dl->PathLineTo(f.to_screen(l.route[i]));
+        f.dl->PathStroke(color, 0, 1.f);
+        continue;
+      }
+      ImVec2 prev = f.to_screen(l.route[b]);
+      f.dl->PathLineTo(prev);
+      for (uint32_t i = b + 1; i + 2 < end; i += 3) {
+        const ImVec2 c1 = f.to_screen(l.route[i]), c2 = f.to_screen(l.route[i + 1]);
+        const ImVec2 p = f.to_screen(l.route[i + 2]);
+        const float len = std::abs(p.x - prev.x) + std::abs(p.y - prev.y);
+        // Straight pieces (a dummy's band) and tiny ones need no tessellation.
+        if (std::abs(p.x - prev.x) < 0.5f || len < 8.f) {
+          f.dl->PathLineTo(p);
+        } else {
+          f.dl->PathBezierCubicCurveTo(c1, c2, p, std::clamp(static_cast<int>(len / 14.f), 3, 14));
+        }
+        prev = p;
+      }
+      f.dl->PathStroke(color, 0, hot ? thick * 1.6f : thick);
+      // Arrowhead at the target, along the last tangent.
+      const ImVec2 tip = f.to_screen(l.route[end - 1]), from = f.to_screen(l.route[end - 2]);
+      float dx = tip.x - from.x, dy = tip.y - from.y;
+      const float n = std::sqrt(dx * dx + dy * dy);
+      if (n < 1e-3f) {
+        dx = 0.f;
+        dy = 1.f;
+      } else {
+        dx /= n;
+        dy /= n;
+      }
+      f.dl->AddTriangleFilled(tip, {tip.x - dx * arrow - dy * arrow * 0.5f, tip.y - dy * arrow + dx * arrow * 0.5f},
+                              {tip.x - dx * arrow + dy * arrow * 0.5f, tip.y - dy * arrow - dx * arrow * 0.5f},
+                              color);
+    }
+  }
+  f.dl->Flags = flags;
+}
+
+void GraphView::draw_boxes(Frame& f) {
+  const Layout& l = *layout_;
+  if (l.num_layers == 0) return;
+  const auto first_layer = std::upper_bound(l.layer_top.begin(), l.layer_top.end(), f.view_min.y);
+  int k0 = std::max(0, static_cast<int>(first_layer - l.layer_top.begin()) - 1);
+  const int k1 = static_cast<int>(std::upper_bound(l.layer_top.begin(), l.layer_top.end(), f.view_max.y) -
+                                  l.layer_top.begin());
+  for (int k = k0; k < k1; ++k) {
+    if (l.layer_top[k] + l.layer_height[k] < f.view_min.y) continue;
+    const float reach = layer_max_width_[k] * 0.5f;
+    auto first = l.layer_nodes.begin() + l.layer_begin[k], last = l.layer_nodes.begin() + l.layer_begin[k + 1];
+    auto it = std::lower_bound(first, last, f.view_min.x - reach,
+                               [&](int u, float x) { return l.center[u].x < x; });
+    for (; it != last && l.center[*it].x - reach <= f.view_max.x; ++it) {
+      const auto u = static_cast<uint32_t>(*it);
+      if (!f.live(u)) continue;
+      const Vec2 c = l.center[u], s = l.size[u];
+      if (!f.visible({c.x - s.x * 0.5f, c.y - s.y * 0.5f}, {c.x + s.x * 0.5f, c.y + s.y * 0.5f})) continue;
+      if (f.detail == GraphDetail::kFull) {
+        draw_box(f, u);
+      } else {
+        draw_plain_box(f, u);
+      }
+    }
+  }
+}
+
+void GraphView::draw_box(Frame& f, uint32_t u) {
+  const Layout& l = *layout_;
+  const FoldedGraph& fg = *folded_;
+  const analysis::Model& model = *model_;
+  const BoxMetrics& m = options_.metrics;
+  const Vec2 c = l.center[u], s = l.size[u];
+  const ImVec2 a = f.to_screen({c.x - s.x * 0.5f, c.y - s.y * 0.5f});
+  const ImVec2 b = f.to_screen({c.x + s.x * 0.5f, c.y + s.y * 0.5f});
+  const float z = f.zoom;
+  const uint32_t g = fg.group_of_unit[u];
+  const uint32_t slot = g == kNoGroup ? fg.node_of_unit[u] : kNoSlot;
+  const analysis::FunctionAt* fa =
+      slot != kNoSlot && f.slot_live[slot] ? &f.state->functions[f.slot_live[slot] - 1] : nullptr;
+  const bool ghost = g == kNoGroup && !fa;
+  const bool leaf = slot != kNoSlot && model.functions()[scene_->nodes()[slot].first].is_leaf_accumulator();
+
+  chips_of(f, u, f.chips);
+  bool alarm = false, owner_hit = false;
+  for (const Chip& chip : f.chips) {
+    alarm |= chip.dead;
+    owner_hit |= chip.owner == selected_owner_;
+  }
+  const bool selected = selected_function_ < model.functions().size() &&
+                        fg.unit_of_node[scene_->slot_of(selected_function_)] == u;
+  const bool running = f.running < model.functions().size() && fg.unit_of_node[scene_->slot_of(f.running)] == u;
+  const float rounding = std::min(4.f * z, 6.f);
+  ++stats_.boxes;
+  if (!ghost) {
+    f.dl->AddRectFilled(a, b, g != kNoGroup ? colors::kBoxGroup : leaf ? colors::kBoxLeaf : colors::kBox, rounding);
+  }
+  uint32_t border = ghost ? colors::kGhost : colors::kBoxBorder;
+  float border_w = 1.f;
+  if (owner_hit && selected_owner_ != kNoIndex) {
+    border = owner_color(selected_owner_);
+    border_w = 2.f;
+  }
+  if (alarm) {
+    border = colors::kAlarm;
+    border_w = 2.f;
+  }
+  if (running) {
+    border = colors::kRunning;
+    border_w = 2.5f;
+  }
+  if (selected) {
+    border = colors::kSelected;
+    border_w = 3.f;
+  }
+  f.dl->AddRect(a, b, border, rounding, 0, border_w);
+  if (g != kNoGroup) {  // a folded group: a second outline, like a stack of boxes
+    f.dl->AddRect({a.x + 3.f, a.y + 3.f}, {b.x + 3.f, b.y + 3.f}, with_alpha(colors::kBoxBorder, 120), rounding);
+  }
+  const bool text = f.detail == GraphDetail::kFull;
+  if (alarm) {  // the marker: a red disc with "!" on the top right corner
+    const float r = std::clamp(7.f * z, 2.5f, 8.f);
+    f.dl->AddCircleFilled({b.x - 1.f, a.y + 1.f}, r, colors::kAlarm);
+    if (text) {
+      const float fs = r * 1.6f;
+      f.dl->AddText(nullptr, fs, {b.x - 1.f - text_width(fs, "!") * 0.5f, a.y + 1.f - fs * 0.5f}, colors::kText, "!");
+    }
+  }
+  const float pad = m.pad * z;
+  if (text) {
+    ++stats_.texts;
+    const float fs = m.line_height * z;
+    const ImVec4 clip{a.x, a.y, b.x, b.y};
+    std::string title, label;
+    char id[32] = "";
+    if (g != kNoGroup) {
+      title = scene_->unit_title(fg, u);
+      label = scene_->unit_label(fg, u);
+    } else {
+      const SceneNode& node = scene_->nodes()[slot];
+      title = ghost ? "(leaf tensor)" : model.str(node.name);
+      label = model.str(node.label);
+      if (fa) std::snprintf(id, sizeof id, "  #%llu", static_cast<unsigned long long>(model.functions()[fa->function].id));
+    }
+    ImVec2 p{a.x + pad, a.y + pad};
+    f.dl->AddText(ImGui::GetFont(), fs, p, ghost ? colors::kTextDim : colors::kText, title.c_str(), nullptr, 0.f, &clip);
+    if (id[0]) {
+      f.dl->AddText(ImGui::GetFont(), fs, {p.x + text_width(fs, title.c_str()), p.y}, colors::kTextDim, id, nullptr,
+                    0.f, &clip);
+    }
+    if (!label.empty()) {
+      f.dl->AddText(ImGui::GetFont(), fs, {p.x, p.y + fs}, g != kNoGroup ? colors::kTextDim : colors::kTextLabel,
+                    label.c_str(), nullptr, 0.f, &clip);
+    }
+  }
+  if (f.chips.empty()) return;
+  float kind_x[trace::kNumHookKinds] = {};
+  const float plus_x = place_chips(f.chips, *scene_, c.x - s.x * 0.5f + m.pad, c.x + s.x * 0.5f - m.pad, m, kind_x);
+  const float row_top = c.y + s.y * 0.5f - m.pad - m.chip_height;
+  const float y0 = f.to_screen({0.f, row_top}).y, y1 = y0 + m.chip_height * z;
+  const float fs = chip_font(m) * z;
+  const bool chip_text_on = text && fs >= 6.f;
+  const double pulse = 0.5 + 0.5 * std::sin(f.time * 10.0);
+  int last_kind = -1;
+  char buf[48];
+  for (const Chip& chip : f.chips) {
+    if (std::isnan(chip.x0)) break;
+    if (chip.kind != last_kind && chip_text_on) {
+      const std::string_view tag = hook_kind_tag(static_cast<trace::HookKind>(chip.kind));
+      const float kx = f.to_screen({kind_x[chip.kind], 0.f}).x;
+      f.dl->AddText(ImGui::GetFont(), fs, {kx, y0 + (y1 - y0 - fs) * 0.5f}, colors::kTextDim, tag.data(),
+                    tag.data() + tag.size());
+    }
+    last_kind = chip.kind;
+    const float x0 = f.to_screen({chip.x0, 0.f}).x, x1 = f.to_screen({chip.x1, 0.f}).x;
+    const bool faded = selected_owner_ != kNoIndex && chip.owner != selected_owner_;
+    uint32_t fill = owner_color(chip.owner);
+    if (chip.dead) fill = scale_alpha(fill, 0.55f);
+    if (faded) fill = scale_alpha(fill, 0.3f);
+    const float cr = std::min(3.f * z, 4.f);
+    if (chip.flash) {
+      f.dl->AddRect({x0 - 3.f, y0 - 3.f}, {x1 + 3.f, y1 + 3.f}, scale_alpha(colors::kFlash, 0.4f + 0.6f * static_cast<float>(pulse)),
+                    cr + 2.f, 0, 3.f);
+    }
+    f.dl->AddRectFilled({x0, y0}, {x1, y1}, fill, cr);
+    if (chip.dead) f.dl->AddRect({x0, y0}, {x1, y1}, colors::kAlarm, cr, 0, std::max(1.5f, 2.f * std::min(z, 1.f)));
+    if (!faded && chip.owner == selected_owner_) f.dl->AddRect({x0 - 1.f, y0 - 1.f}, {x1 + 1.f, y1 + 1.f}, colors::kText, cr, 0, 1.5f);
+    if (chip_text_on) {
+      const int len = chip_text(buf, sizeof buf, scene_->owner_tag(chip.owner), chip.count);
+      const ImVec2 tp{x0 + m.chip_pad * z, y0 + (y1 - y0 - fs) * 0.5f};
+      f.dl->AddText(ImGui::GetFont(), fs, tp, faded ? rgba(20, 20, 20, 120) : rgba(16, 16, 20), buf, buf + len);
+      if (chip.dead) {
+        f.dl->AddText(ImGui::GetFont(), fs, {tp.x + text_width(fs, buf, buf + len), tp.y}, colors::kAlarm, "!");
+      }
+    }
+  }
+  if (!std::isnan(plus_x) && chip_text_on) {
+    size_t shown = 0;
+    for (const Chip& chip : f.chips) shown += !std::isnan(chip.x0);
+    char more[16];
+    std::snprintf(more, sizeof more, "+%zu", f.chips.size() - shown);
+    f.dl->AddText(ImGui::GetFont(), fs, {f.to_screen({plus_x, 0.f}).x, y0 + (y1 - y0 - fs) * 0.5f}, colors::kTextDim, more);
+  }
+}
+
+// Note [Graph level of detail], the middle: quads only. The outline is a
+// quad a pixel larger behind the fill, badges are squares of the owner's
+// colour (a red square behind one whose owner is destroyed).
+void GraphView::draw_plain_box(Frame& f, uint32_t u) {
+  const Layout& l = *layout_;
+  const FoldedGraph& fg = *folded_;
+  const analysis::Model& model = *model_;
+  const BoxMetrics& m = options_.metrics;
+  const Vec2 c = l.center[u], s = l.size[u];
+  const ImVec2 a = f.to_screen({c.x - s.x * 0.5f, c.y - s.y * 0.5f});
+  const ImVec2 b = f.to_screen({c.x + s.x * 0.5f, c.y + s.y * 0.5f});
+  const uint32_t g = fg.group_of_unit[u];
+  const uint32_t slot = g == kNoGroup ? fg.node_of_unit[u] : kNoSlot;
+  const bool ghost = g == kNoGroup && !f.slot_live[slot];
+  const bool leaf = slot != kNoSlot && model.functions()[scene_->nodes()[slot].first].is_leaf_accumulator();
+  chips_of(f, u, f.chips);
+  bool alarm = false, owner_hit = false;
+  for (const Chip& chip : f.chips) {
+    alarm |= chip.dead;
+    owner_hit |= chip.owner == selected_owner_;
+  }
+  uint32_t border = ghost ? colors::kGhost : colors::kBoxBorder;
+  float w = 1.f;
+  if (owner_hit && selected_owner_ != kNoIndex) border = owner_color(selected_owner_), w = 2.f;
+  if (alarm) border = colors::kAlarm, w = 2.f;
+  if (f.running < model.functions().size() && fg.unit_of_node[scene_->slot_of(f.running)] == u) {
+    border = colors::kRunning, w = 2.f;
+  }
+  if (selected_function_ < model.functions().size() && fg.unit_of_node[scene_->slot_of(selected_function_)] == u) {
+    border = colors::kSelected, w = 2.f;
+  }
+  f.dl->AddRectFilled({a.x - w, a.y - w}, {b.x + w, b.y + w}, border);
+  f.dl->AddRectFilled(a, b, ghost ? colors::kBackground : g != kNoGroup ? colors::kBoxGroup : leaf ? colors::kBoxLeaf : colors::kBox);
+  ++stats_.boxes;
+  const float z = f.zoom, side = m.chip_height * z;
+  if (side < 1.5f) return;
+  const float y1 = b.y - m.pad * z, y0 = y1 - side;
+  float x = a.x + m.pad * z;
+  int last_kind = -1;
+  for (const Chip& chip : f.chips) {
+    if (chip.kind != last_kind && last_kind >= 0) x += m.kind_gap * z;
+    last_kind = chip.kind;
+    if (x + side > b.x - m.pad * z) break;
+    if (chip.dead) f.dl->AddRectFilled({x - 1.f, y0 - 1.f}, {x + side + 1.f, y1 + 1.f}, colors::kAlarm);
+    const bool faded = selected_owner_ != kNoIndex && chip.owner != selected_owner_;
+    f.dl->AddRectFilled({x, y0}, {x + side, y1}, faded ? scale_alpha(owner_color(chip.owner), 0.3f) : owner_color(chip.owner));
+    x += side + m.chip_gap * z;
+  }
+}
+
+// Note [Graph level of detail], the far end: boxes become cells of a 3 px
+// grid, a cell's brightness grows with the boxes in it and a cell holding an
+// alarm is red. Vertices are bounded by the canvas area, not by the graph.
+void GraphView::draw_cells(Frame& f) {
+  constexpr float kCell = 3.f;
+  const Layout& l = *layout_;
+  const int cols = static_cast<int>((f.canvas_max.x - f.canvas_min.x) / kCell) + 1;
+  const int rows = static_cast<int>((f.canvas_max.y - f.canvas_min.y) / kCell) + 1;
+  f.cells.assign(static_cast<size_t>(cols) * static_cast<size_t>(rows), 0);
+  for (uint32_t u : f.live_units) {
+    const ImVec2 p = f.to_screen(l.center[u]);
+    const int x = static_cast<int>((p.x - f.canvas_min.x) / kCell), y = static_cast<int>((p.y - f.canvas_min.y) / kCell);
+    if (x < 0 || y < 0 || x >= cols || y >= rows) continue;
+    uint32_t& cell = f.cells[static_cast<size_t>(y) * cols + x];
+    cell = std::min<uint32_t>((cell & 0x7fffffffu) + 1, 0x7fffffffu) | (cell & 0x80000000u);
+    if (!(cell & 0x80000000u)) {  // an alarm: a hook of a destroyed owner
+      const uint32_t g = folded_->group_of_unit[u];
+      const uint32_t slot = g == kNoGroup ? folded_->node_of_unit[u] : kNoSlot;
+      if (slot != kNoSlot && f.slot_live[slot]) {
+        for (const auto& hooks : f.state->functions[f.slot_live[slot] - 1].hooks) {
+          for (const analysis::HookAt& h : hooks) {
+            const analysis::OwnerIndex o = model_->hooks()[h.hook].owner;
+            if (o < f.owner_dead.size() && f.owner_dead[o]) cell |= 0x80000000u;
+          }
+        }
+      }
+    }
+  }
+  for (int y = 0; y < rows; ++y) {
+    for (int x = 0; x < cols; ++x) {
+      const uint32_t cell = f.cells[static_cast<size_t>(y) * cols + x];
+      if (!cell) continue;
+      const uint32_t count = cell & 0x7fffffffu;
+      const float level = std::min(1.f, 0.35f + 0.16f * std::log2(1.f + static_cast<float>(count)));
+      const uint32_t color = cell & 0x80000000u ? colors::kAlarm : scale_alpha(colors::kTextLabel, level);
+      const ImVec2 p{f.canvas_min.x + x * kCell, f.canvas_min.y + y * kCell};
+      f.dl->AddRectFilled(p, {p.x + kCell - 0.5f, p.y + kCell - 0.5f}, color);
+      ++stats_.cells;
+    }
+  }
+}
+
+}  // namespace hookscope::render

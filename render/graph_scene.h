@@ -1,0 +1,137 @@
+#pragma once
+// What the graph view lays out: the analysis model's Functions folded into
+// stable slots (Note [Function slots]), groups that fold into one box, and
+// the sizes of the boxes. No ImGui: the caller measures text.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/model.h"
+#include "render/layout.h"
+
+namespace hookscope::render {
+
+// Note [Function slots]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A training loop records a fresh forward graph every step, so a trace
+// holds hundreds of copies of one graph, one alive at a time. Laying out
+// all of them would move the live graph across the screen at every step;
+// laying out only the live one would re-layout at every created Function.
+// Instead each Function gets a *signature* that is the same for "the same
+// Function in another step": a hash of its rank, name and label (an
+// AccumulateGrad's label is its parameter's name and shape) and of its next
+// Functions' signatures, in edge order. Functions with one signature share
+// a *slot*: the first free one when they are created (two live at once,
+// e.g. the two branches of x * x, take two). Slots are the layout's nodes
+// and the union of the Functions' edges its edges; the layout is computed
+// once per model, and stepping through time shows and hides boxes that do
+// not move. Signatures grow from the leaves, so an edge goes from a slot of
+// a taller subtree to a shorter one: the slot graph is acyclic.
+//
+// Groups fold several slots into one box: a module (every slot whose
+// parameters share the module path "layers.3.attn" of the parameter
+// "layers.3.attn.q.weight", with every prefix of the path a group too) or a
+// linear chain (3 or more slots each the only successor of the one before).
+
+constexpr uint32_t kNoGroup = UINT32_MAX;
+constexpr uint32_t kNoSlot = UINT32_MAX;
+
+struct SceneNode {
+  analysis::FunctionIndex first = analysis::kNoIndex;  // the first Function in the slot
+  // (signature, instance) names the slot across models: the same trace
+  // loaded again, or grown while recording, gives the same pairs.
+  uint64_t signature = 0;
+  uint32_t instance = 0;  // k-th slot of its signature
+  uint16_t rank = 0;
+  uint32_t name = 0;       // model string ids
+  uint32_t label = 0;
+  uint32_t id_digits = 1;  // of the widest raw id among its Functions
+  uint32_t module = kNoGroup;  // innermost module group
+  uint32_t chain = kNoGroup;
+  // Hook kinds ever attached (bit per trace::HookKind), and the most owners
+  // seen on one kind: the badge row is reserved this wide, so boxes keep
+  // their size over time.
+  uint8_t hook_kinds = 0;
+  uint8_t max_owners = 0;
+};
+
+struct SceneGroup {
+  enum class Kind : uint8_t { kModule, kChain };
+  Kind kind = Kind::kModule;
+  uint16_t rank = 0;
+  std::string name;               // "layers.3.attn", or the chain's first name
+  uint32_t parent = kNoGroup;     // the enclosing module group
+  std::vector<uint32_t> nodes;    // slots, ascending
+};
+
+// The graph to lay out for a choice of folded groups: one unit per group
+// folded (outermost wins) and per slot outside every folded group.
+struct FoldedGraph {
+  LayoutGraph graph;                     // nodes are units
+  std::vector<uint32_t> unit_of_node;    // per slot
+  std::vector<uint32_t> group_of_unit;   // per unit: the group, or kNoGroup
+  std::vector<uint32_t> node_of_unit;    // per unit: the slot, or kNoSlot for a group
+  std::vector<uint32_t> edge_of_scene_edge;  // per slot edge: layout edge, or kNoSlot inside a unit
+};
+
+// Box geometry in world units (pixels at zoom 1); the view draws with the
+// same numbers. See Note [Box contents] in graph_draw.cpp.
+struct BoxMetrics {
+  float line_height = 15.f;  // the font's size
+  float pad = 6.f;
+  float chip_height = 15.f;
+  float chip_pad = 4.f;      // text inset of a chip
+  float chip_gap = 3.f;
+  float kind_gap = 8.f;      // between kinds in the badge row
+  float min_width = 90.f;
+  float max_badge_width = 360.f;
+};
+
+class GraphScene {
+ public:
+  explicit GraphScene(const analysis::Model& model);
+
+  const analysis::Model& model() const { return *model_; }
+  const std::vector<SceneNode>& nodes() const { return nodes_; }
+  const std::vector<std::pair<uint32_t, uint32_t>>& edges() const { return edges_; }
+  const std::vector<SceneGroup>& groups() const { return groups_; }
+  uint32_t slot_of(analysis::FunctionIndex function) const { return slot_of_[function]; }
+  // Per model edge, the slot edge it belongs to.
+  uint32_t edge_of(uint32_t model_edge) const { return edge_of_[model_edge]; }
+  // "R1" for "Reducer 1", "gc" for "grad clipper": the text on an owner's badges.
+  const std::string& owner_tag(analysis::OwnerIndex owner) const { return owner_tags_[owner]; }
+
+  FoldedGraph fold(const std::vector<uint8_t>& folded) const;  // folded: per group
+
+  // Text the box of `unit` shows: title (name), label (parameter and shape,
+  // or what a group holds).
+  std::string unit_title(const FoldedGraph& folded, uint32_t unit) const;
+  std::string unit_label(const FoldedGraph& folded, uint32_t unit) const;
+
+  using MeasureText = std::function<float(std::string_view)>;
+  // Box sizes for the layout, text measured by `measure` at metrics.line_height.
+  std::vector<Vec2> box_sizes(const FoldedGraph& folded, const MeasureText& measure,
+                              const BoxMetrics& metrics = {}) const;
+
+ private:
+  void assign_slots();
+  void collect_hooks();
+  void find_modules();
+  void find_chains();
+
+  const analysis::Model* model_;
+  std::vector<SceneNode> nodes_;
+  std::vector<std::pair<uint32_t, uint32_t>> edges_;  // unique, sorted
+  std::vector<SceneGroup> groups_;
+  std::vector<uint32_t> slot_of_;
+  std::vector<uint32_t> edge_of_;
+  std::vector<std::string> owner_tags_;
+};
+
+// The short name of a hook kind on a badge: "post", "pre", "tensor-pre", ...
+std::string_view hook_kind_tag(trace::HookKind kind);
+
+}  // namespace hookscope::render

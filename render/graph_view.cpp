@@ -1,0 +1,534 @@
+// The graph view's frame: layout jobs, the per-frame liveness of units,
+// pan / zoom / fit, selection, the minimap. Drawing is in graph_draw.cpp.
+
+#include "render/graph_view.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <tuple>
+
+#include "render/colors.h"
+#include "render/graph_view_internal.h"
+
+namespace hookscope::render {
+
+using analysis::kNoIndex;
+
+GraphView::GraphView(GraphViewOptions options)
+    : options_(options), frame_(std::make_unique<Frame>()) {}
+
+GraphView::~GraphView() = default;
+
+void GraphView::set_model(const analysis::Model* model) {
+  job_.reset();
+  layout_.reset();
+  folded_.reset();
+  pending_.reset();
+  scene_.reset();
+  model_ = model;
+  selected_function_ = kNoIndex;
+  selected_owner_ = kNoIndex;
+  fit_pending_ = true;
+  if (!model) return;
+  scene_ = std::make_unique<GraphScene>(*model);
+  folded_groups_.assign(scene_->groups().size(), 0);
+  node_layer_.assign(scene_->nodes().size(), -1);
+  node_x_.assign(scene_->nodes().size(), 0.f);
+  group_layer_.assign(scene_->groups().size(), -1);
+  group_x_.assign(scene_->groups().size(), 0.f);
+  layer_height_.clear();
+  start_layout(false);
+}
+
+void GraphView::update_model(const analysis::Model* model) {
+  if (!model || !scene_ || !layout_) {
+    set_model(model);
+    return;
+  }
+  // Where each slot was, by (signature, instance); groups start unfolded.
+  std::vector<std::tuple<uint64_t, uint32_t, int, float>> before;
+  for (uint32_t v = 0; v < scene_->nodes().size(); ++v) {
+    if (node_layer_[v] >= 0) {
+      before.emplace_back(scene_->nodes()[v].signature, scene_->nodes()[v].instance, node_layer_[v], node_x_[v]);
+    }
+  }
+  std::sort(before.begin(), before.end());
+  job_.reset();
+  pending_.reset();
+  model_ = model;
+  scene_ = std::make_unique<GraphScene>(*model);
+  folded_groups_.assign(scene_->groups().size(), 0);
+  node_layer_.assign(scene_->nodes().size(), -1);
+  node_x_.assign(scene_->nodes().size(), 0.f);
+  group_layer_.assign(scene_->groups().size(), -1);
+  group_x_.assign(scene_->groups().size(), 0.f);
+  for (uint32_t v = 0; v < scene_->nodes().size(); ++v) {
+    const SceneNode& n = scene_->nodes()[v];
+    auto it = std::lower_bound(before.begin(), before.end(), std::make_tuple(n.signature, n.instance, INT32_MIN, -INFINITY));
+    if (it != before.end() && std::get<0>(*it) == n.signature && std::get<1>(*it) == n.instance) {
+      node_layer_[v] = std::get<2>(*it);
+      node_x_[v] = std::get<3>(*it);
+    }
+  }
+  // The drawn layout belongs to the old scene: drop it until the new one lands.
+  layout_.reset();
+  folded_.reset();
+  selected_function_ = selected_function_ < model->functions().size() ? selected_function_ : kNoIndex;
+  selected_owner_ = selected_owner_ < model->owners().size() ? selected_owner_ : kNoIndex;
+  start_layout(true);
+}
+
+// Text is measured here, on the UI thread, with the current font; the
+// layout itself runs on the job's thread.
+void GraphView::start_layout(bool seeded) {
+  if (!scene_) return;
+  pending_ = std::make_unique<FoldedGraph>(scene_->fold(folded_groups_));
+  // Before the first frame there is no current font: take the atlas's
+  // default, built here if the backend has not yet.
+  ImGuiIO& io = ImGui::GetIO();
+  if (!io.Fonts->IsBuilt()) io.Fonts->Build();
+  ImFont* font = ImGui::GetFont() ? ImGui::GetFont() : io.FontDefault ? io.FontDefault : io.Fonts->Fonts[0];
+  const float size = options_.metrics.line_height;
+  LayoutInput input;
+  input.graph = pending_->graph;
+  input.sizes = scene_->box_sizes(*pending_, [&](std::string_view s) {
+    return font->CalcTextSizeA(size, FLT_MAX, 0.f, s.data(), s.data() + s.size()).x;
+  }, options_.metrics);
+  std::optional<LayoutSeed> seed;
+  if (seeded) {
+    LayoutSeed s;
+    const size_t units = pending_->group_of_unit.size();
+    s.layer.assign(units, -1);
+    s.x.assign(units, 0.f);
+    for (size_t u = 0; u < units; ++u) {
+      const uint32_t g = pending_->group_of_unit[u], v = pending_->node_of_unit[u];
+      if (g == kNoGroup && node_layer_[v] >= 0) {
+        s.layer[u] = node_layer_[v];
+        s.x[u] = node_x_[v];
+      } else if (g != kNoGroup && group_layer_[g] >= 0) {
+        s.layer[u] = group_layer_[g];
+        s.x[u] = group_x_[g];
+      }
+    }
+    s.layer_height = layer_height_;
+    seed = std::move(s);
+  }
+  job_ = std::make_unique<LayoutJob>(std::move(input), options_.layout, std::move(seed));
+}
+
+void GraphView::poll_layout() {
+  if (!job_ || !job_->done()) return;
+  Layout layout = job_->get();
+  job_.reset();
+  if (layout.cancelled) return;
+  layout_ = std::make_unique<Layout>(std::move(layout));
+  folded_ = std::move(pending_);
+  index_layout();
+}
+
+void GraphView::wait_for_layout() {
+  if (!job_) return;
+  Layout layout = job_->get();
+  job_.reset();
+  if (layout.cancelled) return;
+  layout_ = std::make_unique<Layout>(std::move(layout));
+  folded_ = std::move(pending_);
+  index_layout();
+}
+
+// Remembers where everything went (Note [Stable layout]) and builds the
+// culling tables.
+void GraphView::index_layout() {
+  const Layout& l = *layout_;
+  const FoldedGraph& fg = *folded_;
+  for (size_t u = 0; u < fg.group_of_unit.size(); ++u) {
+    const uint32_t g = fg.group_of_unit[u];
+    if (g == kNoGroup) {
+      node_layer_[fg.node_of_unit[u]] = l.layer[u];
+      node_x_[fg.node_of_unit[u]] = l.center[u].x;
+    } else {
+      group_layer_[g] = l.layer[u];
+      group_x_[g] = l.center[u].x;
+    }
+  }
+  if (layer_height_.size() < l.layer_height.size()) layer_height_.resize(l.layer_height.size(), 0.f);
+  for (size_t k = 0; k < l.layer_height.size(); ++k) layer_height_[k] = std::max(layer_height_[k], l.layer_height[k]);
+  layer_max_width_.assign(static_cast<size_t>(l.num_layers), 0.f);
+  for (size_t u = 0; u < l.center.size(); ++u) {
+    layer_max_width_[l.layer[u]] = std::max(layer_max_width_[l.layer[u]], l.size[u].x);
+  }
+  const size_t m = l.route_begin.size() - 1;
+  edge_min_.assign(m, {INFINITY, INFINITY});
+  edge_max_.assign(m, {-INFINITY, -INFINITY});
+  for (size_t e = 0; e < m; ++e) {
+    for (uint32_t i = l.route_begin[e]; i < l.route_begin[e + 1]; ++i) {
+      const Vec2 p = l.route[i];
+      edge_min_[e] = {std::min(edge_min_[e].x, p.x), std::min(edge_min_[e].y, p.y)};
+      edge_max_[e] = {std::max(edge_max_[e].x, p.x), std::max(edge_max_[e].y, p.y)};
+    }
+  }
+  frame_->edge_stamp.assign(m, 0);
+  frame_->stamp = 0;
+  rank_bounds_.clear();
+  for (size_t u = 0; u < l.center.size(); ++u) {
+    const uint32_t g = fg.group_of_unit[u];
+    const uint16_t rank = g == kNoGroup ? scene_->nodes()[fg.node_of_unit[u]].rank : scene_->groups()[g].rank;
+    auto it = std::find_if(rank_bounds_.begin(), rank_bounds_.end(), [&](const RankBounds& b) { return b.rank == rank; });
+    if (it == rank_bounds_.end()) it = rank_bounds_.insert(rank_bounds_.end(), {rank, {INFINITY, INFINITY}, {-INFINITY, -INFINITY}});
+    const Vec2 c = l.center[u], s = l.size[u];
+    it->min = {std::min(it->min.x, c.x - s.x * 0.5f), std::min(it->min.y, c.y - s.y * 0.5f)};
+    it->max = {std::max(it->max.x, c.x + s.x * 0.5f), std::max(it->max.y, c.y + s.y * 0.5f)};
+  }
+}
+
+bool GraphView::box_on_screen(analysis::FunctionIndex function, Vec2* min, Vec2* max) const {
+  if (!layout_ || !model_ || function >= model_->functions().size()) return false;
+  const Frame& f = *frame_;
+  if (f.zoom <= 0.f) return false;
+  const uint32_t u = folded_->unit_of_node[scene_->slot_of(function)];
+  const Vec2 c = layout_->center[u], s = layout_->size[u];
+  const ImVec2 a = f.to_screen({c.x - s.x * 0.5f, c.y - s.y * 0.5f});
+  const ImVec2 b = f.to_screen({c.x + s.x * 0.5f, c.y + s.y * 0.5f});
+  *min = {a.x, a.y};
+  *max = {b.x, b.y};
+  return b.x >= f.canvas_min.x && a.x <= f.canvas_max.x && b.y >= f.canvas_min.y && a.y <= f.canvas_max.y;
+}
+
+void GraphView::visible_rect(Vec2* min, Vec2* max) const {
+  *min = frame_->view_min;
+  *max = frame_->view_max;
+}
+
+// Ranks lay out as separate components, left to right; a caption over
+// each says which is which.
+void GraphView::draw_rank_captions(Frame& f) {
+  if (rank_bounds_.size() < 2) return;
+  char buf[32];
+  for (const RankBounds& b : rank_bounds_) {
+    if (!f.visible(b.min, b.max)) continue;
+    const ImVec2 p = f.to_screen(b.min);
+    std::snprintf(buf, sizeof buf, "rank %u", b.rank);
+    const float fs = ImGui::GetFontSize() * 1.15f;
+    f.dl->AddText(ImGui::GetFont(), fs, {std::max(p.x, f.canvas_min.x + 6.f), std::max(p.y - fs - 10.f, f.canvas_min.y + 4.f)},
+                  colors::kTextDim, buf);
+  }
+}
+
+void GraphView::fit() { fit_pending_ = true; }
+void GraphView::focus(analysis::FunctionIndex function) { focus_pending_ = function; }
+void GraphView::select_function(analysis::FunctionIndex function) { selected_function_ = function; }
+void GraphView::select_owner(analysis::OwnerIndex owner) { selected_owner_ = owner; }
+
+void GraphView::set_view(Vec2 center, float zoom) {
+  center_ = center;
+  zoom_ = zoom;
+  fit_pending_ = false;
+}
+
+void GraphView::set_folded(uint32_t group, bool folded) {
+  if (group >= folded_groups_.size() || folded_groups_[group] == folded) return;
+  folded_groups_[group] = folded;
+  start_layout(true);
+}
+
+bool GraphView::folded(uint32_t group) const {
+  return group < folded_groups_.size() && folded_groups_[group];
+}
+
+void GraphView::relayout() {
+  layer_height_.clear();
+  start_layout(false);
+}
+
+void GraphView::fit_now(const Frame& f) {
+  const Layout& l = *layout_;
+  Vec2 lo{INFINITY, INFINITY}, hi{-INFINITY, -INFINITY};
+  for (uint32_t u : f.live_units) {
+    lo = {std::min(lo.x, l.center[u].x - l.size[u].x * 0.5f), std::min(lo.y, l.center[u].y - l.size[u].y * 0.5f)};
+    hi = {std::max(hi.x, l.center[u].x + l.size[u].x * 0.5f), std::max(hi.y, l.center[u].y + l.size[u].y * 0.5f)};
+  }
+  if (f.live_units.empty()) {
+    lo = l.min;
+    hi = l.max;
+  }
+  const float w = std::max(f.canvas_max.x - f.canvas_min.x, 1.f);
+  const float h = std::max(f.canvas_max.y - f.canvas_min.y, 1.f);
+  const float margin = 24.f;
+  zoom_ = std::min((w - 2 * margin) / std::max(hi.x - lo.x, 1.f),
+                   (h - 2 * margin) / std::max(hi.y - lo.y, 1.f));
+  zoom_ = std::clamp(zoom_, 1e-6f, 1.5f);
+  center_ = {(lo.x + hi.x) * 0.5f, (lo.y + hi.y) * 0.5f};
+}
+
+GraphViewResult GraphView::draw(const analysis::State& state) {
+  poll_layout();
+  Frame& f = *frame_;
+  f.result = {};
+  f.state = &state;
+  f.dl = ImGui::GetWindowDrawList();
+  f.time = ImGui::GetTime();
+  stats_ = {};
+
+  // Toolbar above the canvas.
+  if (ImGui::SmallButton("Fit")) fit_pending_ = true;
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Re-layout")) relayout();
+  ImGui::SameLine();
+  if (!model_) {
+    ImGui::TextDisabled("no trace");
+  } else if (!layout_) {
+    ImGui::TextDisabled("laying out %zu Functions...", scene_->nodes().size());
+  } else {
+    ImGui::TextDisabled("%zu live Functions  |  %zu slots, %d layers  |  wheel: zoom, drag: pan, "
+                        "right-click: fold",
+                        state.functions.size(), scene_->nodes().size(), layout_->num_layers);
+  }
+  f.canvas_min = ImGui::GetCursorScreenPos();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  f.canvas_max = {f.canvas_min.x + std::max(avail.x, 50.f), f.canvas_min.y + std::max(avail.y, 50.f)};
+  ImGui::InvisibleButton("graph_canvas", {f.canvas_max.x - f.canvas_min.x, f.canvas_max.y - f.canvas_min.y},
+                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight |
+                             ImGuiButtonFlags_MouseButtonMiddle);
+  f.dl->AddRectFilled(f.canvas_min, f.canvas_max, colors::kBackground);
+  if (!layout_ || !model_) {
+    f.result.selected_function = selected_function_;
+    f.result.selected_owner = selected_owner_;
+    return f.result;
+  }
+  const Layout& l = *layout_;
+  const FoldedGraph& fg = *folded_;
+  const analysis::Model& model = *model_;
+
+  // Liveness of slots and units at this event.
+  const size_t slots = scene_->nodes().size(), units = fg.group_of_unit.size();
+  f.slot_live.assign(slots, 0);
+  f.unit_live.assign(units, 0);
+  f.unit_ghost.assign(units, 0);
+  f.live_units.clear();
+  for (size_t i = 0; i < state.functions.size(); ++i) {
+    const uint32_t slot = scene_->slot_of(state.functions[i].function);
+    f.slot_live[slot] = static_cast<uint32_t>(i + 1);
+    const uint32_t u = fg.unit_of_node[slot];
+    if (f.unit_live[u]++ == 0) f.live_units.push_back(u);
+  }
+  f.ghost_hooks.clear();
+  for (const analysis::HookAt& h : state.tensor_hooks) {
+    if (h.function >= model.functions().size()) continue;
+    const uint32_t slot = scene_->slot_of(h.function);
+    if (f.slot_live[slot]) continue;
+    f.ghost_hooks.push_back({slot, &h});
+    const uint32_t u = fg.unit_of_node[slot];
+    if (!f.unit_live[u] && !f.unit_ghost[u]) {
+      f.unit_ghost[u] = 1;
+      f.live_units.push_back(u);
+    }
+  }
+  std::stable_sort(f.ghost_hooks.begin(), f.ghost_hooks.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  f.owner_dead.assign(model.owners().size(), 0);
+  for (size_t o = 0; o < model.owners().size(); ++o) {
+    f.owner_dead[o] = model.owners()[o].destroyed_at <= state.index;
+  }
+  f.firing_hook = kNoIndex;
+  f.running = kNoIndex;
+  if (state.index < model.num_events()) {
+    const trace::Event e = model.event(state.index);
+    const uint32_t source = model.source(state.index);
+    if (e.kind == trace::EventKind::kHookFired) f.firing_hook = model.find_hook(source, e.key);
+    if (e.kind == trace::EventKind::kApplyBegin || e.kind == trace::EventKind::kApplyEnd ||
+        e.kind == trace::EventKind::kHookFired) {
+      f.running = model.find_function(source, e.node);
+    }
+  }
+
+  if (fit_pending_) {
+    f.zoom = zoom_;
+    fit_now(f);
+    fit_pending_ = false;
+  }
+  if (focus_pending_ < model.functions().size()) {
+    const uint32_t u = fg.unit_of_node[scene_->slot_of(focus_pending_)];
+    center_ = l.center[u];
+    zoom_ = std::max(zoom_, 1.f);
+    focus_pending_ = kNoIndex;
+  }
+  handle_input(f);
+  f.zoom = zoom_;
+  const float w = f.canvas_max.x - f.canvas_min.x, h = f.canvas_max.y - f.canvas_min.y;
+  f.view_min = {center_.x - w * 0.5f / zoom_, center_.y - h * 0.5f / zoom_};
+  f.view_max = {center_.x + w * 0.5f / zoom_, center_.y + h * 0.5f / zoom_};
+
+  // Note [Graph level of detail]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // Text while a line of it is at least 6 px tall. Below that, plain boxes:
+  // quads with no outline to tessellate, badges as owner-coloured squares,
+  // edges as straight thin lines through their joints, while the narrowest
+  // box is still 11 px wide. Below that every live box is a cell of a 3 px
+  // grid whose brightness counts the boxes in it: vertices are bounded by
+  // the canvas area, not by the graph.
+  const BoxMetrics& m = options_.metrics;
+  if (m.line_height * zoom_ >= 6.f) {
+    f.detail = GraphDetail::kFull;
+  } else if (m.min_width * zoom_ >= 11.f) {
+    f.detail = GraphDetail::kBoxes;
+  } else {
+    f.detail = GraphDetail::kCells;
+  }
+  stats_.detail = f.detail;
+
+  f.dl->PushClipRect(f.canvas_min, f.canvas_max, true);
+  if (f.detail == GraphDetail::kCells) {
+    draw_cells(f);
+  } else {
+    draw_edges(f);
+    draw_boxes(f);
+  }
+  draw_rank_captions(f);
+  if (options_.minimap) draw_minimap(f);
+  f.dl->PopClipRect();
+  hover_and_click(f);
+  context_menu(f);
+  f.result.selected_function = selected_function_;
+  f.result.selected_owner = selected_owner_;
+  return f.result;
+}
+
+void GraphView::handle_input(Frame& f) {
+  ImGuiIO& io = ImGui::GetIO();
+  const bool hovered = ImGui::IsItemHovered();
+  const bool active = ImGui::IsItemActive();
+  f.zoom = zoom_;
+  const float w = f.canvas_max.x - f.canvas_min.x, h = f.canvas_max.y - f.canvas_min.y;
+  f.view_min = {center_.x - w * 0.5f / zoom_, center_.y - h * 0.5f / zoom_};
+  f.view_max = {center_.x + w * 0.5f / zoom_, center_.y + h * 0.5f / zoom_};
+  f.hovered_unit = kNone;
+  f.clicked = f.double_clicked = false;
+  if (!hovered && !active) return;
+
+  // The minimap takes the mouse inside its rectangle: press or drag to move there.
+  const Layout& l = *layout_;
+  const float mw = options_.minimap_width;
+  const float scale = std::min(mw / std::max(l.max.x - l.min.x, 1.f),
+                               0.4f * h / std::max(l.max.y - l.min.y, 1.f));
+  const ImVec2 mm_max{f.canvas_max.x - 8.f, f.canvas_max.y - 8.f};
+  const ImVec2 mm_min{mm_max.x - (l.max.x - l.min.x) * scale, mm_max.y - (l.max.y - l.min.y) * scale};
+  const ImVec2 mouse = io.MousePos;
+  const bool in_minimap = options_.minimap && mouse.x >= mm_min.x && mouse.y >= mm_min.y &&
+                          mouse.x <= mm_max.x && mouse.y <= mm_max.y;
+  if (in_minimap && ImGui::IsMouseDown(ImGuiMouseButton_Left)) {
+    center_ = {l.min.x + (mouse.x - mm_min.x) / scale, l.min.y + (mouse.y - mm_min.y) / scale};
+    return;
+  }
+  if (active && (ImGui::IsMouseDragging(ImGuiMouseButton_Left) ||
+                 ImGui::IsMouseDragging(ImGuiMouseButton_Middle))) {
+    center_.x -= io.MouseDelta.x / zoom_;
+    center_.y -= io.MouseDelta.y / zoom_;
+  }
+  if (hovered && io.MouseWheel != 0.f) {
+    // Zoom at the cursor: the world point under it stays under it.
+    const Vec2 before = f.to_world(mouse);
+    zoom_ = std::clamp(zoom_ * std::pow(1.2f, io.MouseWheel), 1e-6f, 8.f);
+    const float mx = mouse.x - (f.canvas_min.x + w * 0.5f), my = mouse.y - (f.canvas_min.y + h * 0.5f);
+    center_ = {before.x - mx / zoom_, before.y - my / zoom_};
+  }
+  f.zoom = zoom_;
+  f.view_min = {center_.x - w * 0.5f / zoom_, center_.y - h * 0.5f / zoom_};
+  f.view_max = {center_.x + w * 0.5f / zoom_, center_.y + h * 0.5f / zoom_};
+  if (!hovered) return;
+
+  // Hit test: the layer band under the mouse, then its boxes by x.
+  const Vec2 p = f.to_world(mouse);
+  const auto lt = std::upper_bound(l.layer_top.begin(), l.layer_top.end(), p.y);
+  if (lt != l.layer_top.begin()) {
+    const int k = static_cast<int>(lt - l.layer_top.begin()) - 1;
+    if (p.y < l.layer_top[k] + l.layer_height[k]) {
+      const float reach = layer_max_width_[k] * 0.5f;
+      auto first = l.layer_nodes.begin() + l.layer_begin[k], last = l.layer_nodes.begin() + l.layer_begin[k + 1];
+      auto it = std::lower_bound(first, last, p.x - reach,
+                                 [&](int u, float x) { return l.center[u].x < x; });
+      for (; it != last && l.center[*it].x <= p.x + reach; ++it) {
+        const int u = *it;
+        if (std::abs(p.x - l.center[u].x) <= l.size[u].x * 0.5f &&
+            std::abs(p.y - l.center[u].y) <= l.size[u].y * 0.5f && f.live(static_cast<uint32_t>(u))) {
+          f.hovered_unit = static_cast<uint32_t>(u);
+          break;
+        }
+      }
+    }
+  }
+  // A click is a press and release without a drag; hover_and_click()
+  // decides what it selects once the badges are placed.
+  f.clicked = ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
+              ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 4.f).x == 0.f &&
+              ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 4.f).y == 0.f;
+  f.double_clicked = ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left);
+  if (f.double_clicked && f.hovered_unit == kNone) fit_pending_ = true;
+  if (ImGui::IsMouseReleased(ImGuiMouseButton_Right) && f.hovered_unit != kNone) {
+    menu_unit_ = f.hovered_unit;
+    ImGui::OpenPopup("graph_fold_menu");
+  }
+}
+
+void GraphView::draw_minimap(Frame& f) {
+  const Layout& l = *layout_;
+  const float h = f.canvas_max.y - f.canvas_min.y;
+  const float scale = std::min(options_.minimap_width / std::max(l.max.x - l.min.x, 1.f),
+                               0.4f * h / std::max(l.max.y - l.min.y, 1.f));
+  const ImVec2 mm_max{f.canvas_max.x - 8.f, f.canvas_max.y - 8.f};
+  const ImVec2 mm_min{mm_max.x - (l.max.x - l.min.x) * scale, mm_max.y - (l.max.y - l.min.y) * scale};
+  f.dl->AddRectFilled({mm_min.x - 4, mm_min.y - 4}, {mm_max.x + 4, mm_max.y + 4}, colors::kMinimap, 3.f);
+  // Live boxes as 2 px cells: the vertex count is bounded by the minimap's area.
+  constexpr float kCell = 2.f;
+  const int cols = std::max(1, static_cast<int>((mm_max.x - mm_min.x) / kCell) + 1);
+  const int rows = std::max(1, static_cast<int>((mm_max.y - mm_min.y) / kCell) + 1);
+  std::vector<uint32_t>& cells = f.cells;
+  cells.assign(static_cast<size_t>(cols) * static_cast<size_t>(rows), 0);
+  for (uint32_t u : f.live_units) {
+    const int cx = std::clamp(static_cast<int>((l.center[u].x - l.min.x) * scale / kCell), 0, cols - 1);
+    const int cy = std::clamp(static_cast<int>((l.center[u].y - l.min.y) * scale / kCell), 0, rows - 1);
+    cells[static_cast<size_t>(cy) * cols + cx] = 1;
+  }
+  for (int y = 0; y < rows; ++y) {
+    for (int x = 0; x < cols; ++x) {
+      if (!cells[static_cast<size_t>(y) * cols + x]) continue;
+      const ImVec2 a{mm_min.x + x * kCell, mm_min.y + y * kCell};
+      f.dl->AddRectFilled(a, {a.x + kCell, a.y + kCell}, colors::kTextDim);
+    }
+  }
+  const ImVec2 va{mm_min.x + (f.view_min.x - l.min.x) * scale, mm_min.y + (f.view_min.y - l.min.y) * scale};
+  const ImVec2 vb{mm_min.x + (f.view_max.x - l.min.x) * scale, mm_min.y + (f.view_max.y - l.min.y) * scale};
+  f.dl->PushClipRect({mm_min.x - 4, mm_min.y - 4}, {mm_max.x + 4, mm_max.y + 4}, true);
+  f.dl->AddRect(va, vb, colors::kSelected, 0.f, 0, 1.5f);
+  f.dl->PopClipRect();
+}
+
+void GraphView::context_menu(Frame& f) {
+  if (!ImGui::BeginPopup("graph_fold_menu")) return;
+  const FoldedGraph& fg = *folded_;
+  if (menu_unit_ < fg.group_of_unit.size()) {
+    const uint32_t g = fg.group_of_unit[menu_unit_];
+    if (g != kNoGroup) {
+      if (ImGui::MenuItem(("Expand " + scene_->groups()[g].name).c_str())) set_folded(g, false);
+    } else {
+      const SceneNode& node = scene_->nodes()[fg.node_of_unit[menu_unit_]];
+      bool any = false;
+      for (uint32_t m = node.module; m != kNoGroup; m = scene_->groups()[m].parent) {
+        const SceneGroup& group = scene_->groups()[m];
+        const std::string item = "Fold module " + group.name + " (" + std::to_string(group.nodes.size()) + ")";
+        if (ImGui::MenuItem(item.c_str())) set_folded(m, true);
+        any = true;
+      }
+      if (node.chain != kNoGroup) {
+        const SceneGroup& group = scene_->groups()[node.chain];
+        const std::string item = "Fold chain of " + std::to_string(group.nodes.size());
+        if (ImGui::MenuItem(item.c_str())) set_folded(node.chain, true);
+        any = true;
+      }
+      if (!any) ImGui::TextDisabled("in no module or chain");
+    }
+  }
+  ImGui::EndPopup();
+}
+
+}  // namespace hookscope::render

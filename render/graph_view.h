@@ -1,0 +1,156 @@
+#pragma once
+// The autograd graph drawn with ImGui's ImDrawList: Functions as boxes with
+// their hooks as badges, edges as Bézier curves, pan / zoom / fit, a
+// minimap, level of detail, hover and selection. The layout runs off the UI
+// thread (LayoutJob); the view draws the last finished one.
+//
+// The GUI calls, per frame, inside an ImGui window:
+//   GraphViewResult r = view.draw(cursor.state());
+// and reads r.selected_function / r.selected_owner for the other panels.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "analysis/model.h"
+#include "analysis/state.h"
+#include "render/graph_scene.h"
+#include "render/layout.h"
+#include "render/layout_job.h"
+
+struct ImDrawList;
+
+namespace hookscope::render {
+
+struct GraphViewOptions {
+  BoxMetrics metrics;
+  LayoutOptions layout;
+  bool minimap = true;
+  float minimap_width = 190.f;  // pixels
+};
+
+struct GraphViewResult {
+  analysis::FunctionIndex selected_function = analysis::kNoIndex;
+  analysis::OwnerIndex selected_owner = analysis::kNoIndex;
+  analysis::FunctionIndex hovered_function = analysis::kNoIndex;
+  analysis::HookIndex hovered_hook = analysis::kNoIndex;
+  bool selection_changed = false;  // by a click in this frame
+};
+
+// Note [Graph level of detail]: what a frame drew, for tests and benchmarks.
+enum class GraphDetail : uint8_t { kFull, kBoxes, kCells };
+struct GraphDrawStats {
+  GraphDetail detail = GraphDetail::kFull;
+  uint32_t boxes = 0;   // boxes drawn (full or plain)
+  uint32_t texts = 0;   // boxes whose text was drawn
+  uint32_t edges = 0;
+  uint32_t cells = 0;   // dots / density cells
+};
+
+class GraphView {
+ public:
+  explicit GraphView(GraphViewOptions options = {});
+  ~GraphView();
+  GraphView(const GraphView&) = delete;
+  GraphView& operator=(const GraphView&) = delete;
+
+  // A new model (or nullptr): builds its scene and starts the layout. Needs
+  // a current ImGui context (text is measured with the current font). The
+  // model must outlive the view or the next set_model().
+  void set_model(const analysis::Model* model);
+  // The same trace, grown (a live recording) or reloaded: slots that were
+  // there keep their place (Note [Stable layout]), new ones fit around
+  // them; selection and view stay.
+  void update_model(const analysis::Model* model);
+  // Draws into the current window's remaining content region. `state` is
+  // the state right after the current event (state.index).
+  GraphViewResult draw(const analysis::State& state);
+
+  // ---- commands (take effect in the next draw) ----
+  void fit();  // the live Functions (or all) fill the view
+  void focus(analysis::FunctionIndex function);
+  void select_function(analysis::FunctionIndex function);
+  void select_owner(analysis::OwnerIndex owner);
+  // Folds or expands a group (GraphScene::groups()): a seeded re-layout
+  // (Note [Stable layout]), everything else stays where it is.
+  void set_folded(uint32_t group, bool folded);
+  bool folded(uint32_t group) const;
+  void relayout();  // from scratch, compact again
+
+  // ---- inspection (tests, benchmarks, the demo) ----
+  bool layout_ready() const { return layout_ != nullptr; }
+  bool layout_pending() const { return job_ != nullptr; }
+  void wait_for_layout();  // blocks until the pending layout lands
+  const GraphScene* scene() const { return scene_.get(); }
+  const Layout* layout() const { return layout_.get(); }
+  const FoldedGraph* folded_graph() const { return folded_.get(); }
+  const GraphDrawStats& stats() const { return stats_; }
+  // World point at the centre of the canvas and pixels per world unit.
+  Vec2 center() const { return center_; }
+  float zoom() const { return zoom_; }
+  void set_view(Vec2 center, float zoom);
+  // Where the box of `function` was drawn in the last frame (screen
+  // pixels); false when it was not on screen.
+  bool box_on_screen(analysis::FunctionIndex function, Vec2* min, Vec2* max) const;
+  // The world rectangle the last frame showed.
+  void visible_rect(Vec2* min, Vec2* max) const;
+
+ private:
+  struct Frame;  // per-frame scratch, graph_draw.cpp
+  struct Chip;
+
+  void start_layout(bool seeded);
+  void poll_layout();
+  void index_layout();
+  void handle_input(Frame& f);
+  void draw_edges(Frame& f);
+  void draw_boxes(Frame& f);
+  void draw_cells(Frame& f);
+  void draw_box(Frame& f, uint32_t unit);
+  void draw_plain_box(Frame& f, uint32_t unit);
+  void draw_minimap(Frame& f);
+  void draw_rank_captions(Frame& f);
+  void hover_and_click(Frame& f);
+  void context_menu(Frame& f);
+  void chips_of(const Frame& f, uint32_t unit, std::vector<Chip>& out) const;
+  // Chips left to right after their kind's tag (world x); those that do not
+  // fit get NAN and the returned x is where "+N" goes (NAN when all fit).
+  static float place_chips(std::vector<Chip>& chips, const GraphScene& scene, float left,
+                           float right, const BoxMetrics& m, float* kind_x);
+  void fit_now(const Frame& f);
+
+  GraphViewOptions options_;
+  const analysis::Model* model_ = nullptr;
+  std::unique_ptr<GraphScene> scene_;
+  std::vector<uint8_t> folded_groups_;
+  // The layout drawn and the folded graph it belongs to; the job computes
+  // the next one for pending_.
+  std::unique_ptr<FoldedGraph> folded_, pending_;
+  std::unique_ptr<Layout> layout_;
+  std::unique_ptr<LayoutJob> job_;
+  // Note [Stable layout]: the last place of every slot and group, so that
+  // expanding a group puts its members back where they were.
+  std::vector<int> node_layer_, group_layer_;
+  std::vector<float> node_x_, group_x_;
+  std::vector<float> layer_height_;  // the tallest each layer has been
+  // Per layout: the widest box of each layer (culling), edge bounding boxes.
+  std::vector<float> layer_max_width_;
+  std::vector<Vec2> edge_min_, edge_max_;
+  struct RankBounds {
+    uint16_t rank;
+    Vec2 min, max;
+  };
+  std::vector<RankBounds> rank_bounds_;  // captions "rank N" when several
+
+  Vec2 center_{0.f, 0.f};
+  float zoom_ = 1.f;
+  bool fit_pending_ = true;
+  analysis::FunctionIndex focus_pending_ = analysis::kNoIndex;
+  analysis::FunctionIndex selected_function_ = analysis::kNoIndex;
+  analysis::OwnerIndex selected_owner_ = analysis::kNoIndex;
+  uint32_t menu_unit_ = UINT32_MAX;
+  GraphDrawStats stats_;
+  std::unique_ptr<Frame> frame_;
+};
+
+}  // namespace hookscope::render

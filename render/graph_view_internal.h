@@ -1,0 +1,89 @@
+#pragma once
+// Per-frame state shared by graph_view.cpp (input, layout, minimap) and
+// graph_draw.cpp (boxes, badges, edges). Internal to the graph view.
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "render/colors.h"
+
+#include "render/graph_view.h"
+
+namespace hookscope::render {
+
+constexpr uint32_t kNone = UINT32_MAX;
+
+struct GraphView::Chip {
+  uint8_t kind = 0;  // trace::HookKind
+  analysis::OwnerIndex owner = analysis::kNoIndex;
+  bool dead = false;   // its owner is destroyed: an alarm
+  bool flash = false;  // one of its hooks fires at the current event
+  uint16_t count = 0;  // hooks of this owner in a row ("R1x4")
+  uint32_t fires = 0;
+  analysis::HookIndex first_hook = analysis::kNoIndex;
+  float x0 = 0.f, x1 = 0.f;  // world x, set by place_chips()
+};
+
+struct GraphView::Frame {
+  const analysis::State* state = nullptr;
+  ImDrawList* dl = nullptr;
+  ImVec2 canvas_min, canvas_max;
+  Vec2 view_min, view_max;  // the world rectangle on screen
+  float zoom = 1.f;
+  GraphDetail detail = GraphDetail::kFull;
+  double time = 0.0;  // for the flash
+  // Per slot: 1 + the index of its live Function in state->functions, or 0.
+  std::vector<uint32_t> slot_live;
+  // Per unit: live Functions in it; live_units lists the units with any.
+  std::vector<uint32_t> unit_live;
+  std::vector<uint32_t> live_units;
+  // A leaf's hooks that live on its tensor (no AccumulateGrad now), by slot.
+  std::vector<std::pair<uint32_t, const analysis::HookAt*>> ghost_hooks;  // sorted by slot
+  std::vector<uint8_t> unit_ghost;  // per unit: has ghost hooks and no live Function
+  std::vector<uint8_t> owner_dead;  // per owner, at state->index
+  analysis::HookIndex firing_hook = analysis::kNoIndex;
+  analysis::FunctionIndex running = analysis::kNoIndex;  // applied at the current event
+  std::vector<uint32_t> edge_stamp;  // per layout edge: drawn in this frame
+  uint32_t stamp = 0;
+  uint32_t hovered_unit = kNone;
+  bool clicked = false;
+  bool double_clicked = false;
+  std::vector<uint32_t> cells;  // scratch grid: minimap, density
+  std::vector<Chip> chips;  // scratch
+  GraphViewResult result;
+
+  ImVec2 to_screen(Vec2 w) const {
+    return {canvas_min.x + (w.x - view_min.x) * zoom, canvas_min.y + (w.y - view_min.y) * zoom};
+  }
+  Vec2 to_world(ImVec2 s) const {
+    return {view_min.x + (s.x - canvas_min.x) / zoom, view_min.y + (s.y - canvas_min.y) / zoom};
+  }
+  bool visible(Vec2 lo, Vec2 hi) const {
+    return hi.x >= view_min.x && lo.x <= view_max.x && hi.y >= view_min.y && lo.y <= view_max.y;
+  }
+  bool live(uint32_t unit) const { return unit_live[unit] > 0 || unit_ghost[unit]; }
+};
+
+// Chip text is a little smaller than the box's.
+inline float chip_font(const BoxMetrics& m) { return m.line_height * 0.85f; }
+
+inline float text_width(float size, const char* begin, const char* end = nullptr) {
+  return ImGui::GetFont()->CalcTextSizeA(size, FLT_MAX, 0.f, begin, end).x;
+}
+
+// "R1", "R1×4": an owner's tag and the hooks in its run.
+inline int chip_text(char* buf, size_t n, const std::string& tag, uint16_t count) {
+  if (count <= 1) return std::snprintf(buf, n, "%s", tag.c_str());
+  return std::snprintf(buf, n, "%s\xc3\x97%u", tag.c_str(), count);  // U+00D7 in UTF-8
+}
+
+inline uint32_t scale_alpha(uint32_t color, float factor) {
+  const uint32_t a = static_cast<uint32_t>(static_cast<float>(color >> 24) * factor);
+  return with_alpha(color, std::min(a, 255u));
+}
+
+}  // namespace hookscope::render

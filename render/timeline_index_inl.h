@@ -1,0 +1,58 @@
+#pragma once
+// The folding walks of Note [Timeline folding]; templates, so that the
+// view's per-mark drawing inlines.
+
+#include <algorithm>
+
+namespace hookscope::render {
+
+template <class Fn>
+void for_each_mark(const TimelineTrack& track, int64_t t0, int64_t t1, int64_t min_gap, Fn&& fn) {
+  const auto& time = track.time;
+  min_gap = std::max<int64_t>(min_gap, 1);
+  auto i = std::lower_bound(time.begin(), time.end(), t0 - min_gap);
+  const auto end = std::upper_bound(i, time.end(), t1);
+  while (i < end) {
+    // Everything within min_gap of the mark's first event, then as long as
+    // the next event is within min_gap of the mark's last one.
+    auto j = std::lower_bound(i + 1, end, *i + min_gap);
+    while (j < end && *j - *(j - 1) < min_gap) j = std::lower_bound(j + 1, end, *j + min_gap);
+    fn(TickMark{static_cast<size_t>(i - time.begin()), static_cast<size_t>(j - time.begin())});
+    i = j;
+  }
+}
+
+template <class Fn>
+void for_each_span(const std::vector<TimelineSpan>& lane, int64_t t0, int64_t t1, int64_t min_gap, Fn&& fn) {
+  min_gap = std::max<int64_t>(min_gap, 1);
+  // Disjoint and sorted: ends are sorted too.
+  auto i = std::lower_bound(lane.begin(), lane.end(), t0,
+                            [](const TimelineSpan& s, int64_t t) { return s.end < t; });
+  auto wide = [&](const TimelineSpan& s) { return s.end - s.begin >= min_gap; };
+  auto begin_before = [](const TimelineSpan& s, int64_t t) { return s.begin < t; };
+  while (i != lane.end() && i->begin <= t1) {
+    if (wide(*i)) {
+      fn(static_cast<size_t>(i - lane.begin()), static_cast<size_t>(i - lane.begin()) + 1, false);
+      ++i;
+      continue;
+    }
+    // A fold of narrow spans: jump to the first span starting at least
+    // min_gap after the fold's end; stop before a wide one.
+    auto j = i + 1;
+    int64_t fold_end = i->end;
+    while (j != lane.end()) {
+      auto k = std::lower_bound(j, lane.end(), fold_end + min_gap, begin_before);
+      if (k == j) break;
+      if (wide(*(k - 1))) {
+        j = k - 1;
+        break;
+      }
+      fold_end = (k - 1)->end;
+      j = k;
+    }
+    fn(static_cast<size_t>(i - lane.begin()), static_cast<size_t>(j - lane.begin()), j - i > 1);
+    i = j;
+  }
+}
+
+}  // namespace hookscope::render

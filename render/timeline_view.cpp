@@ -1,0 +1,370 @@
+// Drawing the timeline (Note [Timeline folding]): axis, tracks, spans,
+// cursor, selection, bookmarks.
+
+#include "render/timeline_view.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "render/colors.h"
+
+namespace hookscope::render {
+
+namespace {
+
+uint32_t class_color(int cls) {
+  static constexpr uint32_t kColors[kNumTickClasses] = {
+      rgba(130, 136, 148),  // node
+      rgba(110, 200, 120),  // hook added / removed
+      rgba(250, 220, 90),   // hook fired
+      rgba(90, 150, 230),   // engine
+      rgba(190, 130, 230),  // DDP
+      rgba(70, 200, 210),   // collective
+      rgba(240, 70, 70),    // alarm
+      rgba(110, 110, 110),  // other
+  };
+  return kColors[cls];
+}
+
+// A fold is red when it holds an alarm, else the colour of its most telling class.
+uint32_t fold_color(uint8_t bits) {
+  for (int cls : {6, 2, 5, 4, 1, 3, 0, 7}) {
+    if (bits >> cls & 1) return with_alpha(class_color(cls), cls == 6 ? 255 : 170);
+  }
+  return colors::kTextDim;
+}
+
+uint32_t span_color(const TimelineSpan& s) {
+  if (s.failed) return rgba(200, 60, 60, 220);
+  switch (s.kind) {
+    case SpanKind::kBackward: return rgba(52, 84, 140, 230);
+    case SpanKind::kApply: return rgba(70, 110, 160, 230);
+    case SpanKind::kCollective: return rgba(40, 140, 140, 230);
+  }
+  return colors::kBox;
+}
+
+void format_duration(char* buf, size_t n, double ns) {
+  const double a = std::abs(ns);
+  if (a >= 1e9) {
+    std::snprintf(buf, n, "%.3g s", ns / 1e9);
+  } else if (a >= 1e6) {
+    std::snprintf(buf, n, "%.3g ms", ns / 1e6);
+  } else if (a >= 1e3) {
+    std::snprintf(buf, n, "%.3g us", ns / 1e3);
+  } else {
+    std::snprintf(buf, n, "%.0f ns", ns);
+  }
+}
+
+}  // namespace
+
+struct TimelineFrame {
+  ImDrawList* dl = nullptr;
+  ImVec2 min, max;      // canvas, the header column included
+  float plot_x = 0.f;   // where time starts
+  int64_t t0 = 0, t1 = 0;
+  int64_t min_gap = 1;  // ns per min_mark_px
+  bool hovered = false;
+  ImVec2 mouse;
+  TimelineResult result;
+  // What the mouse is over, decided while drawing.
+  uint32_t hover_event = UINT32_MAX;
+  size_t hover_count = 0;
+  const TimelineSpan* hover_span = nullptr;
+  size_t hover_span_count = 0;
+  bool clicked = false;
+};
+
+TimelineView::TimelineView(TimelineViewOptions options) : options_(options) {}
+
+void TimelineView::set_model(const analysis::Model* model) {
+  model_ = model;
+  index_ = model ? TimelineIndex(*model) : TimelineIndex();
+  bookmarks_.clear();
+  selection_.reset();
+  fit_pending_ = true;
+}
+
+void TimelineView::set_index(TimelineIndex index) {
+  model_ = nullptr;
+  index_ = std::move(index);
+  fit_pending_ = true;
+}
+
+void TimelineView::fit() { fit_pending_ = true; }
+
+void TimelineView::set_window(double begin_ns, double end_ns) {
+  begin_ = begin_ns;
+  ns_per_px_ = std::max((end_ns - begin_ns) / std::max(canvas_w_, 1.f), 1e-3);
+  fit_pending_ = false;
+}
+
+void TimelineView::toggle_bookmark(size_t event) {
+  auto it = std::lower_bound(bookmarks_.begin(), bookmarks_.end(), event);
+  if (it != bookmarks_.end() && *it == event) {
+    bookmarks_.erase(it);
+  } else {
+    bookmarks_.insert(it, event);
+  }
+}
+
+float TimelineView::x_of(double t) const { return canvas_x_ + static_cast<float>((t - begin_) / ns_per_px_); }
+double TimelineView::t_of(float x) const { return begin_ + static_cast<double>(x - canvas_x_) * ns_per_px_; }
+
+size_t TimelineView::event_at_time(double t) const {
+  size_t lo = 0, hi = model_->num_events();  // merged order is time order
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (static_cast<double>(model_->time_ns(mid)) < t) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return std::min(lo, model_->num_events() - 1);
+}
+
+TimelineResult TimelineView::draw(size_t current_event) {
+  TimelineFrame f;
+  stats_ = {};
+  if (ImGui::SmallButton("Fit##timeline")) fit_pending_ = true;
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Bookmark") && model_) toggle_bookmark(current_event);
+  ImGui::SameLine();
+  ImGui::TextDisabled("%zu events, %zu tracks  |  wheel: zoom, drag: pan, right-drag: select, click: go to event",
+                      index_.num_events(), index_.tracks().size());
+  f.dl = ImGui::GetWindowDrawList();
+  f.min = ImGui::GetCursorScreenPos();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  f.max = {f.min.x + std::max(avail.x, 100.f), f.min.y + std::max(avail.y, 40.f)};
+  ImGui::InvisibleButton("timeline_canvas", {f.max.x - f.min.x, f.max.y - f.min.y},
+                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
+  f.plot_x = f.min.x + options_.header_width;
+  canvas_x_ = f.plot_x;
+  canvas_w_ = std::max(f.max.x - f.plot_x, 1.f);
+  if (fit_pending_ && index_.end_ns() >= index_.begin_ns()) {
+    const double span = std::max<double>(static_cast<double>(index_.end_ns() - index_.begin_ns()), 1.0);
+    begin_ = static_cast<double>(index_.begin_ns()) - span * 0.01;
+    ns_per_px_ = span * 1.02 / canvas_w_;
+    fit_pending_ = false;
+  }
+  handle_input(f);
+  f.t0 = static_cast<int64_t>(std::floor(begin_));
+  f.t1 = static_cast<int64_t>(std::ceil(t_of(f.max.x)));
+  f.min_gap = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(options_.min_mark_px * ns_per_px_)));
+
+  f.dl->AddRectFilled(f.min, f.max, colors::kBackground);
+  f.dl->PushClipRect(f.min, f.max, true);
+  draw_axis(f);
+  float y = f.min.y + options_.axis_height;
+  for (const TimelineTrack& track : index_.tracks()) {
+    draw_track(f, track, y);
+    y += options_.tick_height + options_.lane_height * static_cast<float>(track.lanes.size()) + options_.track_gap;
+  }
+  // The selection, the bookmarks and the cursor over everything.
+  if (selection_) {
+    const float a = x_of(selection_->first), b = x_of(selection_->second);
+    f.dl->AddRectFilled({std::max(a, f.plot_x), f.min.y}, {b, f.max.y}, rgba(255, 255, 255, 28));
+    f.dl->AddLine({a, f.min.y}, {a, f.max.y}, rgba(255, 255, 255, 90));
+    f.dl->AddLine({b, f.min.y}, {b, f.max.y}, rgba(255, 255, 255, 90));
+  }
+  if (model_) {
+    for (size_t b : bookmarks_) {
+      if (b >= model_->num_events()) continue;
+      const float x = x_of(static_cast<double>(model_->time_ns(b)));
+      if (x < f.plot_x || x > f.max.x) continue;
+      f.dl->AddLine({x, f.min.y + 2.f}, {x, f.max.y}, rgba(120, 170, 255, 120));
+      f.dl->AddTriangleFilled({x, f.min.y + 2.f}, {x + 9.f, f.min.y + 6.f}, {x, f.min.y + 10.f}, rgba(120, 170, 255));
+      if (f.hovered && std::abs(f.mouse.x - x) < 6.f && f.mouse.y < f.min.y + options_.axis_height && f.clicked) {
+        f.result.current_event = b;
+      }
+    }
+    if (current_event < model_->num_events()) {
+      const float x = x_of(static_cast<double>(model_->time_ns(current_event)));
+      if (x >= f.plot_x && x <= f.max.x) {
+        f.dl->AddLine({x, f.min.y}, {x, f.max.y}, colors::kSelected, 1.5f);
+        f.dl->AddTriangleFilled({x - 5.f, f.min.y}, {x + 5.f, f.min.y}, {x, f.min.y + 7.f}, colors::kSelected);
+      }
+    }
+  }
+  f.dl->PopClipRect();
+
+  // Tooltip and click on what the mouse is over.
+  if (f.hovered && !ImGui::IsMouseDragging(ImGuiMouseButton_Left) && !selecting_from_) {
+    if (f.hover_event != UINT32_MAX) {
+      f.result.hovered_event = f.hover_event;
+      ImGui::BeginTooltip();
+      if (f.hover_count > 1) ImGui::Text("%zu events folded; the first:", f.hover_count);
+      if (model_) {
+        ImGui::TextUnformatted(model_->describe(f.hover_event).c_str());
+      } else {
+        ImGui::Text("event #%u", f.hover_event);
+      }
+      ImGui::EndTooltip();
+      if (f.clicked && model_) f.result.current_event = f.hover_event;
+    } else if (f.hover_span) {
+      char dur[32];
+      format_duration(dur, sizeof dur, static_cast<double>(f.hover_span->end - f.hover_span->begin));
+      ImGui::BeginTooltip();
+      if (f.hover_span_count > 1) {
+        ImGui::Text("%zu spans folded", f.hover_span_count);
+      } else if (model_) {
+        ImGui::Text("%s  (%s)", model_->describe(f.hover_span->begin_event).c_str(), dur);
+        if (f.hover_span->failed) ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colors::kAlarm), "collective failed");
+      }
+      ImGui::EndTooltip();
+      if (f.clicked && model_) f.result.current_event = f.hover_span->begin_event;
+    }
+  }
+  return f.result;
+}
+
+void TimelineView::handle_input(TimelineFrame& f) {
+  ImGuiIO& io = ImGui::GetIO();
+  f.hovered = ImGui::IsItemHovered();
+  f.mouse = io.MousePos;
+  const bool active = ImGui::IsItemActive();
+  f.clicked = f.hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
+              ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 4.f).x == 0.f;
+  if (f.hovered && io.MouseWheel != 0.f) {  // zoom at the cursor
+    const double at = t_of(f.mouse.x);
+    ns_per_px_ = std::clamp(ns_per_px_ * std::pow(1.25, -io.MouseWheel), 1e-3, 1e15);
+    begin_ = at - static_cast<double>(f.mouse.x - canvas_x_) * ns_per_px_;
+  }
+  const bool select = io.KeyShift || ImGui::IsMouseDown(ImGuiMouseButton_Right);
+  if (active && ImGui::IsMouseDragging(ImGuiMouseButton_Left) && !select) {
+    begin_ -= static_cast<double>(io.MouseDelta.x) * ns_per_px_;
+  }
+  // Range selection: right-drag (or shift-drag) from where the press began.
+  const int button = ImGui::IsMouseDown(ImGuiMouseButton_Right) ? ImGuiMouseButton_Right : ImGuiMouseButton_Left;
+  if (f.hovered && select && ImGui::IsMouseClicked(button)) selecting_from_ = t_of(f.mouse.x);
+  if (selecting_from_ && ImGui::IsMouseDown(button)) {
+    const double now = t_of(f.mouse.x);
+    selection_ = {std::min(*selecting_from_, now), std::max(*selecting_from_, now)};
+  }
+  if (selecting_from_ && !ImGui::IsMouseDown(ImGuiMouseButton_Left) && !ImGui::IsMouseDown(ImGuiMouseButton_Right)) {
+    selecting_from_.reset();
+    if (selection_ && x_of(selection_->second) - x_of(selection_->first) < 2.f) {
+      selection_.reset();
+    } else if (selection_ && model_ && model_->num_events() > 0) {
+      const size_t first = event_at_time(selection_->first);
+      size_t last = event_at_time(selection_->second);
+      if (last > first && static_cast<double>(model_->time_ns(last)) > selection_->second) --last;
+      f.result.range = std::pair(first, last);
+    }
+  }
+}
+
+void TimelineView::draw_axis(TimelineFrame& f) {
+  const float y = f.min.y + options_.axis_height;
+  f.dl->AddLine({f.plot_x, y - 1.f}, {f.max.x, y - 1.f}, colors::kBoxBorder);
+  // Steps of 1, 2 or 5 times a power of ten, at least 110 px apart.
+  const double want = 110.0 * ns_per_px_;
+  double step = std::pow(10.0, std::floor(std::log10(want)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (step * m >= want) {
+      step *= m;
+      break;
+    }
+  }
+  const double origin = static_cast<double>(index_.begin_ns());
+  double t = origin + std::ceil((begin_ - origin) / step) * step;
+  char buf[32];
+  for (; x_of(t) <= f.max.x; t += step) {
+    const float x = x_of(t);
+    f.dl->AddLine({x, y - 6.f}, {x, y}, colors::kTextDim);
+    f.dl->AddLine({x, y}, {x, f.max.y}, colors::kGrid);
+    format_duration(buf, sizeof buf, t - origin);
+    f.dl->AddText({x + 3.f, f.min.y + 3.f}, colors::kTextDim, buf);
+  }
+}
+
+void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, float y) {
+  const TimelineViewOptions& o = options_;
+  const float height = o.tick_height + o.lane_height * static_cast<float>(track.lanes.size());
+  f.dl->AddRectFilled({f.min.x, y}, {f.max.x, y + height}, rgba(255, 255, 255, 6));
+  f.dl->AddText({f.min.x + 6.f, y + 1.f}, colors::kText, track.name.c_str());
+  f.dl->PushClipRect({f.plot_x, y}, {f.max.x, y + height}, true);
+  const float ty0 = y + 2.f, ty1 = y + o.tick_height - 2.f;
+  char buf[32];
+  for_each_mark(track, f.t0, f.t1, f.min_gap, [&](TickMark m) {
+    const float x0 = x_of(static_cast<double>(track.time[m.first]));
+    const bool hit = f.hovered && f.mouse.y >= y && f.mouse.y < y + o.tick_height;
+    if (m.last - m.first == 1) {
+      f.dl->AddRectFilled({x0 - 0.75f, ty0}, {x0 + 0.75f, ty1}, class_color(track.cls[m.first]));
+      ++stats_.ticks;
+      if (hit && std::abs(f.mouse.x - x0) <= o.min_mark_px) {
+        f.hover_event = track.event[m.first];
+        f.hover_count = 1;
+      }
+      return;
+    }
+    const float x1 = std::max(x_of(static_cast<double>(track.time[m.last - 1])), x0 + o.min_mark_px);
+    f.dl->AddRectFilled({x0, ty0}, {x1, ty1}, fold_color(track.classes(m.first, m.last)));
+    ++stats_.folds;
+    const int len = std::snprintf(buf, sizeof buf, "%zu", m.last - m.first);
+    if (x1 - x0 > ImGui::CalcTextSize(buf).x + 6.f) {
+      f.dl->AddText(nullptr, o.tick_height - 3.f, {x0 + 3.f, ty0 - 1.f}, rgba(10, 10, 12), buf, buf + len);
+    }
+    if (hit && f.mouse.x >= x0 - 1.f && f.mouse.x <= x1 + 1.f) {
+      // The event nearest the mouse inside the fold.
+      const auto t = static_cast<int64_t>(t_of(f.mouse.x));
+      auto it = std::lower_bound(track.time.begin() + static_cast<std::ptrdiff_t>(m.first),
+                                 track.time.begin() + static_cast<std::ptrdiff_t>(m.last), t);
+      size_t k = std::min(static_cast<size_t>(it - track.time.begin()), m.last - 1);
+      f.hover_event = track.event[k];
+      f.hover_count = m.last - m.first;
+    }
+  });
+  for (size_t lane = 0; lane < track.lanes.size(); ++lane) {
+    const auto& spans = track.lanes[lane];
+    const float ly0 = y + o.tick_height + o.lane_height * static_cast<float>(lane) + 1.f;
+    const float ly1 = ly0 + o.lane_height - 2.f;
+    for_each_span(spans, f.t0, f.t1, f.min_gap, [&](size_t first, size_t last, bool folded) {
+      const TimelineSpan& s = spans[first];
+      const float x0 = x_of(static_cast<double>(s.begin));
+      const float x1 = std::max(x_of(static_cast<double>(spans[last - 1].end)), x0 + o.min_mark_px);
+      ++stats_.spans;
+      if (f.hovered && f.mouse.y >= ly0 && f.mouse.y < ly1 && f.mouse.x >= x0 && f.mouse.x <= x1) {
+        f.hover_span = &s;
+        f.hover_span_count = last - first;
+      }
+      if (folded) {  // several spans too narrow to tell apart: a lighter bar with their count
+        f.dl->AddRectFilled({x0, ly0 + 3.f}, {x1, ly1 - 3.f}, with_alpha(span_color(s), 140));
+        const int len = std::snprintf(buf, sizeof buf, "%zu", last - first);
+        if (x1 - x0 > ImGui::CalcTextSize(buf).x + 6.f) f.dl->AddText({x0 + 3.f, ly0 + 1.f}, colors::kText, buf, buf + len);
+        return;
+      }
+      // A span that never ended (its rank died) is an outline running to the end.
+      if (s.open()) {
+        f.dl->AddRect({x0, ly0}, {x1, ly1}, span_color(s), 2.f, 0, 1.5f);
+      } else {
+        f.dl->AddRectFilled({x0, ly0}, {x1, ly1}, span_color(s), 2.f);
+      }
+      if (x1 - x0 < 24.f) return;
+      std::string label;
+      if (s.kind == SpanKind::kBackward) {
+        label = "backward";
+      } else if (s.kind == SpanKind::kCollective) {
+        label = std::string(trace::to_string(static_cast<trace::CollectiveOp>(s.op)));
+        if (s.failed) label += " (failed)";
+      } else if (model_) {
+        const trace::Event e = model_->event(s.begin_event);
+        const analysis::FunctionIndex fn = model_->find_function(model_->source(s.begin_event), e.node);
+        label = fn == analysis::kNoIndex ? "apply" : model_->str(model_->functions()[fn].name);
+      }
+      if (s.open()) label += " (never ended)";
+      const ImVec4 clip{std::max(x0, f.plot_x), ly0, x1 - 2.f, ly1};
+      f.dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), {std::max(x0, f.plot_x) + 3.f, ly0 + 1.f}, colors::kText,
+                    label.c_str(), nullptr, 0.f, &clip);
+    });
+  }
+  f.dl->PopClipRect();
+}
+
+}  // namespace hookscope::render

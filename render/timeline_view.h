@@ -1,0 +1,86 @@
+#pragma once
+// The timeline drawn with ImGui's ImDrawList: a track per rank (and per
+// thread when a rank has several), events as ticks folded by pixel
+// (Note [Timeline folding]), backward / apply / collective spans in lanes,
+// the current event as a cursor, a range selection and bookmarks.
+//
+// The GUI calls, per frame, inside an ImGui window:
+//   TimelineResult r = timeline.draw(cursor.index());
+//   if (r.current_event) cursor.seek(*r.current_event);
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "analysis/model.h"
+#include "render/timeline_index.h"
+
+namespace hookscope::render {
+
+struct TimelineViewOptions {
+  float header_width = 118.f;  // track names
+  float axis_height = 22.f;
+  float tick_height = 14.f;
+  float lane_height = 17.f;
+  float track_gap = 6.f;
+  float min_mark_px = 3.f;     // closer events fold (Note [Timeline folding])
+};
+
+struct TimelineResult {
+  std::optional<size_t> current_event;  // the user moved the cursor here
+  // The range selection as events [first, last], set in the frame it changed.
+  std::optional<std::pair<size_t, size_t>> range;
+  uint32_t hovered_event = UINT32_MAX;
+};
+
+struct TimelineFrame;  // per-frame scratch, timeline_view.cpp
+
+struct TimelineDrawStats {
+  uint32_t ticks = 0;   // lone events
+  uint32_t folds = 0;   // marks that fold several events
+  uint32_t spans = 0;   // spans and span folds
+};
+
+class TimelineView {
+ public:
+  explicit TimelineView(TimelineViewOptions options = {});
+
+  // Indexes every event of `model` (or clears with nullptr). The model must
+  // outlive the view or the next set_model().
+  void set_model(const analysis::Model* model);
+  // An index made elsewhere (benchmarks): no model, so no names or ranges.
+  void set_index(TimelineIndex index);
+  // Draws into the current window's remaining content region.
+  TimelineResult draw(size_t current_event);
+
+  void fit();  // the whole trace
+  void set_window(double begin_ns, double end_ns);
+  void toggle_bookmark(size_t event);
+  const std::vector<size_t>& bookmarks() const { return bookmarks_; }
+  const TimelineIndex& index() const { return index_; }
+  const TimelineDrawStats& stats() const { return stats_; }
+
+ private:
+  float x_of(double t) const;
+  double t_of(float x) const;
+  size_t event_at_time(double t) const;  // the first event at or after t (model order)
+  void draw_axis(TimelineFrame& f);
+  void draw_track(TimelineFrame& f, const TimelineTrack& track, float y);
+  void handle_input(TimelineFrame& f);
+
+  TimelineViewOptions options_;
+  const analysis::Model* model_ = nullptr;
+  TimelineIndex index_;
+  double begin_ = 0.0;       // visible window, ns on the model's clock
+  double ns_per_px_ = 1.0;
+  float canvas_x_ = 0.f;     // screen x of begin_ (set per frame)
+  float canvas_w_ = 1.f;
+  bool fit_pending_ = true;
+  std::vector<size_t> bookmarks_;
+  std::optional<std::pair<double, double>> selection_;  // ns
+  std::optional<double> selecting_from_;
+  TimelineDrawStats stats_;
+};
+
+}  // namespace hookscope::render

@@ -1,0 +1,140 @@
+// The graph scene (render/graph_scene.h) on real traces: slots, folding,
+// and the layout of what the scenarios record.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "analysis/model.h"
+#include "analysis/state.h"
+#include "render/graph_scene.h"
+#include "render/layout.h"
+#include "scenarios/autograd_demo.h"
+#include "scenarios/ddp_scenarios.h"
+#include "trace/recorder.h"
+#include "trace/strings.h"
+
+using namespace hookscope;
+using namespace hookscope::render;
+
+namespace {
+
+trace::TraceData record(const std::function<void()>& run) {
+  trace::MemoryRecorder rec;
+  rec.start();
+  run();
+  rec.finish();
+  trace::TraceData data;
+  data.events = rec.events();
+  data.strings = trace::strings_since(0);
+  data.source = "memory";
+  return data;
+}
+
+analysis::Model ddp_model(const std::string& name, trace::DestroyPolicy policy) {
+  return analysis::Model(record([&] {
+    scenarios::DdpScenarioOptions o;
+    o.name = name;
+    o.policy = policy;
+    o.steps = 6;
+    scenarios::run_ddp_scenario(o);
+  }));
+}
+
+float measure(std::string_view s) { return 7.f * static_cast<float>(s.size()); }
+
+bool overlap(const Layout& l, size_t a, size_t b) {
+  return std::abs(l.center[a].x - l.center[b].x) < 0.5f * (l.size[a].x + l.size[b].x) &&
+         std::abs(l.center[a].y - l.center[b].y) < 0.5f * (l.size[a].y + l.size[b].y);
+}
+
+}  // namespace
+
+TEST_CASE("scene: the Functions of every step share slots, two live ones never share a slot") {
+  const analysis::Model m = ddp_model("recovery", trace::DestroyPolicy::kNone);
+  const GraphScene scene(m);
+  // Six steps on two ranks, rebuilt once: far fewer slots than Functions.
+  CHECK(scene.nodes().size() * 3 < m.functions().size());
+  analysis::Cursor cursor(m);
+  size_t checked = 0;
+  do {
+    std::set<uint32_t> slots;
+    for (const auto& f : cursor.state().functions) {
+      CHECK(slots.insert(scene.slot_of(f.function)).second);
+      // A slot holds Functions of one name and rank.
+      const SceneNode& node = scene.nodes()[scene.slot_of(f.function)];
+      CHECK(node.name == m.functions()[f.function].name);
+      CHECK(node.rank == m.functions()[f.function].rank);
+    }
+    ++checked;
+  } while (cursor.next());
+  CHECK(checked == m.num_events());
+}
+
+TEST_CASE("scene: the scenarios' graphs lay out with no overlap and every edge going down") {
+  std::vector<analysis::Model> models;
+  models.push_back(ddp_model("recovery", trace::DestroyPolicy::kNone));
+  models.push_back(ddp_model("shared-module", trace::DestroyPolicy::kByKey));
+  models.push_back(analysis::Model(record([] { scenarios::run_autograd_demo({3, 0}); })));
+  for (const analysis::Model& m : models) {
+    const GraphScene scene(m);
+    const FoldedGraph fg = scene.fold({});
+    LayoutInput in;
+    in.graph = fg.graph;
+    in.sizes = scene.box_sizes(fg, measure);
+    const Layout l = compute_layout(in);
+    REQUIRE(l.center.size() == scene.nodes().size());
+    for (size_t a = 0; a < l.center.size(); ++a) {
+      for (size_t b = a + 1; b < l.center.size(); ++b) CHECK(!overlap(l, a, b));
+    }
+    for (auto [a, b] : fg.graph.edges) CHECK(l.layer[a] < l.layer[b]);
+    // Every model edge maps to a routed layout edge.
+    for (size_t e = 0; e < m.edges().size(); ++e) {
+      const uint32_t le = fg.edge_of_scene_edge[scene.edge_of(static_cast<uint32_t>(e))];
+      REQUIRE(le != kNoSlot);
+      CHECK(l.route_begin[le + 1] - l.route_begin[le] >= 4);
+    }
+    // The same input lays out the same way.
+    const Layout again = compute_layout(in);
+    CHECK(std::equal(l.center.begin(), l.center.end(), again.center.begin(),
+                     [](Vec2 p, Vec2 q) { return p.x == q.x && p.y == q.y; }));
+  }
+}
+
+TEST_CASE("scene: ranks are separate components, modules group a parameter with its readers") {
+  const analysis::Model m = ddp_model("recovery", trace::DestroyPolicy::kByKey);
+  const GraphScene scene(m);
+  for (auto [a, b] : scene.edges()) CHECK(scene.nodes()[a].rank == scene.nodes()[b].rank);
+  // Module "2" of rank 0 holds 2.weight's and 2.bias's AccumulateGrad and the
+  // AddmmBackward0 that reads them.
+  const auto it = std::find_if(scene.groups().begin(), scene.groups().end(), [](const SceneGroup& g) {
+    return g.kind == SceneGroup::Kind::kModule && g.rank == 0 && g.name == "2";
+  });
+  REQUIRE(it != scene.groups().end());
+  std::multiset<std::string> names;
+  for (uint32_t v : it->nodes) names.insert(m.str(scene.nodes()[v].name));
+  CHECK(names.count("AccumulateGrad") >= 2);
+  CHECK(names.count("AddmmBackward0") == 1);
+  for (analysis::OwnerIndex o = 0; o < m.owners().size(); ++o) {
+    const std::string name = m.owner_name(o);
+    if (name.rfind("Reducer ", 0) == 0) CHECK(scene.owner_tag(o) == "R" + name.substr(8));
+  }
+}
+
+TEST_CASE("scene: folding a group makes one unit of it; edges inside it vanish") {
+  const analysis::Model m = ddp_model("recovery", trace::DestroyPolicy::kByKey);
+  const GraphScene scene(m);
+  REQUIRE(!scene.groups().empty());
+  for (uint32_t g = 0; g < scene.groups().size(); ++g) {
+    std::vector<uint8_t> folded(scene.groups().size(), 0);
+    folded[g] = 1;
+    const FoldedGraph fg = scene.fold(folded);
+    const auto& members = scene.groups()[g].nodes;
+    CHECK(fg.graph.num_nodes == static_cast<int>(scene.nodes().size() - members.size() + 1));
+    const uint32_t unit = fg.unit_of_node[members[0]];
+    CHECK(fg.group_of_unit[unit] == g);
+    for (uint32_t v : members) CHECK(fg.unit_of_node[v] == unit);
+    for (auto [a, b] : fg.graph.edges) CHECK(a != b);
+    CHECK(scene.unit_label(fg, unit).find(std::to_string(members.size()) + " Functions") == 0);
+  }
+}

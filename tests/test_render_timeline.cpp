@@ -1,0 +1,147 @@
+// The timeline index and view: folding by pixel (Note [Timeline folding]),
+// the class summary, tracks and spans of a real trace.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "analysis/model.h"
+#include "render/timeline_index.h"
+#include "scenarios/ddp_scenarios.h"
+#include "trace/recorder.h"
+#include "trace/strings.h"
+
+#ifdef HOOKSCOPE_RENDER_DRAW
+#include "render/timeline_view.h"
+#include "test_render_util.h"
+#endif
+
+using namespace hookscope;
+using namespace hookscope::render;
+
+namespace {
+
+// One track of `n` events spread over a second, classes cycling.
+TimelineIndex uniform_index(size_t n, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::vector<int64_t> time(n);
+  std::vector<uint32_t> event(n);
+  std::vector<uint8_t> cls(n);
+  for (size_t i = 0; i < n; ++i) {
+    time[i] = static_cast<int64_t>(gen() % 1'000'000'000);
+    cls[i] = static_cast<uint8_t>(gen() % 6);
+  }
+  std::sort(time.begin(), time.end());
+  for (size_t i = 0; i < n; ++i) event[i] = static_cast<uint32_t>(i);
+  if (n > 10) cls[n / 3] = static_cast<uint8_t>(TickClass::kAlarm);
+  TimelineIndex index;
+  index.add_track("rank 0", std::move(time), std::move(event), std::move(cls));
+  return index;
+}
+
+}  // namespace
+
+TEST_CASE("timeline: the class summary answers like a scan, on random ranges") {
+  const TimelineIndex index = uniform_index(300'000, 1);
+  const TimelineTrack& t = index.tracks()[0];
+  REQUIRE(t.summary.size() >= 2);
+  std::mt19937_64 gen(2);
+  for (int trial = 0; trial < 300; ++trial) {
+    size_t a = gen() % t.cls.size(), b = gen() % t.cls.size();
+    if (a > b) std::swap(a, b);
+    if (trial % 3 == 0) b = std::min(t.cls.size(), a + gen() % 200);
+    uint8_t expect = 0;
+    for (size_t i = a; i < b; ++i) expect |= static_cast<uint8_t>(1u << t.cls[i]);
+    CHECK(t.classes(a, b) == expect);
+  }
+}
+
+TEST_CASE("timeline folding: marks cover every visible event once and start min_gap apart") {
+  for (size_t n : {10u, 1000u, 200'000u}) {
+    const TimelineIndex index = uniform_index(n, n);
+    const TimelineTrack& t = index.tracks()[0];
+    const int64_t t0 = 200'000'000, t1 = 700'000'000, gap = 3 * (t1 - t0) / 1000;  // 3 px of 1000
+    std::vector<TickMark> marks;
+    for_each_mark(t, t0, t1, gap, [&](TickMark m) { marks.push_back(m); });
+    for (size_t k = 0; k < marks.size(); ++k) {
+      CHECK(marks[k].first < marks[k].last);
+      if (k > 0) {
+        CHECK(marks[k].first == marks[k - 1].last);
+        CHECK(t.time[marks[k].first] - t.time[marks[k - 1].last - 1] >= gap);
+      }
+    }
+    // All events in [t0, t1] are covered, and the marks fit 1000 pixels.
+    const size_t lo = std::lower_bound(t.time.begin(), t.time.end(), t0) - t.time.begin();
+    const size_t hi = std::upper_bound(t.time.begin(), t.time.end(), t1) - t.time.begin();
+    if (lo < hi) {
+      REQUIRE(!marks.empty());
+      CHECK(marks.front().first <= lo);
+      CHECK(marks.back().last >= hi);
+    }
+    CHECK(marks.size() <= 1000 / 3 + 2);
+  }
+}
+
+TEST_CASE("timeline index of a recovery trace: a track per rank, backward spans matched") {
+  trace::MemoryRecorder rec;
+  rec.start();
+  scenarios::DdpScenarioOptions o;
+  o.policy = trace::DestroyPolicy::kNone;
+  o.steps = 6;
+  scenarios::run_ddp_scenario(o);
+  rec.finish();
+  trace::TraceData data;
+  data.events = rec.events();
+  data.strings = trace::strings_since(0);
+  const analysis::Model m(std::move(data));
+  const TimelineIndex index(m);
+  std::set<uint16_t> ranks;
+  size_t events = 0, backward_spans = 0;
+  for (const TimelineTrack& t : index.tracks()) {
+    ranks.insert(t.rank);
+    events += t.time.size();
+    CHECK(std::is_sorted(t.time.begin(), t.time.end()));
+    for (const auto& lane : t.lanes) {
+      for (size_t k = 0; k < lane.size(); ++k) {
+        CHECK(lane[k].begin <= lane[k].end);
+        if (k > 0) CHECK(lane[k - 1].end <= lane[k].begin);  // disjoint within a lane
+        backward_spans += lane[k].kind == SpanKind::kBackward;
+      }
+    }
+  }
+  CHECK(ranks == std::set<uint16_t>{0, 1});
+  CHECK(events == m.num_events());
+  CHECK(backward_spans == m.events_of_kind(trace::EventKind::kBackwardBegin).size());
+}
+
+#ifdef HOOKSCOPE_RENDER_DRAW
+
+TEST_CASE("timeline view: vertices bounded by the pixel width, not the number of events") {
+  hookscope::testing::HeadlessImGui imgui(1000.f, 300.f);
+  std::vector<int> vertices;
+  for (size_t n : {1'000u, 100'000u, 2'000'000u}) {
+    TimelineView view;
+    view.set_index(uniform_index(n, 7));
+    view.set_window(0.0, 1e9);
+    const int v = imgui.frame([&] { view.draw(0); });
+    const TimelineDrawStats& s = view.stats();
+    CHECK(s.ticks + s.folds <= 1000 / 3 + 2);
+    vertices.push_back(v);
+  }
+  // Per mark a rectangle (4 vertices) and maybe a count; the axis and text
+  // on top: a bound that depends on the width only.
+  for (int v : vertices) CHECK(v < 20000);
+  CHECK(vertices[2] <= vertices[0] * 3);
+}
+
+TEST_CASE("timeline view: bookmarks toggle") {
+  TimelineView view;
+  view.toggle_bookmark(12);
+  view.toggle_bookmark(3);
+  CHECK(view.bookmarks() == std::vector<size_t>{3, 12});
+  view.toggle_bookmark(12);
+  CHECK(view.bookmarks() == std::vector<size_t>{3});
+}
+
+#endif  // HOOKSCOPE_RENDER_DRAW
