@@ -67,8 +67,10 @@ void BM_RecordToFile(benchmark::State& state) {
   if (state.thread_index() == 0) {
     g_recorder->finish();
     const auto stats = g_recorder->writer().stats();
-    state.counters["file_bytes_per_event"] =
-        static_cast<double>(stats.bytes_written) / static_cast<double>(stats.events_written);
+    const auto events = static_cast<double>(stats.events_written);
+    state.counters["file_bytes_per_event"] = static_cast<double>(stats.bytes_written) / events;
+    // Time the emitting threads spent waiting for the writer thread, per event.
+    state.counters["blocked_ns_per_event"] = static_cast<double>(stats.blocked_ns) / events;
     g_recorder.reset();
     fs::remove(g_record_path);
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the benchmarks; prints every benchmark's aggregates, then the medians.
-#   bench/run.sh                      # both binaries, 5 repetitions
+#   bench/run.sh                      # every benchmark binary, 5 repetitions
+#   BENCHES="bench_hooks bench_ddp" bench/run.sh   # some of them
 #   REPS=3 bench/run.sh --benchmark_filter=DelPostHook   # extra args go to both binaries
 # Build type: the project default (RelWithDebInfo, -O2). Set BUILD_DIR to use another tree.
 set -euo pipefail
@@ -13,12 +14,14 @@ JOBS="${JOBS:-1}"
 if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DHOOKSCOPE_GUI=OFF -DHOOKSCOPE_BENCH=ON
 fi
-ninja -C "$BUILD_DIR" -j"$JOBS" bench_hooks bench_engine
+BENCHES="${BENCHES:-bench_hooks bench_engine bench_trace bench_analysis bench_export bench_ddp bench_layout}"
+# shellcheck disable=SC2086
+ninja -C "$BUILD_DIR" -j"$JOBS" $BENCHES
 
 OUT_DIR="$(mktemp -d)"
 trap 'rm -rf "$OUT_DIR"' EXIT
 status=0
-for bin in bench_hooks bench_engine; do
+for bin in $BENCHES; do
   echo "==== $bin (repetitions=$REPS) ===="
   "$BUILD_DIR/bench/$bin" --benchmark_repetitions="$REPS" \
     --benchmark_report_aggregates_only=true "$@" | tee "$OUT_DIR/$bin.txt" || status=1
