@@ -2,12 +2,8 @@
 
 #include <zstd.h>
 
-#include <algorithm>
-#include <array>
 #include <cstddef>
-#include <cstring>
 #include <stdexcept>
-#include <utility>
 
 #include "trace/file_format.h"
 
@@ -28,15 +24,9 @@ enum Column {
   kColActor
 };
 
-struct FieldInfo {
-  size_t offset;  // in Event
-  int bytes;      // field size
-};
-constexpr FieldInfo kFields[kNumColumns] = {
-    {offsetof(Event, t_ns), 8}, {offsetof(Event, kind), 1},  {offsetof(Event, sub), 1},
-    {offsetof(Event, rank), 2}, {offsetof(Event, node), 8},  {offsetof(Event, key), 8},
-    {offsetof(Event, arg), 8},  {offsetof(Event, owner), 4}, {offsetof(Event, actor), 4},
-};
+// Size in bytes of each column's Event field.
+constexpr int kFieldBytes[kNumColumns] = {8, 1, 1, 2, 8, 8, 8, 4, 4};
+static_assert(sizeof(Event::kind) == 1 && sizeof(Event::rank) == 2 && sizeof(Event::owner) == 4);
 
 inline int width_of(uint64_t range) {
   return range == 0 ? 0 : (64 - __builtin_clzll(range) + 7) / 8;
@@ -192,7 +182,7 @@ void ChunkCodec::encode(std::string& out, uint32_t thread, const Event* ev, size
     uint64_t* v = col[c];
     // Keep the transform whose range needs fewer bytes (raw on ties). Time
     // only ever goes well with deltas; 1- and 2-byte fields fit raw.
-    const bool try_raw = c != kColT, try_delta = kFields[c].bytes >= 4;
+    const bool try_raw = c != kColT, try_delta = kFieldBytes[c] >= 4;
     // Frame of reference from AND / OR (vectorizable, unlike unsigned
     // min / max): every value v has AND <= v <= OR, so v - AND fits the
     // bytes of OR - AND. It can cost a byte where max - min would not, at a
@@ -286,8 +276,8 @@ const char* ChunkCodec::decode(const ChunkHeader& h, uint64_t string_count, Even
       const ColumnDesc& cd = h.columns[c];
       plane_of[c] = planes;
       planes += static_cast<size_t>(cd.width) * n;
-      if (kFields[c].bytes < 8) {
-        const uint64_t max = (uint64_t{1} << (8 * kFields[c].bytes)) - 1;
+      if (kFieldBytes[c] < 8) {
+        const uint64_t max = (uint64_t{1} << (8 * kFieldBytes[c])) - 1;
         narrow_bytes &= !cd.delta && cd.width <= 1 && cd.base <= max - 255;
         if (cd.width == 0) {
           if (zeros_.size() < n) zeros_.resize(n);
@@ -301,7 +291,7 @@ const char* ChunkCodec::decode(const ChunkHeader& h, uint64_t string_count, Even
   for (int c = 0; c < kNumColumns; ++c) {
     const ColumnDesc& cd = h.columns[c];
     col[c] = columns_.data() + c * n;
-    if (narrow_bytes && kFields[c].bytes < 8) continue;
+    if (narrow_bytes && kFieldBytes[c] < 8) continue;
     gather_column(plane_of[c], cd.width, n, cd.base, cd.delta, cd.start, col[c]);
   }
 

@@ -47,7 +47,7 @@ struct ChunkHeader {
 // between threads).
 class ChunkCodec {
  public:
-  explicit ChunkCodec(int zstd_level = 3);
+  explicit ChunkCodec(int zstd_level = -1);
   ~ChunkCodec();
   ChunkCodec(const ChunkCodec&) = delete;
   ChunkCodec& operator=(const ChunkCodec&) = delete;
@@ -70,7 +70,7 @@ class ChunkCodec {
   int level_;
   ZSTD_CCtx_s* cctx_ = nullptr;
   ZSTD_DCtx_s* dctx_ = nullptr;
-  std::vector<uint64_t> columns_;  // encode: kNumColumns * count values
+  std::vector<uint64_t> columns_;  // column values (and scratch) of one chunk
   std::vector<uint8_t> raw_;       // byte planes; only ever grows
   std::vector<uint8_t> zeros_;     // the plane of a constant narrow column
   std::string frame_;

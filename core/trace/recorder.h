@@ -21,7 +21,10 @@ struct Chunk {
 };
 
 // Receives full (and, at finish, partial) chunks. on_chunk may block to apply
-// back-pressure; it is called with no recorder lock held.
+// back-pressure. It is called with the recorder's registry lock held, so it
+// must not emit events or attach/detach recorders, and while it blocks other
+// threads that hand over chunks wait too (a file writer's own thread never
+// takes that lock, so back-pressure cannot deadlock).
 class ChunkSink {
  public:
   virtual ~ChunkSink() = default;

@@ -14,15 +14,15 @@ namespace hookscope::trace {
 struct TraceHeader {
   uint16_t version_major = 1;
   uint16_t version_minor = 0;
-  std::string hookscope_version;  // e.g. "0.1.0"
+  std::string hookscope_version{};  // e.g. "0.1.0"
   int32_t rank = -1;              // -1: ranks run as threads, each event carries its rank
   int32_t world_size = 1;
-  std::string host;
+  std::string host{};
   int64_t pid = 0;
   int64_t start_wall_ns = 0;      // CLOCK_REALTIME at the start, ns since the epoch
   uint64_t start_mono_ns = 0;     // the event clock (steady_clock) at the same moment
   std::string clock = "steady_clock";
-  std::string scenario;           // what was recorded, e.g. "recovery --policy none"
+  std::string scenario{};         // what was recorded, e.g. "recovery --policy none"
 };
 
 struct TraceData {

@@ -79,7 +79,11 @@ void TraceFileWriter::on_chunk(std::unique_ptr<Chunk> chunk) {
       dropped_ += queue_.front()->count;
       queue_.pop_front();
     } else {
+      const auto t0 = std::chrono::steady_clock::now();
       space_cv_.wait(lock, [&] { return queue_.size() < options_.queue_chunks || closing_; });
+      stats_.blocked_ns += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+              .count());
       if (closing_) {
         lost_after_close_ += chunk->count;
         return;

@@ -2,7 +2,9 @@
 // Recording straight to a .hstrace file (Note [Trace file format]): a chunk
 // sink with a background writer thread and bounded memory.
 //
-//   trace::FileRecorder rec("run.hstrace", {.scenario = "recovery --policy none"});
+//   trace::TraceHeader header;
+//   header.scenario = "recovery --policy none";
+//   trace::FileRecorder rec("run.hstrace", header);
 //   rec.start();
 //   ...                  // run the workload; trace::set_recording pauses/resumes
 //   rec.finish();        // throws if the file could not be written
@@ -28,6 +30,7 @@ struct WriterStats {
   uint64_t chunks_written = 0;
   uint64_t bytes_written = 0;   // file size so far
   uint64_t dropped_events = 0;  // ring-buffer mode only
+  uint64_t blocked_ns = 0;      // time emitting threads waited for room (back-pressure)
 };
 
 struct WriterOptions {
