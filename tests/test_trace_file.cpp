@@ -261,27 +261,35 @@ TEST_CASE("trace file: cut at any block boundary or byte, the complete-block pre
   TempDir dir;
   trace::TraceHeader h;
   h.rank = -1;
-  std::vector<std::pair<uint32_t, std::vector<Event>>> chunks;
-  for (int c = 0; c < 6; ++c) {
-    const uint32_t name = trace::intern("tf-cut-" + std::to_string(c));
-    std::vector<Event> ev(50 + 30 * c);
-    for (size_t i = 0; i < ev.size(); ++i) {
-      ev[i].t_ns = 1000000 * c + 100 * i;
-      ev[i].kind = i % 2 ? EventKind::kHookFired : EventKind::kNodeCreated;
-      ev[i].node = c * 1000 + i;
-      ev[i].arg = i % 2 ? i : name;
-    }
-    chunks.push_back({7, ev});
-  }
   const std::string path = dir.file("cut.hstrace");
-  const std::vector<Event> all = write_chunks(path, h, chunks);
+  std::vector<Event> all;
+  {
+    // A string block before each chunk: the string interned just before it.
+    trace::TraceFileWriter writer(path, h);
+    for (int c = 0; c < 6; ++c) {
+      const uint32_t name = trace::intern("tf-cut-" + std::to_string(c));
+      std::vector<Event> ev(50 + 30 * c);
+      for (size_t i = 0; i < ev.size(); ++i) {
+        ev[i].t_ns = 1000000 * c + 100 * i;
+        ev[i].kind = i % 2 ? EventKind::kHookFired : EventKind::kNodeCreated;
+        ev[i].node = c * 1000 + i;
+        ev[i].arg = i % 2 ? i : name;
+        ev[i].thread = 7;
+        all.push_back(ev[i]);
+      }
+      writer.on_chunk(make_chunk(7, ev));
+      while (writer.stats().chunks_written < static_cast<uint64_t>(c + 1))
+        std::this_thread::yield();
+    }
+    writer.close();
+  }
   const std::string bytes = slurp(path);
   save_seed("cut", bytes);
   const trace::TraceData full = read_bytes(bytes);
   REQUIRE(full.truncation == "");
   REQUIRE(same_events(full.events, all));
   const auto blocks = walk_blocks(bytes);
-  REQUIRE(blocks.size() >= 8);  // header, strings, 6 chunks, footer
+  REQUIRE(blocks.size() >= 14);  // header, 6 x (strings, chunk), footer
   const size_t header_end = blocks[0].end;
 
   std::vector<size_t> cuts;
