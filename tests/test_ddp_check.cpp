@@ -12,6 +12,7 @@
 #include "trace/reader.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"
+#include "test_util.h"
 
 using namespace hookscope;
 
@@ -38,15 +39,10 @@ std::set<std::string> kinds(const std::vector<analysis::Finding>& findings, bool
   return out;
 }
 
+// Output with the exit status appended, so one CAPTURE shows both.
 std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[512];
-  while (std::fgets(buf, sizeof(buf), p)) out += buf;
-  const int status = ::pclose(p);
-  out += "\nexit=" + std::to_string(WEXITSTATUS(status));
-  return out;
+  auto r = testing::run_command(cmd);
+  return r.out + "\nexit=" + std::to_string(r.exit);
 }
 
 }  // namespace

@@ -14,25 +14,15 @@
 #include "scenarios/ddp_scenarios.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"
+#include "test_util.h"
 
 using namespace hookscope;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  std::string out;
-  int exit = -1;
-};
-
-Run cli(const std::string& args) {
-  Run r;
-  FILE* p = ::popen((std::string(HOOKSCOPE_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[512];
-  while (std::fgets(buf, sizeof(buf), p)) r.out += buf;
-  r.exit = WEXITSTATUS(::pclose(p));
-  return r;
+testing::CommandResult cli(const std::string& args) {
+  return testing::run_command(std::string(HOOKSCOPE_CLI_PATH) + " " + args);
 }
 
 struct TempDir {

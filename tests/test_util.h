@@ -1,6 +1,10 @@
 #pragma once
 // Helpers shared by the tests.
 
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "trace/event.h"
@@ -17,6 +21,22 @@ inline std::vector<trace::Event> recorded(const trace::MemoryRecorder& rec) {
     out.push_back(e);
   }
   return out;
+}
+
+// Runs a shell command as a user would; stdout and stderr together.
+struct CommandResult {
+  std::string out;
+  int exit = -1;
+};
+inline CommandResult run_command(const std::string& cmd) {
+  CommandResult r;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[512];
+  while (std::fgets(buf, sizeof(buf), p)) r.out += buf;
+  const int status = ::pclose(p);
+  r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 }  // namespace hookscope::testing
