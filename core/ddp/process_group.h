@@ -54,7 +54,10 @@ class Work {
 };
 
 struct ProcessGroupOptions {
-  std::chrono::milliseconds timeout{30000};
+  std::chrono::milliseconds timeout{30000};  // per collective
+  // Waiting for every rank to join. Longer than a collective's timeout: after
+  // a failure the survivors wait here for the replacement rank to start.
+  std::chrono::milliseconds rendezvous_timeout{60000};
   // TCP: the address to bind (127.0.0.1 unless told otherwise) or an interface name.
   std::string hostname = "127.0.0.1";
   std::string iface;
@@ -83,7 +86,7 @@ class ProcessGroup {
 };
 
 // Connects a full mesh of `size` ranks over TCP through `store`. Blocks until
-// every rank has joined or options.timeout passes (then throws CollectiveError).
+// every rank has joined or options.rendezvous_timeout passes (then throws CollectiveError).
 std::shared_ptr<ProcessGroup> make_gloo_process_group(std::shared_ptr<Store> store, int rank,
                                                       int size,
                                                       const ProcessGroupOptions& options = {});

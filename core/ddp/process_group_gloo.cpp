@@ -14,6 +14,7 @@
 #include <gloo/rendezvous/redis_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -131,8 +132,9 @@ class GlooProcessGroup : public ProcessGroup {
     try {
       device_ = gloo::transport::tcp::CreateDevice(attr);
       auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
-      ctx->setTimeout(options.timeout);
+      ctx->setTimeout(std::max(options.timeout, options.rendezvous_timeout));
       ctx->connectFullMesh(*store_, device_);
+      ctx->setTimeout(options.timeout);
       context_ = ctx;
     } catch (const std::exception& e) {
       throw CollectiveError(CollectiveStatus::kError,
