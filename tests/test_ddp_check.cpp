@@ -19,15 +19,7 @@ using namespace hookscope;
 namespace {
 
 analysis::Model record(const scenarios::DdpScenarioOptions& o) {
-  trace::MemoryRecorder rec;
-  rec.start();
-  scenarios::run_ddp_scenario(o);
-  rec.finish();
-  trace::TraceData t;
-  t.events = rec.events();
-  t.strings = trace::strings_since(0);
-  t.source = "memory";
-  return analysis::Model(std::move(t));
+  return analysis::Model(testing::record_trace([&] { scenarios::run_ddp_scenario(o); }));
 }
 
 std::set<std::string> kinds(const std::vector<analysis::Finding>& findings, bool errors_and_warnings = true) {

@@ -33,17 +33,10 @@ struct TempDir {
 };
 
 analysis::Model recovery_model() {
-  trace::MemoryRecorder rec;
-  rec.start();
   scenarios::DdpScenarioOptions o;
   o.policy = trace::DestroyPolicy::kNone;
   o.steps = 6;
-  scenarios::run_ddp_scenario(o);
-  rec.finish();
-  trace::TraceData t;
-  t.events = rec.events();
-  t.strings = trace::strings_since(0);
-  return analysis::Model(std::move(t));
+  return analysis::Model(testing::record_trace([&] { scenarios::run_ddp_scenario(o); }));
 }
 
 }  // namespace

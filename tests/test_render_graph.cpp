@@ -12,6 +12,7 @@
 #include "render/sample_graphs.h"
 #include "scenarios/ddp_scenarios.h"
 #include "test_render_util.h"
+#include "test_util.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"
 
@@ -192,16 +193,10 @@ TEST_CASE("graph view: folding a module keeps the rest in place, expanding resto
 
 TEST_CASE("graph view: a grown trace keeps the boxes it had where they were") {
   // A live recording seen twice: at half of its events, then whole.
-  trace::MemoryRecorder rec;
-  rec.start();
   scenarios::DdpScenarioOptions o;
   o.policy = trace::DestroyPolicy::kNone;
   o.steps = 6;
-  scenarios::run_ddp_scenario(o);
-  rec.finish();
-  trace::TraceData whole;
-  whole.events = rec.events();
-  whole.strings = trace::strings_since(0);
+  trace::TraceData whole = testing::record_trace([&] { scenarios::run_ddp_scenario(o); });
   trace::TraceData half = whole;
   half.events.resize(whole.events.size() / 2);
   const analysis::Model first(std::move(half)), second(std::move(whole));

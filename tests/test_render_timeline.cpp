@@ -15,6 +15,7 @@
 #ifdef HOOKSCOPE_RENDER_DRAW
 #include "render/timeline_view.h"
 #include "test_render_util.h"
+#include "test_util.h"
 #endif
 
 using namespace hookscope;
@@ -84,17 +85,10 @@ TEST_CASE("timeline folding: marks cover every visible event once and start min_
 }
 
 TEST_CASE("timeline index of a recovery trace: a track per rank, backward spans matched") {
-  trace::MemoryRecorder rec;
-  rec.start();
   scenarios::DdpScenarioOptions o;
   o.policy = trace::DestroyPolicy::kNone;
   o.steps = 6;
-  scenarios::run_ddp_scenario(o);
-  rec.finish();
-  trace::TraceData data;
-  data.events = rec.events();
-  data.strings = trace::strings_since(0);
-  const analysis::Model m(std::move(data));
+  const analysis::Model m(testing::record_trace([&] { scenarios::run_ddp_scenario(o); }));
   const TimelineIndex index(m);
   std::set<uint16_t> ranks;
   size_t events = 0, backward_spans = 0;

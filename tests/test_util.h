@@ -9,6 +9,8 @@
 
 #include "trace/event.h"
 #include "trace/recorder.h"
+#include "trace/strings.h"
+#include "trace/trace_data.h"
 
 namespace hookscope::testing {
 
@@ -21,6 +23,21 @@ inline std::vector<trace::Event> recorded(const trace::MemoryRecorder& rec) {
     out.push_back(e);
   }
   return out;
+}
+
+// Runs `workload` under a MemoryRecorder and returns what a trace file of it
+// would hold (events and the string table).
+template <class Workload>
+trace::TraceData record_trace(Workload&& workload) {
+  trace::MemoryRecorder rec;
+  rec.start();
+  workload();
+  rec.finish();
+  trace::TraceData t;
+  t.events = rec.events();
+  t.strings = trace::strings_since(0);
+  t.source = "memory";
+  return t;
 }
 
 // Runs a shell command as a user would; stdout and stderr together.
