@@ -40,6 +40,7 @@ struct ScenarioArgs {
   int timeout_ms = 5000;
   int batch = 16;
   std::string device = "cpu";
+  std::string backend = "auto";  // auto | gloo | nccl (DDP scenarios)
   // Process mode (set by `launch` for its children).
   int rank = -1;
   std::string store_dir;

@@ -48,7 +48,12 @@ void add_scenario_options(CLI::App* app, ScenarioArgs& a, bool launcher) {
   app->add_option("--timeout-ms", a.timeout_ms, "collective timeout in milliseconds")
       ->check(CLI::Range(100, 600000));
   app->add_option("--batch", a.batch, "samples per rank per step")->check(CLI::Range(1, 1 << 20));
-  app->add_option("--device", a.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_option("--device", a.device, "cpu or cuda (rank r on GPU r % GPU count)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_option("--backend", a.backend,
+                  "process group: auto (gloo on cpu; nccl on cuda when each rank has a GPU, "
+                  "else gloo through host memory), gloo or nccl")
+      ->check(CLI::IsMember({"auto", "gloo", "nccl"}));
   if (!launcher) {
     // Set by `launch` for its children; not for people.
     app->add_option("--rank", a.rank)->group("");
@@ -76,6 +81,7 @@ std::vector<std::string> child_arguments(const ScenarioArgs& a) {
   add("--timeout-ms", std::to_string(a.timeout_ms));
   add("--batch", std::to_string(a.batch));
   add("--device", a.device);
+  add("--backend", a.backend);
   add("--rank", std::to_string(a.rank));
   add("--store-dir", a.store_dir);
   add("--generation", std::to_string(a.generation));
@@ -101,6 +107,7 @@ scenarios::DdpScenarioOptions to_ddp_options(const ScenarioArgs& a) {
   o.timeout = std::chrono::milliseconds(a.timeout_ms);
   o.batch_per_rank = a.batch;
   o.device = parse_device(a.device);
+  o.backend = a.backend;
   o.rank = a.rank;
   o.store_dir = a.store_dir;
   o.generation = a.generation;
@@ -155,10 +162,11 @@ class Recording {
 };
 
 std::string describe(const ScenarioArgs& a) {
-  if (a.scenario == "autograd-demo") return fmt::format("autograd-demo --seed {}", a.seed);
-  return fmt::format("{} --policy {} --world-size {} --recoveries {} --fail-rank {} --fail-mode {} --seed {}",
+  const std::string device = a.device == "cpu" ? "" : " --device " + a.device;
+  if (a.scenario == "autograd-demo") return fmt::format("autograd-demo --seed {}{}", a.seed, device);
+  return fmt::format("{} --policy {} --world-size {} --recoveries {} --fail-rank {} --fail-mode {} --seed {}{}{}",
                      a.scenario, a.policy, a.world_size, a.recoveries, a.fail_rank, a.fail_mode,
-                     a.seed);
+                     a.seed, device, a.backend == "auto" ? "" : " --backend " + a.backend);
 }
 
 }  // namespace
@@ -168,11 +176,17 @@ int run_record(const ScenarioArgs& a) {
     scenarios::AutogradDemoOptions demo;
     demo.steps = a.steps > 0 ? a.steps : 5;
     demo.seed = a.seed;
+    demo.device = parse_device(a.device);
+    try {
+      check_device_usable(demo.device);
+    } catch (const std::invalid_argument& e) {
+      throw CliError(kExitUsage, e.what());
+    }
     Recording rec(a, describe(a));
     auto result = scenarios::run_autograd_demo(demo);
     rec.finish();
-    fmt::print("autograd-demo: MLP 8-16-16-3, {} SGD step(s), loss {:.4f} -> {:.4f}\n",
-               result.losses.size(), result.losses.front(), result.losses.back());
+    fmt::print("autograd-demo: MLP 8-16-16-3 on {}, {} SGD step(s), loss {:.4f} -> {:.4f}\n",
+               a.device, result.losses.size(), result.losses.front(), result.losses.back());
     fmt::print("  user hooks: {} added, {} removed, {} stale-key removal(s) refused\n",
                result.hooks_added, result.hooks_removed, result.stale_removals_refused);
     fmt::print("{}", rec.summary());

@@ -1,3 +1,5 @@
+#include <stdexcept>
+
 #include "autograd/node.h"
 #include "tensor/kernels.h"
 #include "trace/emit.h"
@@ -24,6 +26,12 @@ variable_list AccumulateGrad::apply(variable_list&& grad_outputs) {
   const Tensor& g = grad_outputs.at(0);
   if (!g.defined()) return {};
   AutogradMeta& meta = *variable_.autograd_meta();
+  if (g.device() != variable_.device() || g.device_index() != variable_.device_index()) {
+    throw std::invalid_argument("AccumulateGrad: a gradient on " + g.device_str() +
+                                " arrived for leaf '" + meta.name + "' on " +
+                                variable_.device_str() +
+                                "; a leaf's gradient must be on the leaf's device");
+  }
   if (!meta.grad) {
     meta.grad = g.clone().impl_ptr();
   } else {

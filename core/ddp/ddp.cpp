@@ -24,15 +24,15 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
       trace::emit(EventKind::kCollectiveBegin,
                   static_cast<uint8_t>(trace::CollectiveOp::kBroadcast), 0, id,
                   n * sizeof(float), 0, UINT32_MAX);
-      auto work = group_->broadcast(p.tensor.data(), n, options.broadcast_root);
+      auto work = group_->broadcast_tensor(p.tensor, options.broadcast_root);
       try {
         work->wait();
       } catch (const CollectiveError& e) {
         trace::emit(EventKind::kCollectiveEnd, static_cast<uint8_t>(e.status()), 0, id,
-                    work->duration_ns());
+                    work->duration_ns(), 0, work->placement());
         throw;
       }
-      trace::emit(EventKind::kCollectiveEnd, 0, 0, id, work->duration_ns());
+      trace::emit(EventKind::kCollectiveEnd, 0, 0, id, work->duration_ns(), 0, work->placement());
     }
   }
   reducer_ = std::make_unique<Reducer>(module_->named_parameters(), group_,

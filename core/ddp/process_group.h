@@ -1,7 +1,7 @@
 #pragma once
 // Collective communication for DDP: the interface a backend implements (Gloo
-// on CPU here; NCCL on GPUs fits the same shape: asynchronous work handles,
-// a per-group timeout, abort).
+// over TCP on host memory; NCCL on GPUs): asynchronous work handles, a
+// per-group timeout, abort.
 
 #include <chrono>
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/tensor.h"
 #include "trace/event.h"
 
 namespace gloo::rendezvous {
@@ -49,8 +50,11 @@ class Work {
   // Blocks until done. Throws CollectiveError if it failed or timed out.
   virtual void wait() = 0;
   virtual bool completed() const = 0;
-  // Time the backend spent on it (valid once completed).
+  // Time the backend spent on it (valid once completed); for NCCL measured
+  // with CUDA events on the communication stream.
   virtual uint64_t duration_ns() const = 0;
+  // Where it ran, as kCollectiveEnd's actor (Note [Collective placement]).
+  virtual uint32_t placement() const { return trace::kPlacementHost; }
 };
 
 struct ProcessGroupOptions {
@@ -71,9 +75,21 @@ class ProcessGroup {
   int size() const { return size_; }
   virtual std::string backend() const = 0;
 
+  // Where the buffers of allreduce/broadcast(float*) live: host memory for
+  // Gloo; device memory of cuda:device_index() for NCCL.
+  virtual Device device() const { return Device::kCPU; }
+  virtual int device_index() const { return -1; }
+
   // Sum over ranks, in place.
   virtual std::shared_ptr<Work> allreduce(float* data, size_t count) = 0;
   virtual std::shared_ptr<Work> broadcast(float* data, size_t count, int root) = 0;
+  // The same on a tensor of any device. A tensor on device() is used in
+  // place (and kept alive until the collective is done with it); one on
+  // another device is staged: copied now, copied back in wait() (so wait()
+  // must be called before the result is read). A CUDA tensor of another GPU
+  // than an NCCL group's is an error naming both.
+  std::shared_ptr<Work> allreduce_tensor(Tensor& tensor);
+  std::shared_ptr<Work> broadcast_tensor(Tensor& tensor, int root);
   virtual std::shared_ptr<Work> barrier() = 0;
   // Small metadata from every rank, in rank order (blocking).
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
@@ -82,6 +98,12 @@ class ProcessGroup {
   virtual void abort() = 0;
 
  protected:
+  // A tensor on device(): the backend's collective on its data. The default
+  // passes data_ptr(); a backend that runs asynchronously on a device stream
+  // keeps the tensor's storage alive until its work is complete.
+  virtual std::shared_ptr<Work> allreduce_on_device(Tensor& tensor);
+  virtual std::shared_ptr<Work> broadcast_on_device(Tensor& tensor, int root);
+
   int rank_, size_;
 };
 
@@ -90,5 +112,23 @@ class ProcessGroup {
 std::shared_ptr<ProcessGroup> make_gloo_process_group(std::shared_ptr<Store> store, int rank,
                                                       int size,
                                                       const ProcessGroupOptions& options = {});
+
+// NCCL on the GPUs, one GPU per rank: rank r runs on CUDA device
+// r % cuda_device_count() (ranks of one host must not share a GPU) and makes
+// it the calling thread's device. Rank 0's NCCL unique id reaches the others
+// through `store`. Collectives run on a communication stream of their own,
+// ordered with CUDA events against the device's compute stream (Note [One
+// stream per device]). A collective that fails or passes options.timeout
+// aborts the communicator (ncclCommAbort), so survivors can form a new group.
+// Throws CollectiveError when the ranks do not join within
+// rendezvous_timeout, std::runtime_error when NCCL cannot run here.
+std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store> store, int rank,
+                                                      int size,
+                                                      const ProcessGroupOptions& options = {});
+// True when this build has the NCCL process group.
+bool nccl_compiled();
+// Whether `world_size` ranks on this host can each have a GPU of their own
+// for NCCL; when not, `why` says what is missing.
+bool nccl_usable(int world_size, std::string* why = nullptr);
 
 }  // namespace hookscope::ddp

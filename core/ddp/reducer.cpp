@@ -1,7 +1,6 @@
 #include "ddp/reducer.h"
 
 #include <atomic>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -53,7 +52,7 @@ struct Reducer::Core {
     std::vector<size_t> params;
     std::vector<size_t> offsets;
     size_t numel = 0;
-    std::vector<float> buffer;
+    Tensor buffer;  // flat, on the parameters' device; reduced in place
     size_t pending = 0;
     std::shared_ptr<Work> work;
     uint64_t collective = 0;
@@ -75,6 +74,9 @@ struct Reducer::Core {
   size_t next_bucket = 0;
   size_t backward_index = 0;
 
+  // Every parameter is on this device (checked by the constructor).
+  Device device() const { return params.front().tensor.device(); }
+
   void assign_buckets() {
     bucket_of.assign(params.size(), 0);
     slot_in_bucket.assign(params.size(), 0);
@@ -82,7 +84,7 @@ struct Reducer::Core {
     size_t bytes = 0;
     auto close = [&] {
       if (current.params.empty()) return;
-      current.buffer.assign(current.numel, 0.f);
+      current.buffer = Tensor::zeros({static_cast<int64_t>(current.numel)}, device());
       buckets.push_back(std::move(current));
       current = Bucket{};
       bytes = 0;
@@ -144,13 +146,14 @@ struct Reducer::Core {
     const size_t b = bucket_of[index];
     Bucket& bucket = buckets[b];
     const size_t slot = slot_in_bucket[index];
-    float* dst = bucket.buffer.data() + bucket.offsets[slot];
-    const size_t n = static_cast<size_t>(params[index].tensor.numel());
+    const auto offset = static_cast<int64_t>(bucket.offsets[slot]);
+    const int64_t n = params[index].tensor.numel();
     Tensor g = params[index].tensor.grad();
+    Kernels& k = kernels_for(bucket.buffer.device());
     if (g.defined()) {
-      std::memcpy(dst, g.data(), n * sizeof(float));
+      k.copy_range(g, 0, bucket.buffer, offset, n);
     } else {
-      std::memset(dst, 0, n * sizeof(float));
+      k.fill_range(bucket.buffer, offset, n, 0.f);
     }
     trace::emit(EventKind::kMarkReady, 0, node, 0, index, owner, static_cast<uint32_t>(b));
     if (--bucket.pending == 0) mark_bucket_ready();
@@ -168,7 +171,7 @@ struct Reducer::Core {
       trace::emit(EventKind::kCollectiveBegin,
                   static_cast<uint8_t>(trace::CollectiveOp::kAllreduce), 0, bucket.collective,
                   bucket.numel * sizeof(float), owner, static_cast<uint32_t>(next_bucket));
-      bucket.work = group->allreduce(bucket.buffer.data(), bucket.numel);
+      bucket.work = group->allreduce_tensor(bucket.buffer);
       ++next_bucket;
     }
   }
@@ -194,17 +197,18 @@ struct Reducer::Core {
         bucket.work->wait();
       } catch (const CollectiveError& e) {
         trace::emit(EventKind::kCollectiveEnd, static_cast<uint8_t>(e.status()), 0,
-                    bucket.collective, bucket.work->duration_ns(), owner);
+                    bucket.collective, bucket.work->duration_ns(), owner,
+                    bucket.work->placement());
         throw;
       }
       trace::emit(EventKind::kCollectiveEnd, 0, 0, bucket.collective, bucket.work->duration_ns(),
-                  owner);
-      for (float& v : bucket.buffer) v *= scale;
+                  owner, bucket.work->placement());
+      Kernels& k = kernels_for(bucket.buffer.device());
+      k.scale(bucket.buffer, scale, bucket.buffer);
       for (size_t s = 0; s < bucket.params.size(); ++s) {
         Tensor& p = params[bucket.params[s]].tensor;
         Tensor g = Tensor::empty(p.shape(), p.device());
-        std::memcpy(g.data(), bucket.buffer.data() + bucket.offsets[s],
-                    static_cast<size_t>(p.numel()) * sizeof(float));
+        k.copy_range(bucket.buffer, static_cast<int64_t>(bucket.offsets[s]), g, 0, p.numel());
         p.set_grad(g);
       }
     }
@@ -251,6 +255,15 @@ Reducer::Reducer(std::vector<nn::NamedParameter> params, std::shared_ptr<Process
   c.options = std::move(options);
   c.label = next_reducer_label();
   c.owner = create_owner(OwnerKind::kReducer, c.label);
+  const Tensor& first = c.params.front().tensor;
+  for (auto& p : c.params) {
+    if (p.tensor.device() != first.device() || p.tensor.device_index() != first.device_index()) {
+      throw std::invalid_argument("Reducer: parameter '" + p.name + "' is on " +
+                                  p.tensor.device_str() + " but '" + c.params.front().name +
+                                  "' is on " + first.device_str() +
+                                  "; DDP needs every parameter of the module on one device");
+    }
+  }
   c.assign_buckets();
   for (auto& p : c.params) {
     if (!p.tensor.requires_grad()) {

@@ -152,9 +152,14 @@ class ChromeWriter {
         const auto op = trace::to_string(static_cast<trace::CollectiveOp>(b.sub));
         const std::string name = b.actor != UINT32_MAX ? fmt::format("{} bucket {}", op, b.actor)
                                                        : std::string(op);
-        complete(b, it->second.first, ts, name, "collective",
-                 fmt::format(R"("bytes":{},"status":"{}","backend_ns":{})", b.arg,
-                             trace::to_string(static_cast<trace::CollectiveStatus>(e.sub)), e.arg));
+        std::string args =
+            fmt::format(R"("bytes":{},"status":"{}","backend_ns":{})", b.arg,
+                        trace::to_string(static_cast<trace::CollectiveStatus>(e.sub)), e.arg);
+        if (e.actor != trace::kPlacementHost) {  // Note [Collective placement]
+          args += fmt::format(R"(,"device":"cuda:{}","stream":{})",
+                              trace::placement_device(e.actor), trace::placement_stream(e.actor));
+        }
+        complete(b, it->second.first, ts, name, "collective", args);
         collectives_.erase(it);
         break;
       }

@@ -10,9 +10,10 @@ namespace hookscope::scenarios {
 
 AutogradDemoResult run_autograd_demo(const AutogradDemoOptions& options) {
   if (options.steps < 1) throw std::invalid_argument("autograd-demo: --steps must be >= 1");
+  check_device_usable(options.device);
   AutogradDemoResult result;
   nn::SyntheticClassification data(8, 3, options.seed);
-  auto model = nn::mlp({8, 16, 16, 3}, options.seed);
+  auto model = nn::mlp({8, 16, 16, 3}, options.seed, options.device);
   nn::SGD sgd(model->parameters(), 0.1f);
   auto params = model->named_parameters();
   const OwnerId clip_owner = create_owner(OwnerKind::kUser, "grad clipper");
@@ -35,7 +36,7 @@ AutogradDemoResult run_autograd_demo(const AutogradDemoOptions& options) {
   HookKey stale;
   for (int step = 0; step < options.steps; ++step) {
     auto batch = data.batch(static_cast<uint64_t>(step), 32);
-    Tensor loss = cross_entropy((*model)(batch.x), batch.y);
+    Tensor loss = cross_entropy((*model)(batch.x.to(options.device)), batch.y);
     // A pre hook and a post hook on the loss's grad_fn, and a post hook on the
     // first weight's AccumulateGrad; the post hook removes itself when it fires.
     std::shared_ptr<Node> fn = loss.grad_fn();

@@ -6,11 +6,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensor/device.h"
+
 namespace hookscope::scenarios {
 
 struct AutogradDemoOptions {
   int steps = 5;
   uint64_t seed = 0;
+  Device device = Device::kCPU;
 };
 
 struct AutogradDemoResult {

@@ -50,11 +50,11 @@ std::vector<int> failure_steps(const DdpScenarioOptions& o) {
 // parameter set that unused-parameter detection finds.
 class TwoHeadNet : public nn::Module {
  public:
-  TwoHeadNet(const std::vector<int64_t>& layers, uint64_t seed) {
+  TwoHeadNet(const std::vector<int64_t>& layers, uint64_t seed, Device device) {
     std::vector<int64_t> trunk_sizes(layers.begin(), layers.end() - 1);
-    trunk = nn::mlp(trunk_sizes, seed);
-    head = std::make_shared<nn::Linear>(trunk_sizes.back(), layers.back(), seed + 101);
-    aux = std::make_shared<nn::Linear>(trunk_sizes.back(), layers.back(), seed + 202);
+    trunk = nn::mlp(trunk_sizes, seed, device);
+    head = std::make_shared<nn::Linear>(trunk_sizes.back(), layers.back(), seed + 101, device);
+    aux = std::make_shared<nn::Linear>(trunk_sizes.back(), layers.back(), seed + 202, device);
     for (auto& p : named_parameters()) p.tensor.set_name(p.name);
   }
   Tensor forward(const Tensor& x) override { return head->forward(relu(trunk->forward(x))); }
@@ -71,9 +71,9 @@ class TwoHeadNet : public nn::Module {
 
 std::shared_ptr<nn::Module> build_model(const DdpScenarioOptions& o) {
   if (o.name == "unused-parameter" || o.name == "marked-twice") {
-    return std::make_shared<TwoHeadNet>(o.layers, o.seed);
+    return std::make_shared<TwoHeadNet>(o.layers, o.seed, o.device);
   }
-  return nn::mlp(o.layers, o.seed);
+  return nn::mlp(o.layers, o.seed, o.device);
 }
 
 class RankRun {
@@ -91,6 +91,9 @@ class RankRun {
 
   RankReport run() {
     trace::set_thread_rank(static_cast<uint16_t>(rep_.rank));
+    // Note [One CUDA device per thread]: this rank's GPU, the same one the
+    // NCCL group picks.
+    if (o_.device == Device::kCUDA) cuda_set_device(rep_.rank % cuda_device_count());
     module_ = build_model(o_);
     nn::SGD sgd(module_->parameters(), o_.lr);
     while (step_ < o_.steps) {
@@ -153,7 +156,9 @@ class RankRun {
     ddp::ProcessGroupOptions opts;
     opts.timeout = o_.timeout;
     auto store = ddp::prefixed(store_, fmt::format("g{}/", gen_));
-    auto pg = ddp::make_gloo_process_group(store, rep_.rank, o_.world_size, opts);
+    auto pg = resolve_backend(o_) == "nccl"
+                  ? ddp::make_nccl_process_group(store, rep_.rank, o_.world_size, opts)
+                  : ddp::make_gloo_process_group(store, rep_.rank, o_.world_size, opts);
     group_id_ = (static_cast<uint64_t>(gen_) << 16) | static_cast<uint64_t>(rep_.rank);
     trace::emit(EventKind::kProcessGroupCreated, 0, 0, group_id_,
                 static_cast<uint64_t>(o_.world_size), 0, static_cast<uint32_t>(gen_));
@@ -230,7 +235,7 @@ class RankRun {
           (ddp && (second == nullptr || step_ % 2 == 0)) ? *ddp : *second;
       auto batch = data_.batch(static_cast<uint64_t>(step_), o_.batch_per_rank * o_.world_size,
                                rep_.rank, o_.world_size);
-      Tensor loss = cross_entropy(use(batch.x), batch.y);
+      Tensor loss = cross_entropy(use(batch.x.to(o_.device)), batch.y);
       if (o_.name == "marked-twice") {
         // A parameter used outside forward: unused-parameter detection already
         // marked it ready, then its gradient arrives anyway.
@@ -308,10 +313,23 @@ void validate(const DdpScenarioOptions& o) {
       bad("--fail-mode kill kills a process: run the scenario with `hookscope-cli launch`");
     }
   }
-  if (o.device != Device::kCPU) {
-    std::string why;
-    if (!cuda_available(&why)) bad("--device cuda: " + why);
+  check_device_usable(o.device);
+  if (o.backend != "auto" && o.backend != "gloo" && o.backend != "nccl") {
+    bad("unknown --backend '" + o.backend + "': expected auto, gloo or nccl");
   }
+  if (o.backend == "nccl") {
+    if (o.device != Device::kCUDA) bad("--backend nccl needs --device cuda");
+    std::string why;
+    if (!ddp::nccl_usable(o.world_size, &why)) {
+      bad("--backend nccl: " + why + "; use --backend gloo (gradients staged through host memory)");
+    }
+  }
+}
+
+std::string resolve_backend(const DdpScenarioOptions& o) {
+  if (o.backend != "auto") return o.backend;
+  if (o.device != Device::kCUDA) return "gloo";
+  return ddp::nccl_usable(o.world_size) ? "nccl" : "gloo";
 }
 
 DdpScenarioResult run_ddp_scenario(const DdpScenarioOptions& o) {
@@ -382,6 +400,11 @@ std::string format_result(const DdpScenarioOptions& o, const DdpScenarioResult& 
   std::string out = fmt::format("{}: policy {}, world size {}, {} step(s), {} injected failure(s)\n",
                                 o.name, trace::to_string(o.policy), o.world_size, o.steps,
                                 res.failures_injected);
+  if (o.device == Device::kCUDA) {
+    const int gpus = std::max(1, cuda_device_count());
+    out += fmt::format("  device cuda ({} GPU(s), rank r on cuda:(r % {})), backend {}\n", gpus,
+                       gpus, resolve_backend(o));
+  }
   for (const RankReport& r : res.ranks) {
     out += fmt::format("  rank {}{}: ", r.rank,
                        r.generation ? fmt::format(" (replacement {})", r.generation) : "");

@@ -26,7 +26,10 @@ struct DdpScenarioOptions {
   trace::FailureMode fail_mode = trace::FailureMode::kThrow;
   std::string fail_point = "hook";    // hook | collective (for throw)
   std::chrono::milliseconds timeout{5000};
-  Device device = Device::kCPU;
+  Device device = Device::kCPU;      // cuda: rank r trains on cuda:(r % device count)
+  // auto: gloo on the CPU; nccl on CUDA when every rank can have a GPU of its
+  // own, else gloo staging the gradients through host memory.
+  std::string backend = "auto";       // auto | gloo | nccl
   std::vector<int64_t> layers = {16, 32, 32, 4};
   int64_t batch_per_rank = 16;       // the global batch is this times the world size
   float lr = 0.1f;
@@ -61,6 +64,8 @@ struct DdpScenarioResult {
 
 // Throws std::invalid_argument for inconsistent options, naming the option.
 void validate(const DdpScenarioOptions& options);
+// The process group backend the ranks will use: "gloo" or "nccl".
+std::string resolve_backend(const DdpScenarioOptions& options);
 DdpScenarioResult run_ddp_scenario(const DdpScenarioOptions& options);
 
 // Human-readable summary lines (steps, loss, recoveries, hooks per AccumulateGrad).

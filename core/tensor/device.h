@@ -18,4 +18,24 @@ bool cuda_compiled();
 bool cuda_available(std::string* why = nullptr);
 int cuda_device_count();
 
+// Note [One CUDA device per thread]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// As with cudaSetDevice, the CUDA device is a property of the calling host
+// thread: Tensor::empty(shape, Device::kCUDA) allocates on it and every
+// kernel launched for its tensors runs on that device's stream. DDP ranks
+// that run as threads each call cuda_set_device(rank % cuda_device_count())
+// first. A tensor of another device given to an op is a device mismatch
+// error that names both devices ("cuda:0 and cuda:1").
+//
+// Throws std::runtime_error when CUDA is not usable or `index` is not a device.
+void cuda_set_device(int index);
+// The calling thread's CUDA device (0 unless set); -1 when CUDA is not usable.
+int cuda_current_device();
+// "cpu", "cuda:0", ...; index < 0 prints the bare device name.
+std::string device_string(Device device, int index);
+
+// Throws std::invalid_argument when `device` cannot run here, saying why and
+// what to do instead ("... no CUDA device is usable ...; use --device cpu").
+void check_device_usable(Device device);
+
 }  // namespace hookscope

@@ -1,7 +1,10 @@
 #pragma once
 // The device dispatch point: every op's math goes through the Kernels of the
 // device its tensors live on. CPU kernels are in kernels_cpu.cpp; CUDA
-// kernels register themselves when the build has CUDA.
+// kernels (cuda/kernels_cuda.cu) are looked up when the build has CUDA.
+// Kernels may assume the shapes were checked by the op; the CUDA kernels
+// check that every tensor is on the same device (Note [One CUDA device per
+// thread]).
 
 #include <cstdint>
 #include <vector>
@@ -23,6 +26,12 @@ class Kernels {
   virtual void fill(Tensor& out, float value) = 0;
   virtual void copy_from_host(Tensor& out, const float* src) = 0;
   virtual void copy_to_host(const Tensor& src, float* dst) = 0;
+  // dst[dst_offset + i] = src[src_offset + i] for i < count (flat element
+  // offsets; DDP buckets). Both tensors on this device.
+  virtual void copy_range(const Tensor& src, int64_t src_offset, Tensor& dst,
+                          int64_t dst_offset, int64_t count) = 0;
+  // out[offset + i] = value for i < count.
+  virtual void fill_range(Tensor& out, int64_t offset, int64_t count, float value) = 0;
 
   virtual void unary(UnaryOp op, const Tensor& x, Tensor& out) = 0;
   virtual void unary_grad(UnaryGradOp op, const Tensor& grad, const Tensor& saved,
@@ -57,7 +66,8 @@ class Kernels {
 
 // Throws std::runtime_error saying why when the device has no kernels.
 Kernels& kernels_for(Device device);
-// Called once by the CUDA translation unit when it is linked in.
+// Replaces the CUDA kernels (by default those of cuda/kernels_cuda.cu when
+// the build has CUDA). kernels_for(kCUDA) still requires a usable device.
 void register_cuda_kernels(Kernels* kernels);
 
 }  // namespace hookscope

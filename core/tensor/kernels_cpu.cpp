@@ -2,6 +2,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -29,6 +30,13 @@ class CpuKernels final : public Kernels {
   }
   void copy_to_host(const Tensor& src, float* dst) override {
     std::memcpy(dst, src.data(), sizeof(float) * src.numel());
+  }
+  void copy_range(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset,
+                  int64_t count) override {
+    std::memcpy(dst.data() + dst_offset, src.data() + src_offset, sizeof(float) * count);
+  }
+  void fill_range(Tensor& out, int64_t offset, int64_t count, float value) override {
+    std::fill_n(out.data() + offset, count, value);
   }
 
   void unary(UnaryOp op, const Tensor& x, Tensor& out) override {
@@ -178,22 +186,41 @@ class CpuKernels final : public Kernels {
   }
 };
 
-Kernels* g_cuda_kernels = nullptr;
+std::atomic<Kernels*> g_cuda_kernels{nullptr};
 
 }  // namespace
 
-void register_cuda_kernels(Kernels* kernels) { g_cuda_kernels = kernels; }
+#ifdef HOOKSCOPE_WITH_CUDA
+// cuda/kernels_cuda.cu. Referenced here rather than registered from a static
+// initializer, which the linker would drop from the static library.
+Kernels* builtin_cuda_kernels();
+#endif
+
+void register_cuda_kernels(Kernels* kernels) { g_cuda_kernels.store(kernels); }
 
 Kernels& kernels_for(Device device) {
   static CpuKernels cpu;
   if (device == Device::kCPU) return cpu;
-  std::string why;
-  if (!cuda_available(&why) || g_cuda_kernels == nullptr) {
+  // Asked once per process; a device that vanishes later fails in the kernels.
+  static const std::string unusable = [] {
+    std::string why;
+    return cuda_available(&why) ? std::string() : why;
+  }();
+  Kernels* cuda = g_cuda_kernels.load();
+#ifdef HOOKSCOPE_WITH_CUDA
+  if (cuda == nullptr && unusable.empty()) {
+    Kernels* expected = nullptr;
+    g_cuda_kernels.compare_exchange_strong(expected, builtin_cuda_kernels());
+    cuda = g_cuda_kernels.load();
+  }
+#endif
+  const std::string& why = unusable;
+  if (!why.empty() || cuda == nullptr) {
     throw std::runtime_error("cannot run on cuda: " +
                              (why.empty() ? std::string("no CUDA kernels in this build") : why) +
                              "; use --device cpu");
   }
-  return *g_cuda_kernels;
+  return *cuda;
 }
 
 }  // namespace hookscope

@@ -20,9 +20,9 @@ void check_defined(const char* op, const Tensor& t) {
 Device common_device(const char* op, const Tensor& a, const Tensor& b) {
   check_defined(op, a);
   check_defined(op, b);
-  if (a.device() != b.device()) {
-    shape_error(op, "expected all tensors on the same device, got " + device_name(a.device()) +
-                        " and " + device_name(b.device()));
+  if (a.device() != b.device() || a.device_index() != b.device_index()) {
+    shape_error(op, "expected all tensors on the same device, got " + a.device_str() + " and " +
+                        b.device_str() + " (move one with .to(), or build both on one device)");
   }
   return a.device();
 }

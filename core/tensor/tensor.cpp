@@ -125,16 +125,31 @@ Device Tensor::device() const {
   return impl_->storage->device;
 }
 
+int Tensor::device_index() const {
+  check_defined("device_index()");
+  return impl_->storage->device_index;
+}
+
+std::string Tensor::device_str() const { return device_string(device(), device_index()); }
+
 float* Tensor::data() {
   check_defined("data()");
   if (impl_->storage->device != Device::kCPU) {
-    throw std::logic_error("data() needs a CPU tensor; this one is on " +
-                           device_name(device()) + " (use to(Device::kCPU))");
+    throw std::logic_error("data() needs a CPU tensor; this one is on " + device_str() +
+                           " (use to(Device::kCPU))");
   }
   return impl_->storage->cpu_data();
 }
 
 const float* Tensor::data() const { return const_cast<Tensor*>(this)->data(); }
+
+float* Tensor::data_ptr() {
+  check_defined("data_ptr()");
+  Storage& s = *impl_->storage;
+  return s.device == Device::kCPU ? s.cpu_data() : s.cuda_data();
+}
+
+const float* Tensor::data_ptr() const { return const_cast<Tensor*>(this)->data_ptr(); }
 
 std::vector<float> Tensor::to_vector() const {
   check_defined("to_vector()");
@@ -178,7 +193,7 @@ Tensor Tensor::detach() const {
 std::string Tensor::to_string(int max_elems) const {
   if (!impl_) return "Tensor(undefined)";
   std::ostringstream os;
-  os << "Tensor(shape=" << shape_str(shape()) << ", device=" << device_name(device());
+  os << "Tensor(shape=" << shape_str(shape()) << ", device=" << device_str();
   if (device() == Device::kCPU) {
     os << ", data=[";
     const float* d = data();

@@ -25,6 +25,7 @@ int64_t numel_of(const Shape& shape);
 // autograd chains) keep their data inline: one allocation per tensor.
 struct Storage {
   Device device = Device::kCPU;
+  int device_index = -1;         // kCUDA: the device the block lives on; -1 on the CPU
   int64_t numel = 0;
   std::shared_ptr<void> cuda;    // device == kCUDA: a block from the caching allocator
 
@@ -46,6 +47,7 @@ struct Storage {
     cpu_ = heap_.data();
   }
   float* cpu_data() { return cpu_; }
+  float* cuda_data() { return static_cast<float*>(cuda.get()); }
 
  private:
   static constexpr int64_t kInline = 4;
@@ -111,10 +113,18 @@ class Tensor {
   int64_t size(int64_t d) const;
   int64_t numel() const;
   Device device() const;
+  // The CUDA device the data lives on; -1 for a CPU tensor.
+  int device_index() const;
+  // "cpu", "cuda:0", ... for messages.
+  std::string device_str() const;
 
   // CPU data access; throws for a tensor on another device.
   float* data();
   const float* data() const;
+  // The data on its own device (device memory for a CUDA tensor): for
+  // kernels and collectives, never to be dereferenced on the host.
+  float* data_ptr();
+  const float* data_ptr() const;
   std::vector<float> to_vector() const;  // copies to host from any device
   float item() const;                     // single-element tensors
 

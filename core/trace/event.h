@@ -74,7 +74,8 @@ enum class EventKind : uint8_t {
   // key = collective id, arg = bytes, actor = bucket index (UINT32_MAX: none),
   // sub = CollectiveOp
   kCollectiveBegin = 40,
-  // key = collective id, sub = CollectiveStatus, arg = duration ns measured by the backend
+  // key = collective id, sub = CollectiveStatus, arg = duration ns measured by
+  // the backend, actor = where it ran (Note [Collective placement])
   kCollectiveEnd = 41,
   // all buckets reduced and averaged gradients written back; arg = backward index
   kBucketsFinalized = 42,
@@ -127,6 +128,23 @@ enum class RemoveCause : uint8_t {
   kNodeReleased = 2,   // its Function was destroyed with the hook still on it
   kTensorReleased = 3, // its leaf tensor was destroyed
 };
+
+// Note [Collective placement]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// kCollectiveEnd's actor says where the collective ran: 0 (kPlacementHost)
+// for host memory (Gloo, also traces older than this field, where actor was
+// always 0); otherwise bits 0..7 hold the CUDA device index + 1 and bits
+// 8..23 the stream's per-process number (1, 2, ...: Note [One stream per
+// device]). For a GPU collective, arg (the duration) is measured with CUDA
+// events on that stream.
+constexpr uint32_t kPlacementHost = 0;
+constexpr uint32_t cuda_placement(int device, int stream) {
+  return (static_cast<uint32_t>(device + 1) & 0xffu) | ((static_cast<uint32_t>(stream) & 0xffffu) << 8);
+}
+constexpr int placement_device(uint32_t placement) { return static_cast<int>(placement & 0xffu) - 1; }
+constexpr int placement_stream(uint32_t placement) {
+  return static_cast<int>((placement >> 8) & 0xffffu);
+}
 
 constexpr uint8_t kNodeIsLeafAccumulator = 1;
 constexpr uint32_t kOwnerFromSnapshot = 1;

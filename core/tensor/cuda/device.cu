@@ -1,6 +1,7 @@
 // CUDA runtime queries. Compiled only when the build has CUDA (HOOKSCOPE_WITH_CUDA).
 #include <cuda_runtime.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "tensor/device.h"
@@ -30,6 +31,34 @@ bool cuda_available(std::string* why) {
     return false;
   }
   return true;
+}
+
+int cuda_current_device() {
+  if (!cuda_available()) return -1;
+  int d = 0;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return d;
+}
+
+void cuda_set_device(int index) {
+  std::string why;
+  if (!cuda_available(&why)) {
+    throw std::runtime_error("cuda_set_device(" + std::to_string(index) + "): " + why);
+  }
+  const int n = cuda_device_count();
+  if (index < 0 || index >= n) {
+    throw std::runtime_error("cuda_set_device(" + std::to_string(index) + "): this machine has " +
+                             std::to_string(n) + " CUDA device(s)");
+  }
+  const cudaError_t err = cudaSetDevice(index);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    throw std::runtime_error("cudaSetDevice(" + std::to_string(index) +
+                             ") failed: " + cudaGetErrorString(err));
+  }
 }
 
 }  // namespace hookscope

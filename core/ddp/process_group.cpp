@@ -1,0 +1,107 @@
+// ProcessGroup's tensor collectives: in place on the group's device, staged
+// through a copy otherwise (a CUDA tensor on a Gloo group is reduced in host
+// memory, as PyTorch's ProcessGroupGloo does for CUDA tensors).
+#include <stdexcept>
+#include <string>
+
+#include "ddp/process_group.h"
+#include "tensor/kernels.h"
+
+namespace hookscope::ddp {
+
+namespace {
+
+// The collective ran on `staged`; wait() copies the result back into `target`.
+class StagedWork : public Work {
+ public:
+  StagedWork(std::shared_ptr<Work> inner, Tensor staged, Tensor target)
+      : inner_(std::move(inner)), staged_(std::move(staged)), target_(std::move(target)) {}
+
+  // The backend may still be writing into staged_ (it holds a raw pointer):
+  // it must finish before staged_ is freed. Bounded by the group's timeout.
+  ~StagedWork() override {
+    if (inner_->completed()) return;
+    try {
+      inner_->wait();
+    } catch (...) {  // the failure was (or will be) reported by whoever waits
+    }
+  }
+
+  void wait() override {
+    inner_->wait();
+    if (copied_back_) return;
+    std::vector<float> host = staged_.to_vector();
+    kernels_for(target_.device()).copy_from_host(target_, host.data());
+    copied_back_ = true;
+  }
+  bool completed() const override { return inner_->completed(); }
+  uint64_t duration_ns() const override { return inner_->duration_ns(); }
+  uint32_t placement() const override { return inner_->placement(); }
+
+ private:
+  std::shared_ptr<Work> inner_;
+  Tensor staged_, target_;
+  bool copied_back_ = false;
+};
+
+bool on_group_device(const ProcessGroup& g, const Tensor& t) {
+  return t.device() == g.device() && (g.device() == Device::kCPU || t.device_index() == g.device_index());
+}
+
+Tensor stage(const ProcessGroup& g, const Tensor& t, const char* what) {
+  if (!t.defined()) throw std::invalid_argument(std::string(what) + ": undefined tensor");
+  if (t.device() == g.device()) {  // two GPUs: copying between them is not what the user meant
+    throw std::invalid_argument(
+        std::string(what) + ": rank " + std::to_string(g.rank()) + "'s " + g.backend() +
+        " process group runs on " + device_string(g.device(), g.device_index()) +
+        " but the tensor is on " + t.device_str() +
+        " (one GPU per rank: rank r uses cuda:(r % device count); build the model after the "
+        "process group, or call cuda_set_device first)");
+  }
+  return t.to(g.device());
+}
+
+}  // namespace
+
+std::shared_ptr<Work> ProcessGroup::allreduce_tensor(Tensor& tensor) {
+  if (on_group_device(*this, tensor)) return allreduce_on_device(tensor);
+  Tensor staged = stage(*this, tensor, "allreduce");
+  return std::make_shared<StagedWork>(allreduce_on_device(staged), staged, tensor);
+}
+
+std::shared_ptr<Work> ProcessGroup::broadcast_tensor(Tensor& tensor, int root) {
+  if (on_group_device(*this, tensor)) return broadcast_on_device(tensor, root);
+  Tensor staged = stage(*this, tensor, "broadcast");
+  return std::make_shared<StagedWork>(broadcast_on_device(staged, root), staged, tensor);
+}
+
+std::shared_ptr<Work> ProcessGroup::allreduce_on_device(Tensor& tensor) {
+  return allreduce(tensor.data_ptr(), static_cast<size_t>(tensor.numel()));
+}
+
+std::shared_ptr<Work> ProcessGroup::broadcast_on_device(Tensor& tensor, int root) {
+  return broadcast(tensor.data_ptr(), static_cast<size_t>(tensor.numel()), root);
+}
+
+#ifndef HOOKSCOPE_WITH_NCCL
+bool nccl_compiled() { return false; }
+
+bool nccl_usable(int, std::string* why) {
+  if (why) {
+    *why = cuda_compiled() ? "this build has no NCCL (nccl.h or libnccl was not found at "
+                             "configure time, or HOOKSCOPE_NCCL=OFF)"
+                           : "this build has no CUDA, hence no NCCL";
+  }
+  return false;
+}
+
+std::shared_ptr<ProcessGroup> make_nccl_process_group(std::shared_ptr<Store>, int, int,
+                                                      const ProcessGroupOptions&) {
+  std::string why;
+  nccl_usable(1, &why);
+  throw std::runtime_error("cannot create an NCCL process group: " + why +
+                           "; use the gloo backend");
+}
+#endif
+
+}  // namespace hookscope::ddp
