@@ -1,15 +1,12 @@
 #include "app_state.h"
 
-#include <GLFW/glfw3.h>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 
 #include "scenarios/autograd_demo.h"
 #include "scenarios/ddp_scenarios.h"
-#include "trace/reader.h"
 #include "trace/strings.h"
 
 namespace hookscope::app {
@@ -25,188 +22,400 @@ void LiveSink::drain(std::vector<std::unique_ptr<trace::Chunk>>& out) {
   pending_.clear();
 }
 
-App::App(const Args& args) : args_(args) {
+App::App(const Args& args)
+    : args_(args), recent_(args.headless_frames() ? std::filesystem::path() : default_recent_file()) {
   if (args_.live) {
     start_live();
-  } else {
+  } else if (!args_.files.empty()) {
     open_files(args_.files);
+    initial_load_pending_ = true;
   }
 }
 
 App::~App() { shutdown(); }
 
-void App::setup_style(GLFWwindow* window) {
+void App::setup_style(float scale) {
   ImGuiIO& io = ImGui::GetIO();
-  io.IniFilename = nullptr;
-  float xscale = 1.f, yscale = 1.f;
-  glfwGetWindowContentScale(window, &xscale, &yscale);
-  const float scale = std::max(1.f, xscale);
+  // Headless runs (screenshots, benchmarks, tests) neither read nor write the
+  // user's layout, so they look the same everywhere.
+  if (args_.headless_frames() || config_dir().empty()) {
+    io.IniFilename = nullptr;
+  } else {
+    ini_path_ = (config_dir() / "imgui.ini").string();
+    io.IniFilename = ini_path_.c_str();
+  }
+  scale = std::clamp(scale, 1.f, 4.f);
   const char* font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
   if (std::filesystem::exists(font)) {
     io.Fonts->AddFontFromFileTTF(font, 15.f * scale);
   } else {
-    io.Fonts->AddFontDefault();
+    ImFontConfig config;
+    config.SizePixels = 13.f * scale;
+    io.Fonts->AddFontDefault(&config);
   }
   if (args_.light) {
     ImGui::StyleColorsLight();
   } else {
     ImGui::StyleColorsDark();
   }
-  ImGui::GetStyle().ScaleAllSizes(scale);
+  ImGuiStyle& style = ImGui::GetStyle();
+  style.WindowRounding = 3.f;
+  style.FrameRounding = 2.f;
+  style.ScaleAllSizes(scale);
 }
 
-void App::open_files(const std::vector<std::string>& files) {
-  traces_.clear();
-  for (const auto& f : files) {
-    try {
-      traces_.push_back(trace::read_trace(f));
-      if (!traces_.back().truncation.empty()) {
-        error_ += fmt::format("{}: {}\n", f, traces_.back().truncation);
-      }
-    } catch (const std::exception& e) {
-      error_ += fmt::format("{}\n", e.what());
-    }
-  }
-  events_.clear();
-  event_trace_.clear();
-  for (uint32_t t = 0; t < traces_.size(); ++t) {
-    for (const auto& e : traces_[t].events) {
-      events_.push_back(e);
-      event_trace_.push_back(t);
-    }
-  }
-  std::vector<size_t> order(events_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return events_[a].t_ns < events_[b].t_ns; });
-  std::vector<trace::Event> e2;
-  std::vector<uint32_t> t2;
-  for (size_t i : order) {
-    e2.push_back(events_[i]);
-    t2.push_back(event_trace_[i]);
-  }
-  events_.swap(e2);
-  event_trace_.swap(t2);
-  if (args_.at >= 0) current_ = std::min<size_t>(static_cast<size_t>(args_.at), events_.size() ? events_.size() - 1 : 0);
+// ---------------------------------------------------------------- opening
+
+void App::open_files(std::vector<std::string> files) {
+  if (files.empty()) return;
+  loader_.start(std::move(files));
 }
+
+void App::open_compare(std::vector<std::string> files) {
+  if (files.empty()) return;
+  compare_.files = files;
+  compare_.error.clear();
+  compare_.loader.start(std::move(files));
+  show_compare_ = true;
+}
+
+void App::on_drop(std::vector<std::string> files) {
+  if (ImGui::GetIO().KeyShift) {
+    open_compare(std::move(files));
+  } else {
+    open_files(std::move(files));
+  }
+}
+
+void App::adopt(LoadResult result) {
+  error_ += result.errors;
+  if (!result.model) return;  // nothing readable: what was open stays open
+  warning_ = result.warnings;
+  if (!warning_.empty() && warning_.back() == '\n') warning_.pop_back();
+  stop_live();
+  files_ = result.files;
+  title_ = files_.size() == 1 ? files_[0]
+                              : fmt::format("{} (+{} more)", files_[0], files_.size() - 1);
+  recent_.add(files_);
+  set_model(std::move(result.model), false);
+}
+
+void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_position) {
+  // The views point at the model: give them the new one before the old goes.
+  if (keep_position) {
+    graph_.update_model(model.get());
+  } else {
+    graph_.set_model(model.get());
+  }
+  timeline_.set_model(model.get());
+  size_t at = 0;
+  if (!keep_position && args_.at >= 0) {
+    at = static_cast<size_t>(args_.at);
+    args_.at = -1;  // only for the first trace opened
+  } else if (!keep_position && model) {
+    at = model->num_events() ? model->num_events() - 1 : 0;
+  }
+  session_.set_model(model, keep_position, at);
+  if (!keep_position) {
+    for (size_t b : timeline_.bookmarks()) timeline_.toggle_bookmark(b);
+  }
+  if (!keep_position && args_.select >= 0 && model) {
+    for (uint32_t s = 0; s < model->num_traces(); ++s) {
+      const auto f = model->find_function(s, static_cast<uint64_t>(args_.select));
+      if (f != analysis::kNoIndex) {
+        session_.select_function(f);
+        graph_.select_function(f);
+        graph_.focus(f);
+        break;
+      }
+    }
+    if (session_.selected_function() == analysis::kNoIndex) {
+      warning_ = fmt::format("--select {}: no Function with that id in the trace", args_.select);
+    }
+    args_.select = -1;
+  }
+  rows_ = EventRows{};
+  rows_.expression.clear();
+  set_filter(filter_text_);
+  findings_ = FindingsState{};
+  if (model) {
+    findings_.model = model.get();
+    findings_.pending = std::async(std::launch::async, [m = model] { return analysis::diagnose(*m); });
+  }
+  compare_.diff.reset();
+  compare_.diffed_against = nullptr;
+  scroll_events_ = true;
+}
+
+void App::set_filter(const std::string& expression) {
+  std::snprintf(filter_text_, sizeof(filter_text_), "%s", expression.c_str());
+  const analysis::Model* model = session_.model();
+  if (rows_.model == model && rows_.expression == expression && !rows_.pending.valid()) return;
+  FilterParseError error;
+  EventFilter filter = EventFilter::parse(expression, &error);
+  rows_.error = error;
+  if (!error.message.empty()) return;  // keep showing the last good rows
+  rows_.model = model;
+  rows_.expression = expression;
+  if (filter.empty() || !model) {
+    rows_.all = true;
+    rows_.rows.clear();
+    rows_.pending = {};
+    return;
+  }
+  rows_.pending_expression = expression;
+  auto shared = session_.shared_model();
+  rows_.pending = std::async(std::launch::async, [filter = std::move(filter), shared] {
+    return filter.select(*shared, 0, shared->num_events());
+  });
+  if (args_.headless_frames()) rows_.pending.wait();
+}
+
+void App::poll_background() {
+  if (auto r = args_.headless_frames() ? loader_.wait() : loader_.poll()) {
+    initial_load_pending_ = false;
+    adopt(std::move(*r));
+  }
+  if (auto r = compare_.loader.poll()) {
+    compare_.error = r->errors;
+    error_ += r->errors;
+    if (r->model) {
+      compare_.model = std::move(r->model);
+      compare_.files = r->files;
+      compare_.diff.reset();
+      compare_.diffed_against = nullptr;
+    }
+  }
+  if (rows_.pending.valid() &&
+      rows_.pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    rows_.rows = rows_.pending.get();
+    rows_.all = false;
+    scroll_events_ = true;
+  }
+  if (findings_.pending.valid()) {
+    if (args_.headless_frames()) findings_.pending.wait();
+    if (findings_.pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      try {
+        findings_.findings = findings_.pending.get();
+      } catch (const std::exception& e) {
+        warning_ = fmt::format("diagnostics failed: {}", e.what());
+      }
+      findings_.ready = true;
+    }
+  }
+  // The diff needs both models and this side's findings.
+  if (compare_.model && session_.model() && findings_.ready &&
+      compare_.diffed_against != session_.model()) {
+    compare_.diff = std::make_unique<analysis::ModelDiff>(
+        analysis::diff_models(*session_.model(), findings_.findings, *compare_.model,
+                              analysis::diagnose(*compare_.model)));
+    compare_.diffed_against = session_.model();
+  }
+  if (args_.headless_frames() && session_.model()) graph_.wait_for_layout();
+}
+
+bool App::settled() const {
+  return !loader_.busy() && !initial_load_pending_ && (!live_recorder_ || live_finished_) &&
+         (!session_.model() || (findings_.ready && graph_.layout_ready() && !graph_.layout_pending()));
+}
+
+// ---------------------------------------------------------------- live
 
 void App::start_live() {
-  traces_.assign(1, trace::TraceData{});
-  traces_[0].source = "live: " + args_.scenario.scenario;
+  files_.clear();
+  title_ = "live: " + args_.scenario.scenario;
   live_recorder_ = std::make_unique<trace::Recorder>(live_sink_);
   live_recorder_->start();
+  live_done_ = false;
+  live_finished_ = false;
   live_thread_ = std::thread([this] {
+    std::string result;
     try {
       if (args_.scenario.scenario == "autograd-demo") {
         scenarios::AutogradDemoOptions o;
         o.steps = args_.scenario.steps > 0 ? args_.scenario.steps : 5;
         o.seed = args_.scenario.seed;
         auto r = scenarios::run_autograd_demo(o);
-        live_result_ = fmt::format("loss {:.4f} -> {:.4f}", r.losses.front(), r.losses.back());
+        result = fmt::format("loss {:.4f} -> {:.4f}", r.losses.front(), r.losses.back());
       } else {
         auto o = cli::to_ddp_options(args_.scenario);
         auto r = scenarios::run_ddp_scenario(o);
-        live_result_ = scenarios::format_result(o, r);
+        result = scenarios::format_result(o, r);
       }
     } catch (const std::exception& e) {
-      live_result_ = std::string("the scenario failed: ") + e.what();
+      result = std::string("the scenario failed: ") + e.what();
+    }
+    {
+      std::lock_guard<std::mutex> lock(live_result_mutex_);
+      live_result_ = result;
     }
     live_done_ = true;
   });
 }
 
+void App::stop_live() {
+  if (live_thread_.joinable()) live_thread_.join();
+  if (live_recorder_ && live_recorder_->attached()) live_recorder_->finish();
+  live_recorder_.reset();
+  live_chunks_.clear();
+}
+
 void App::poll_live() {
-  if (!live_recorder_) return;
-  if (live_done_ && live_thread_.joinable()) {
-    live_thread_.join();
-    live_recorder_->finish();
+  if (!live_recorder_ || live_finished_) return;
+  // Headless modes show the finished run.
+  if (args_.headless_frames() && live_thread_.joinable()) live_thread_.join();
+  bool finishing = false;
+  if (live_done_ && live_thread_.joinable()) live_thread_.join();
+  if (live_done_ && !live_thread_.joinable() && live_recorder_->attached()) {
+    live_recorder_->finish();  // hands over the last partial chunks
+    finishing = true;
   }
   std::vector<std::unique_ptr<trace::Chunk>> fresh;
   live_sink_.drain(fresh);
-  if (fresh.empty()) return;
   for (auto& c : fresh) live_chunks_.push_back(std::move(c));
+  if (!fresh.empty()) live_pending_ = true;
+  // Rebuilding the model costs about its size: at most a few times a second.
+  const auto now = std::chrono::steady_clock::now();
+  const bool due = now - live_rebuilt_ > std::chrono::milliseconds(400);
+  if (!finishing && !(live_pending_ && due)) return;
+  live_pending_ = false;
+  live_rebuilt_ = now;
+  trace::TraceData data;
+  data.source = title_;
+  data.header.scenario = args_.scenario.scenario;
   std::vector<const trace::Chunk*> view;
   for (auto& c : live_chunks_) view.push_back(c.get());
-  events_ = trace::merge_chunks(view);
-  event_trace_.assign(events_.size(), 0);
-  traces_[0].strings = trace::strings_since(0);
+  data.events = trace::merge_chunks(view);
+  data.strings = trace::strings_since(0);
+  if (finishing) live_finished_ = true;
+  try {
+    auto model = std::make_shared<const analysis::Model>(std::move(data));
+    set_model(std::move(model), session_.model() != nullptr);
+  } catch (const std::exception& e) {
+    error_ += fmt::format("the live trace cannot be analysed: {}\n", e.what());
+    live_finished_ = true;
+  }
 }
 
 void App::shutdown() {
-  if (live_thread_.joinable()) live_thread_.join();
-  if (live_recorder_ && live_recorder_->attached()) live_recorder_->finish();
+  stop_live();
+  if (findings_.pending.valid()) findings_.pending.wait();
+  if (rows_.pending.valid()) rows_.pending.wait();
+}
+
+// ---------------------------------------------------------------- frame
+
+void App::jump_to(size_t event, analysis::FunctionIndex select) {
+  session_.set_playing(false);
+  session_.go_to(event);
+  if (select != analysis::kNoIndex) {
+    session_.select_function(select);
+    graph_.select_function(select);
+    graph_.focus(select);
+  }
+}
+
+void App::place(const char* window, float x, float y, float w, float h) {
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  const float top = ImGui::GetFrameHeight();           // menu bar
+  const float bottom = ImGui::GetFrameHeight() + 6.f;  // status bar
+  const float W = vp->WorkSize.x, H = vp->Size.y - top - bottom;
+  (void)window;
+  const ImGuiCond cond = reset_layout_ ? ImGuiCond_Always : ImGuiCond_FirstUseEver;
+  ImGui::SetNextWindowPos(ImVec2(vp->Pos.x + x * W, vp->Pos.y + top + y * H), cond);
+  ImGui::SetNextWindowSize(ImVec2(w * W, h * H), cond);
 }
 
 void App::frame() {
   const auto t0 = std::chrono::steady_clock::now();
+  const double dt = last_frame_ == std::chrono::steady_clock::time_point{}
+                        ? 0.0
+                        : std::chrono::duration<double>(t0 - last_frame_).count();
+  last_frame_ = t0;
   poll_live();
-  ImGuiIO& io = ImGui::GetIO();
-  if (!io.WantTextInput && !events_.empty()) {
-    if (ImGui::IsKeyPressed(ImGuiKey_RightArrow) && current_ + 1 < events_.size()) ++current_;
-    if (ImGui::IsKeyPressed(ImGuiKey_LeftArrow) && current_ > 0) --current_;
-    if (ImGui::IsKeyPressed(ImGuiKey_Home)) current_ = 0;
-    if (ImGui::IsKeyPressed(ImGuiKey_End)) current_ = events_.size() - 1;
+  poll_background();
+  handle_keys();
+  session_.advance(dt);
+  if (session_.current() != last_current_) {
+    last_current_ = session_.current();
+    scroll_events_ = true;
   }
+
   draw_menu();
-  const ImGuiViewport* vp = ImGui::GetMainViewport();
-  const float status_h = ImGui::GetFrameHeight();
-  const float menu_h = ImGui::GetFrameHeight();
-  ImGui::SetNextWindowPos(ImVec2(vp->Pos.x, vp->Pos.y + menu_h));
-  ImGui::SetNextWindowSize(ImVec2(vp->Size.x * 0.35f, vp->Size.y - menu_h - status_h));
-  draw_summary_panel();
-  ImGui::SetNextWindowPos(ImVec2(vp->Pos.x + vp->Size.x * 0.35f, vp->Pos.y + menu_h));
-  ImGui::SetNextWindowSize(ImVec2(vp->Size.x * 0.65f, vp->Size.y - menu_h - status_h));
+  // Note [Default layout]: the graph is the largest panel, top left; what
+  // describes the selection is to its right; time runs along the bottom.
+  constexpr float kLeft = 0.62f, kTop = 0.58f, kTimeline = 0.17f;
+  place("Graph", 0.f, 0.f, kLeft, kTop);
+  draw_graph_panel();
+  place("Function", kLeft, 0.f, 1.f - kLeft, 0.32f);
+  draw_inspector_panel();
+  place("Reducers", kLeft, 0.32f, 1.f - kLeft, kTop - 0.32f);
+  draw_reducers_panel();
+  place("Timeline", 0.f, kTop, 1.f, kTimeline);
+  draw_timeline_panel();
+  place("Events", 0.f, kTop + kTimeline, kLeft, 1.f - kTop - kTimeline);
   draw_events_panel();
+  place("Diagnostics", kLeft, kTop + kTimeline, 1.f - kLeft, 1.f - kTop - kTimeline);
+  draw_diagnostics_panel();
+  if (show_compare_) {
+    place("Compare", kLeft, 0.f, 1.f - kLeft, kTop);
+    draw_compare_panel();
+  }
+  reset_layout_ = false;
   draw_status_bar();
+  draw_help_window();
+  draw_goto_dialog();
+  draw_file_browser();
+  draw_progress();
   draw_error_dialog();
-  frame_ms_.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  frame_ms_.push_back(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }
 
 void App::report() {
   if (args_.bench_frames <= 0 || frame_ms_.empty()) return;
-  std::vector<double> v = frame_ms_;
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-  fmt::print("median CPU frame time over {} frames: {:.3f} ms\n", v.size(), v[v.size() / 2]);
+  // The first frames build fonts and the layout: not what a user scrolls through.
+  std::vector<double> v(frame_ms_.begin() + static_cast<long>(std::min<size_t>(frame_ms_.size() - 1, 5)),
+                        frame_ms_.end());
+  std::sort(v.begin(), v.end());
+  const analysis::Model* m = session_.model();
+  fmt::print("{} Functions, {} events, {} frames: median CPU frame time {:.3f} ms (p90 {:.3f} ms)\n",
+             m ? m->functions().size() : 0, m ? m->num_events() : 0, v.size(), v[v.size() / 2],
+             v[std::min(v.size() - 1, v.size() * 9 / 10)]);
 }
 
-void App::draw_menu() {
-  if (ImGui::BeginMainMenuBar()) {
-    if (ImGui::BeginMenu("File")) {
-      if (ImGui::MenuItem("Quit", "Ctrl+Q")) request_quit(0);
-      ImGui::EndMenu();
-    }
-    ImGui::EndMainMenuBar();
-  }
-}
-
-void App::draw_status_bar() {
+void App::draw_progress() {
+  const bool main_busy = loader_.busy();
+  const bool compare_busy = compare_.loader.busy();
+  if (!main_busy && !compare_busy) return;
+  const TraceLoader& l = main_busy ? loader_ : compare_.loader;
   const ImGuiViewport* vp = ImGui::GetMainViewport();
-  const float h = ImGui::GetFrameHeight();
-  ImGui::SetNextWindowPos(ImVec2(vp->Pos.x, vp->Pos.y + vp->Size.y - h));
-  ImGui::SetNextWindowSize(ImVec2(vp->Size.x, h));
-  ImGui::Begin("##status", nullptr,
-               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
-                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing);
-  std::string src = traces_.empty() ? "nothing open" : traces_[0].source;
-  if (traces_.size() > 1) src += fmt::format(" (+{} more)", traces_.size() - 1);
-  if (events_.empty()) {
-    ImGui::Text("%s | no events", src.c_str());
-  } else {
-    const auto& e = events_[current_];
-    const double t_ms = (e.t_ns - events_.front().t_ns) / 1e6;
-    ImGui::Text("%s | event %zu / %zu | t = %.3f ms | rank %u%s", src.c_str(), current_ + 1,
-                events_.size(), t_ms, static_cast<unsigned>(e.rank),
-                live_recorder_ && !live_done_ ? " | live: running" : "");
-  }
+  ImGui::SetNextWindowPos(ImVec2(vp->Pos.x + vp->Size.x * 0.5f, vp->Pos.y + vp->Size.y * 0.5f),
+                          ImGuiCond_Always, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowSize(ImVec2(std::min(560.f, vp->Size.x * 0.8f), 0.f));
+  ImGui::Begin("Loading", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings |
+                   ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoFocusOnAppearing);
+  ImGui::TextUnformatted(l.stage().c_str());
+  ImGui::ProgressBar(l.progress(), ImVec2(-1.f, 0.f));
   ImGui::End();
 }
 
 void App::draw_error_dialog() {
   if (error_.empty()) return;
   ImGui::OpenPopup("Could not open");
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(ImVec2(vp->Pos.x + vp->Size.x * 0.5f, vp->Pos.y + vp->Size.y * 0.5f),
+                          ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
   if (ImGui::BeginPopupModal("Could not open", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40.f);
     ImGui::TextUnformatted(error_.c_str());
-    if (ImGui::Button("OK")) {
+    ImGui::PopTextWrapPos();
+    if (session_.model()) {
+      ImGui::TextDisabled("What was open stays open.");
+    }
+    if (ImGui::Button("OK") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter)) ||
+        ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) {
       error_.clear();
       ImGui::CloseCurrentPopup();
     }

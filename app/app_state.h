@@ -1,21 +1,30 @@
 #pragma once
-// The app: what is open (traces or a live run), the current event every panel
-// follows, and the panels. See app/panel_*.cpp.
+// The app: what is open (trace files or a live run), the Session every panel
+// follows (app/session.h), and the panels, one source file each
+// (app/panel_*.cpp). main.cpp owns the window; tests drive an App with an
+// ImGui context and no window (tests/test_app_ui.cpp).
 
 #include <imgui.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "analysis/diagnostics.h"
+#include "analysis/diff.h"
 #include "app_args.h"
+#include "config.h"
+#include "event_filter.h"
+#include "loader.h"
+#include "render/graph_view.h"
+#include "render/timeline_view.h"
+#include "session.h"
 #include "trace/recorder.h"
-#include "trace/trace_data.h"
-
-struct GLFWwindow;
 
 namespace hookscope::app {
 
@@ -31,11 +40,41 @@ class LiveSink : public trace::ChunkSink {
   std::vector<std::unique_ptr<trace::Chunk>> pending_;
 };
 
+// The Events panel's filtered rows, computed off the UI thread for big traces.
+struct EventRows {
+  std::string expression;            // what the rows are for
+  FilterParseError error;            // of the expression being typed
+  bool all = true;                   // no filter: row i is event i
+  std::vector<analysis::EventIndex> rows;
+  std::future<std::vector<analysis::EventIndex>> pending;
+  std::string pending_expression;
+  const analysis::Model* model = nullptr;  // the model the rows belong to
+};
+
+// Diagnostics run off the UI thread; the panel shows them once ready.
+struct FindingsState {
+  std::vector<analysis::Finding> findings;
+  bool ready = false;
+  std::future<std::vector<analysis::Finding>> pending;
+  const analysis::Model* model = nullptr;  // what `findings` describe
+};
+
+// A second trace beside the first (Compare panel).
+struct CompareState {
+  std::vector<std::string> files;
+  std::shared_ptr<const analysis::Model> model;
+  std::unique_ptr<analysis::ModelDiff> diff;  // once both models and findings are there
+  const analysis::Model* diffed_against = nullptr;
+  TraceLoader loader;
+  std::string error;
+};
+
 class App {
  public:
   explicit App(const Args& args);
   ~App();
-  void setup_style(GLFWwindow* window);
+  // Fonts, theme and scale. `scale`: the monitor's content scale (HiDPI).
+  void setup_style(float scale);
   void frame();
   void shutdown();
   void report();  // --bench-frames output
@@ -47,31 +86,106 @@ class App {
   }
   int exit_code() const { return exit_code_; }
 
+  // Opening things: asynchronous, with a progress bar; errors go to a dialog.
+  void open_files(std::vector<std::string> files);
+  void open_compare(std::vector<std::string> files);
+  // Dropped onto the window (main.cpp's GLFW callback): opens them; with
+  // Shift held, opens them for comparison.
+  void on_drop(std::vector<std::string> files);
+
+  // True once what was asked for on the command line is loaded (or failed)
+  // and the graph layout has landed: screenshots wait for it.
+  bool settled() const;
+  // Blocks until loads and diagnostics finish (tests, screenshots).
+  void wait_until_settled();
+
+  Session& session() { return session_; }
+  const Session& session() const { return session_; }
+  const std::string& error() const { return error_; }
+  const FindingsState& findings() const { return findings_; }
+  const EventRows& event_rows() const { return rows_; }
+  render::GraphView& graph() { return graph_; }
+  // The Events panel's filter text (tests set it as a user types).
+  void set_filter(const std::string& expression);
+  bool help_open() const { return show_help_; }
+  bool goto_open() const { return show_goto_; }
+
+  // Every key the app handles (Help lists them; tests press them).
+  void handle_keys();
+
  private:
-  void open_files(const std::vector<std::string>& files);
+  void adopt(LoadResult result);
+  void set_model(std::shared_ptr<const analysis::Model> model, bool keep_position);
   void start_live();
+  void stop_live();
   void poll_live();
-  void draw_menu();
-  void draw_status_bar();
-  void draw_events_panel();
-  void draw_summary_panel();
+  void poll_background();
+  void jump_to(size_t event, analysis::FunctionIndex select = analysis::kNoIndex);
+  // Sets window positions/sizes for the default layout (always when
+  // `force`, else only for windows that have none in imgui.ini).
+  void place(const char* window, float x, float y, float w, float h);
+
+  // Panels, one file each.
+  void draw_menu();          // app_menu.cpp
+  void draw_status_bar();    // panel_status.cpp
+  void draw_graph_panel();   // panel_graph.cpp
+  void draw_inspector_panel();    // panel_inspector.cpp
+  void draw_timeline_panel();     // panel_timeline.cpp
+  void draw_events_panel();       // panel_events.cpp
+  void draw_reducers_panel();     // panel_reducers.cpp
+  void draw_diagnostics_panel();  // panel_diagnostics.cpp
+  void draw_compare_panel();      // panel_compare.cpp
+  void draw_help_window();        // panel_help.cpp
+  void draw_goto_dialog();        // panel_help.cpp
+  void draw_file_browser();       // file_browser.cpp
   void draw_error_dialog();
+  void draw_progress();
 
   Args args_;
-  std::vector<trace::TraceData> traces_;   // one per file, or the live run's
-  std::vector<trace::Event> events_;       // all traces merged on one timeline
-  std::vector<uint32_t> event_trace_;      // which trace each event came from
-  size_t current_ = 0;
-  std::string error_;                      // shown in a modal dialog
-  char filter_[256] = "";
+  Session session_;
+  std::vector<std::string> files_;  // what is open ("" entries for a live run)
+  std::string title_;               // the status bar's name for it
+  TraceLoader loader_;
+  bool initial_load_pending_ = false;
+  std::string error_;               // shown in a modal dialog
+  std::string warning_;             // shown in the status bar (truncated files)
+  std::string ini_path_;            // imgui.ini under config_dir()
+
+  render::GraphView graph_;
+  render::TimelineView timeline_;
+  EventRows rows_;
+  FindingsState findings_;
+  CompareState compare_;
+  RecentFiles recent_;
 
   // Live run.
   LiveSink live_sink_;
   std::unique_ptr<trace::Recorder> live_recorder_;
   std::thread live_thread_;
   std::atomic<bool> live_done_{false};
+  bool live_finished_ = false;  // the recorder's last chunks are in the model
+  bool live_pending_ = false;   // chunks arrived that the model does not have yet
   std::vector<std::unique_ptr<trace::Chunk>> live_chunks_;
+  std::vector<std::string> live_strings_;
+  std::chrono::steady_clock::time_point live_rebuilt_{};
   std::string live_result_;
+  std::mutex live_result_mutex_;
+
+  // UI state.
+  bool show_help_ = false;
+  bool show_goto_ = false;
+  bool show_browser_ = false;
+  bool browser_for_compare_ = false;
+  bool show_compare_ = false;
+  bool goto_focus_ = false;
+  bool focus_filter_ = false;       // Ctrl+F: put the cursor in the filter box
+  bool reset_layout_ = false;       // View > Reset layout: place windows again
+  bool scroll_events_ = false;      // the current event moved: scroll the table to it
+  size_t last_current_ = SIZE_MAX;
+  char goto_text_[32] = "";
+  char filter_text_[256] = "";
+  analysis::OwnerIndex inspector_owner_ = analysis::kNoIndex;
+  std::chrono::steady_clock::time_point last_frame_{};
 
   std::vector<double> frame_ms_;
   bool quit_ = false;

@@ -57,11 +57,20 @@ int main(int argc, char** argv) {
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   hookscope::app::App app(args);
-  app.setup_style(window);
+  float xscale = 1.f, yscale = 1.f;
+  glfwGetWindowContentScale(window, &xscale, &yscale);
+  app.setup_style(xscale);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
+  // Files dropped onto the window open (with Shift held: for comparison).
+  glfwSetWindowUserPointer(window, &app);
+  glfwSetDropCallback(window, [](GLFWwindow* w, int count, const char** paths) {
+    auto* a = static_cast<hookscope::app::App*>(glfwGetWindowUserPointer(w));
+    a->on_drop(std::vector<std::string>(paths, paths + count));
+  });
   ImGui_ImplOpenGL3_Init("#version 330 core");
 
   int frames = 0;
+  int settled_at = -1;
   while (!glfwWindowShouldClose(window) && !app.quit_requested()) {
     glfwPollEvents();
     ImGui_ImplOpenGL3_NewFrame();
@@ -77,7 +86,13 @@ int main(int argc, char** argv) {
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     ++frames;
-    if (!args.screenshot.empty() && frames == args.screenshot_frame()) {
+    // A screenshot waits until what was asked for is loaded and laid out,
+    // then a few frames more for fonts and scrolling to settle.
+    if (!app.settled()) settled_at = -1;
+    else if (settled_at < 0) settled_at = frames;
+    const bool settled = settled_at >= 0 && frames >= settled_at + args.screenshot_frame();
+    if (!args.screenshot.empty() && (settled || frames >= 2000)) {
+      if (!settled) std::fprintf(stderr, "hookscope: still loading after %d frames; taking the screenshot anyway\n", frames);
       const bool ok = save_png(args.screenshot, w, h);
       std::printf(ok ? "wrote %s (%dx%d)\n" : "could not write %s\n", args.screenshot.c_str(), w, h);
       app.request_quit(ok ? 0 : 1);

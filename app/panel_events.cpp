@@ -1,83 +1,114 @@
-// Events panel: every event in order, filterable by kind, click to jump.
+// Events panel: every event (or those a filter expression keeps, Note
+// [Filter expressions]) in a table; a click jumps there, Enter in the filter
+// box jumps to the next match after the current event.
 #include <fmt/format.h>
 
-#include <cstring>
+#include <algorithm>
 
 #include "app_state.h"
 
 namespace hookscope::app {
 
-namespace {
-
-std::string describe(const trace::Event& e, const trace::TraceData& t) {
-  using trace::EventKind;
-  switch (e.kind) {
-    case EventKind::kNodeCreated:
-    case EventKind::kNodeLabel:
-      return fmt::format("#{} {}", e.node, t.str(e.arg));
-    case EventKind::kNodeEdge:
-      return fmt::format("#{} -> #{}", e.node, e.arg);
-    case EventKind::kOwnerCreated:
-      return fmt::format("owner {} '{}'", e.owner, t.str(e.arg));
-    case EventKind::kHookAdded:
-    case EventKind::kHookFired:
-    case EventKind::kHookRemoved:
-    case EventKind::kHookRemoveFailed:
-      return fmt::format("{} hook key {} on #{} owner {}{}", trace::to_string(static_cast<trace::HookKind>(e.sub)),
-                         e.key, e.node, e.owner,
-                         e.actor ? fmt::format(" by {}", e.actor) : std::string());
-    default:
-      return e.node ? fmt::format("#{}", e.node) : std::string();
-  }
-}
-
-}  // namespace
-
 void App::draw_events_panel() {
-  ImGui::Begin("Events", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
-                                      ImGuiWindowFlags_NoCollapse);
-  ImGui::SetNextItemWidth(-1);
-  ImGui::InputTextWithHint("##filter", "filter by kind, e.g. hook_fire", filter_, sizeof(filter_));
-  std::vector<size_t> rows;
-  rows.reserve(events_.size());
-  for (size_t i = 0; i < events_.size(); ++i) {
-    if (filter_[0] == 0 || trace::to_string(events_[i].kind).find(filter_) != std::string_view::npos) {
-      rows.push_back(i);
-    }
+  const bool open = ImGui::Begin("Events");
+  const analysis::Model* m = session_.model();
+  if (!open || !m) {
+    if (open) ImGui::TextDisabled("No events.");
+    ImGui::End();
+    return;
   }
+  if (focus_filter_) {
+    ImGui::SetKeyboardFocusHere();
+    focus_filter_ = false;
+  }
+  const size_t total = m->num_events();
+  const size_t shown = rows_.all ? total : rows_.rows.size();
+  const std::string count = rows_.pending.valid() ? std::string("filtering...")
+                            : rows_.all           ? fmt::format("{} events", total)
+                                                  : fmt::format("{} of {}", shown, total);
+  ImGui::SetNextItemWidth(-ImGui::CalcTextSize(count.c_str()).x - 16.f);
+  char buf[sizeof(filter_text_)];
+  std::snprintf(buf, sizeof(buf), "%s", filter_text_);
+  if (ImGui::InputTextWithHint("##filter", "filter (Ctrl+F): kind:hook_fire owner:\"Reducer 2\" fn:AccumulateGrad rank:1 text",
+                               buf, sizeof(buf))) {
+    set_filter(buf);
+  }
+  const bool enter = ImGui::IsItemFocused() && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter));
+  if (ImGui::IsItemHovered() && !rows_.error.message.empty()) ImGui::SetTooltip("%s", rows_.error.message.c_str());
+  ImGui::SameLine();
+  ImGui::TextDisabled("%s", count.c_str());
+  if (!rows_.error.message.empty()) {
+    ImGui::TextColored(ImVec4(1.f, 0.45f, 0.4f, 1.f), "at %zu: %s", rows_.error.position,
+                       rows_.error.message.c_str());
+  }
+  auto event_of_row = [&](size_t r) -> size_t { return rows_.all ? r : rows_.rows[r]; };
+  // The row of the current event, or of the first shown after it.
+  const size_t cur = session_.current();
+  size_t cur_row = rows_.all ? cur
+                             : static_cast<size_t>(std::lower_bound(rows_.rows.begin(), rows_.rows.end(), cur) -
+                                                   rows_.rows.begin());
+  if (enter && shown > 0) {
+    // Next match strictly after the current event, wrapping around.
+    size_t r = (cur_row < shown && event_of_row(cur_row) == cur) ? cur_row + 1 : cur_row;
+    if (r >= shown) r = 0;
+    jump_to(event_of_row(r), session_.function_of_event(event_of_row(r)));
+    cur_row = r;
+  }
+
+  bool clicked = false;
   if (ImGui::BeginTable("events", 5,
                         ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                            ImGuiTableFlags_Resizable)) {
+                            ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingFixedFit)) {
     ImGui::TableSetupScrollFreeze(0, 1);
-    ImGui::TableSetupColumn("#", ImGuiTableColumnFlags_WidthFixed, 70);
-    ImGui::TableSetupColumn("t (ms)", ImGuiTableColumnFlags_WidthFixed, 80);
-    ImGui::TableSetupColumn("rank", ImGuiTableColumnFlags_WidthFixed, 40);
-    ImGui::TableSetupColumn("kind", ImGuiTableColumnFlags_WidthFixed, 170);
-    ImGui::TableSetupColumn("what");
+    ImGui::TableSetupColumn("#", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("00000000").x);
+    ImGui::TableSetupColumn("t (ms)", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("000000.000").x);
+    ImGui::TableSetupColumn("rank", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("rank").x);
+    ImGui::TableSetupColumn("kind", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("process_group_destroyed").x);
+    ImGui::TableSetupColumn("what", ImGuiTableColumnFlags_WidthStretch);
     ImGui::TableHeadersRow();
+    if (scroll_events_ && shown > 0) {
+      const float row_h = ImGui::GetTextLineHeight() + 2.f * ImGui::GetStyle().CellPadding.y;
+      const float visible = ImGui::GetWindowHeight();
+      const float y = static_cast<float>(std::min(cur_row, shown - 1)) * row_h;
+      // Only when the row is out of view: stepping inside the view keeps it still.
+      if (y < ImGui::GetScrollY() || y > ImGui::GetScrollY() + visible - 2.f * row_h) {
+        ImGui::SetScrollY(std::max(0.f, y - visible * 0.4f));
+      }
+    }
     ImGuiListClipper clipper;
-    clipper.Begin(static_cast<int>(rows.size()));
+    clipper.Begin(static_cast<int>(shown));
+    const int64_t t0 = m->time_ns(0);
     while (clipper.Step()) {
       for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) {
-        const size_t i = rows[static_cast<size_t>(r)];
-        const trace::Event& e = events_[i];
+        const size_t i = event_of_row(static_cast<size_t>(r));
+        const trace::Event e = m->event(i);
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
-        const std::string id = fmt::format("{}", i);
-        if (ImGui::Selectable(id.c_str(), i == current_, ImGuiSelectableFlags_SpanAllColumns)) current_ = i;
+        char id[24];
+        std::snprintf(id, sizeof(id), "%zu", i);
+        if (ImGui::Selectable(id, i == cur, ImGuiSelectableFlags_SpanAllColumns)) {
+          jump_to(i, session_.function_of_event(i));
+          clicked = true;
+        }
         ImGui::TableNextColumn();
-        ImGui::Text("%.3f", (e.t_ns - events_.front().t_ns) / 1e6);
+        ImGui::Text("%.3f", static_cast<double>(m->time_ns(i) - t0) / 1e6);
         ImGui::TableNextColumn();
         ImGui::Text("%u", static_cast<unsigned>(e.rank));
         ImGui::TableNextColumn();
         const auto kind = trace::to_string(e.kind);
         ImGui::TextUnformatted(kind.data(), kind.data() + kind.size());
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(describe(e, traces_[event_trace_[i]]).c_str());
+        // describe() starts with "#i rN kind": the row already shows those.
+        const std::string text = m->describe(i);
+        size_t skip = 0;
+        for (int spaces = 0; skip < text.size() && spaces < 3; ++skip) spaces += text[skip] == ' ';
+        ImGui::TextUnformatted(text.c_str() + skip);
       }
     }
     ImGui::EndTable();
   }
+  (void)clicked;
+  scroll_events_ = false;
   ImGui::End();
 }
 

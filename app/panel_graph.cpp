@@ -1,0 +1,25 @@
+// Graph panel: the autograd graph at the current event (render/graph_view.h),
+// every rank side by side; a click selects a Function for the inspector.
+#include "app_state.h"
+
+namespace hookscope::app {
+
+void App::draw_graph_panel() {
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(2.f, 2.f));
+  const bool open = ImGui::Begin("Graph");
+  ImGui::PopStyleVar();
+  if (open) {
+    if (!session_.model()) {
+      ImGui::TextDisabled(loader_.busy() ? "loading..." : "No trace open. File > Open (Ctrl+O), or drop a .hstrace file here.");
+    } else {
+      const render::GraphViewResult r = graph_.draw(session_.state());
+      if (r.selection_changed) {
+        session_.select_function(r.selected_function);
+        session_.select_owner(r.selected_owner);
+      }
+    }
+  }
+  ImGui::End();
+}
+
+}  // namespace hookscope::app

@@ -1,0 +1,218 @@
+#include "session.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hookscope::app {
+
+using trace::EventKind;
+
+bool is_lifecycle_event(const trace::Event& e) {
+  switch (e.kind) {
+    case EventKind::kReducerConstructed:
+    case EventKind::kReducerDestroyed:
+    case EventKind::kFailure:
+      return true;
+    case EventKind::kRecoveryStep:
+      return e.sub == static_cast<uint8_t>(trace::RecoveryStep::kDdpRebuilt);
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+const analysis::State& empty_state() {
+  static const analysis::State state;
+  return state;
+}
+
+bool indexed_by_model(EventKind kind) {
+  // Model::events_of_kind: kHookRemoveFailed and every later kind but apply.
+  return static_cast<int>(kind) >= static_cast<int>(EventKind::kHookRemoveFailed) &&
+         kind != EventKind::kApplyBegin && kind != EventKind::kApplyEnd;
+}
+
+}  // namespace
+
+void Session::set_model(std::shared_ptr<const analysis::Model> model, bool keep_position,
+                        size_t at) {
+  const size_t old_current = current();
+  const bool was_at_end = num_events() > 0 && old_current + 1 == num_events();
+  model_ = std::move(model);
+  cursor_.reset();
+  for (auto& k : kind_events_) k.reset();
+  lifecycle_.clear();
+  if (!keep_position) {
+    selected_function_ = analysis::kNoIndex;
+    selected_owner_ = analysis::kNoIndex;
+    bookmarks_.clear();
+    playing_ = false;
+  }
+  if (!model_ || model_->num_events() == 0) return;
+  for (EventKind k : {EventKind::kReducerConstructed, EventKind::kReducerDestroyed,
+                      EventKind::kFailure, EventKind::kRecoveryStep}) {
+    for (analysis::EventIndex i : model_->events_of_kind(k)) {
+      if (is_lifecycle_event(model_->event(i))) lifecycle_.push_back(i);
+    }
+  }
+  std::sort(lifecycle_.begin(), lifecycle_.end());
+  const size_t last = model_->num_events() - 1;
+  size_t target = keep_position ? (was_at_end ? last : old_current) : at;
+  cursor_.emplace(*model_, std::min(target, last));
+  // A grown model keeps ids (Note [Analysis ids] are positional), so the
+  // selection stays meaningful; drop it only if it no longer exists.
+  if (selected_function_ != analysis::kNoIndex && selected_function_ >= model_->functions().size()) {
+    selected_function_ = analysis::kNoIndex;
+  }
+  if (selected_owner_ != analysis::kNoIndex && selected_owner_ >= model_->owners().size()) {
+    selected_owner_ = analysis::kNoIndex;
+  }
+  std::erase_if(bookmarks_, [&](size_t b) { return b > last; });
+}
+
+const analysis::State& Session::state() const { return cursor_ ? cursor_->state() : empty_state(); }
+
+void Session::go_to(size_t index) {
+  if (!cursor_) return;
+  index = std::min(index, num_events() - 1);
+  const size_t cur = cursor_->index();
+  // Stepping costs what the events change; a seek costs a checkpoint replay.
+  // Near moves step (Note [Replay by intervals]).
+  if (index > cur && index - cur <= 64) {
+    while (cursor_->index() < index) cursor_->next();
+  } else if (index < cur && cur - index <= 64) {
+    while (cursor_->index() > index) cursor_->prev();
+  } else if (index != cur) {
+    cursor_->seek(index);
+  }
+}
+
+void Session::step(long delta) {
+  if (!cursor_) return;
+  const long target = static_cast<long>(current()) + delta;
+  go_to(static_cast<size_t>(std::max(0L, target)));
+}
+
+const std::vector<analysis::EventIndex>& Session::kind_index(EventKind kind) {
+  if (indexed_by_model(kind)) return model_->events_of_kind(kind);
+  auto& slot = kind_events_[static_cast<size_t>(kind) % kind_events_.size()];
+  if (!slot) {
+    slot.emplace();
+    const size_t n = model_->num_events();
+    for (size_t i = 0; i < n; ++i) {
+      if (model_->event(i).kind == kind) slot->push_back(static_cast<analysis::EventIndex>(i));
+    }
+  }
+  return *slot;
+}
+
+namespace {
+
+// The first element after `cur` (dir > 0) or the last before it (dir < 0).
+std::optional<size_t> neighbour(const std::vector<analysis::EventIndex>& sorted, size_t cur,
+                                int dir) {
+  if (dir > 0) {
+    auto it = std::upper_bound(sorted.begin(), sorted.end(), cur);
+    if (it == sorted.end()) return std::nullopt;
+    return *it;
+  }
+  auto it = std::lower_bound(sorted.begin(), sorted.end(), cur);
+  if (it == sorted.begin()) return std::nullopt;
+  return *(it - 1);
+}
+
+}  // namespace
+
+bool Session::step_kind(int dir) {
+  if (empty()) return false;
+  EventKind kind = step_kind_;
+  if (kind == EventKind::kNone) kind = model_->event(current()).kind;
+  const auto next = neighbour(kind_index(kind), current(), dir);
+  if (!next) return false;
+  go_to(*next);
+  return true;
+}
+
+bool Session::step_lifecycle(int dir) {
+  if (empty()) return false;
+  const auto next = neighbour(lifecycle_, current(), dir);
+  if (!next) return false;
+  go_to(*next);
+  return true;
+}
+
+analysis::FunctionIndex Session::function_of_event(size_t index) const {
+  if (empty() || index >= num_events()) return analysis::kNoIndex;
+  const trace::Event e = model_->event(index);
+  if (e.node == 0) return analysis::kNoIndex;
+  switch (e.kind) {
+    case EventKind::kNodeCreated:
+    case EventKind::kNodeEdge:
+    case EventKind::kNodeLabel:
+    case EventKind::kNodeReleased:
+    case EventKind::kHookAdded:
+    case EventKind::kHookFired:
+    case EventKind::kHookRemoved:
+    case EventKind::kHookRemoveFailed:
+    case EventKind::kApplyBegin:
+    case EventKind::kApplyEnd:
+    case EventKind::kAutogradHookNoop:
+    case EventKind::kMarkReady:
+    case EventKind::kMarkedTwice:
+    case EventKind::kUnusedParameter:
+      return model_->find_function(model_->source(index), e.node);
+    default:
+      return analysis::kNoIndex;
+  }
+}
+
+bool Session::toggle_bookmark() {
+  if (empty()) return false;
+  const size_t cur = current();
+  auto it = std::lower_bound(bookmarks_.begin(), bookmarks_.end(), cur);
+  if (it != bookmarks_.end() && *it == cur) {
+    bookmarks_.erase(it);
+    return false;
+  }
+  if (bookmarks_.size() >= kMaxBookmarks) {
+    // Drop the one farthest from here: the user is working around `cur`.
+    auto far = std::max_element(bookmarks_.begin(), bookmarks_.end(), [&](size_t a, size_t b) {
+      return (a > cur ? a - cur : cur - a) < (b > cur ? b - cur : cur - b);
+    });
+    bookmarks_.erase(far);
+  }
+  bookmarks_.insert(std::lower_bound(bookmarks_.begin(), bookmarks_.end(), cur), cur);
+  return true;
+}
+
+bool Session::jump_to_bookmark(size_t n) {
+  if (n >= bookmarks_.size()) return false;
+  go_to(bookmarks_[n]);
+  return true;
+}
+
+void Session::set_playing(bool on) {
+  playing_ = on && !empty();
+  play_debt_ = 0.0;
+  // Play from the start when at the end, as a media player does.
+  if (playing_ && current() + 1 >= num_events()) go_first();
+}
+
+void Session::set_speed(double events_per_second) {
+  speed_ = std::clamp(events_per_second, 0.5, 1e6);
+}
+
+void Session::advance(double seconds) {
+  if (!playing_ || empty()) return;
+  play_debt_ += std::max(0.0, seconds) * speed_;
+  const double whole = std::floor(play_debt_);
+  if (whole < 1.0) return;
+  play_debt_ -= whole;
+  const size_t last = num_events() - 1;
+  const size_t target = std::min<size_t>(last, current() + static_cast<size_t>(whole));
+  go_to(target);
+  if (target == last) playing_ = false;
+}
+
+}  // namespace hookscope::app
