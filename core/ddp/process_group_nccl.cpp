@@ -439,12 +439,14 @@ class NcclProcessGroup : public ProcessGroup {
       return work;
     }
     HOOKSCOPE_CUDA_CHECK(cudaEventRecord(work->end_event(), c_->stream));
+    std::lock_guard<std::mutex> in_flight_lock(in_flight_mutex_);
     in_flight_.push_back(work);
     return work;
   }
 
   // Drops the works whose collective is over (their tensors may be freed now).
   void reap() {
+    std::lock_guard<std::mutex> lock(in_flight_mutex_);
     while (!in_flight_.empty() && in_flight_.front()->completed()) in_flight_.pop_front();
   }
 
@@ -466,8 +468,9 @@ class NcclProcessGroup : public ProcessGroup {
         std::this_thread::sleep_for(std::chrono::microseconds(100));
       }
     }
+    std::lock_guard<std::mutex> lock(in_flight_mutex_);
     if (!idle) {
-      std::lock_guard<std::mutex> lock(g_leaked_mutex);
+      std::lock_guard<std::mutex> leaked_lock(g_leaked_mutex);
       for (auto& w : in_flight_) leaked_works().push_back(w);
     }
     in_flight_.clear();
@@ -476,6 +479,7 @@ class NcclProcessGroup : public ProcessGroup {
   std::shared_ptr<Store> store_;
   std::shared_ptr<NcclComm> c_;
   cudaEvent_t ready_ = nullptr;
+  std::mutex in_flight_mutex_;  // abort() may come from another thread
   std::deque<std::shared_ptr<NcclWork>> in_flight_;  // issue order = completion order
   Tensor barrier_buffer_;
   uint64_t allgather_seq_ = 0;

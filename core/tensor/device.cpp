@@ -25,8 +25,8 @@ void check_device_usable(Device device) {
   if (device == Device::kCPU) return;
   std::string why;
   if (!cuda_available(&why)) {
-    throw std::invalid_argument("--device cuda: no CUDA device is usable here: " + why +
-                                "; use --device cpu");
+    throw std::invalid_argument("--device cuda: no CUDA device is usable here (" + why +
+                                "); use --device cpu");
   }
 }
 

@@ -24,8 +24,8 @@ bool cuda_available(std::string* why) {
   cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess || n == 0) {
     if (why) {
-      *why = std::string("CUDA is compiled in but no GPU is usable here (") +
-             (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices") + ")";
+      *why = std::string("CUDA is compiled in, but ") +
+             (err != cudaSuccess ? cudaGetErrorString(err) : "the machine has 0 devices");
     }
     cudaGetLastError();
     return false;
