@@ -41,6 +41,7 @@ bool cuda_available(std::string* why) {
   return false;
 }
 int cuda_current_device() { return -1; }
+std::string cuda_device_description(int) { return ""; }
 CudaMemoryStats cuda_memory_stats(int) { return {}; }
 void cuda_empty_cache() {}
 void cuda_synchronize() {}

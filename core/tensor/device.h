@@ -31,6 +31,8 @@ int cuda_device_count();
 void cuda_set_device(int index);
 // The calling thread's CUDA device (0 unless set); -1 when CUDA is not usable.
 int cuda_current_device();
+// "NVIDIA H200, 139.8 GiB, sm_90" for reports; "" when not a usable device.
+std::string cuda_device_description(int index);
 // "cpu", "cuda:0", ...; index < 0 prints the bare device name.
 std::string device_string(Device device, int index);
 

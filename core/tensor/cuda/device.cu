@@ -1,6 +1,7 @@
 // CUDA runtime queries. Compiled only when the build has CUDA (HOOKSCOPE_WITH_CUDA).
 #include <cuda_runtime.h>
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -59,6 +60,20 @@ void cuda_set_device(int index) {
     throw std::runtime_error("cudaSetDevice(" + std::to_string(index) +
                              ") failed: " + cudaGetErrorString(err));
   }
+}
+
+std::string cuda_device_description(int index) {
+  if (index < 0 || index >= cuda_device_count()) return "";
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, index) != cudaSuccess) {
+    cudaGetLastError();
+    return "";
+  }
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), ", %.1f GiB, sm_%d%d",
+                static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0), prop.major,
+                prop.minor);
+  return std::string(prop.name) + buf;
 }
 
 }  // namespace hookscope
