@@ -58,6 +58,18 @@ Tensor stage(const ProcessGroup& g, const Tensor& t, const char* what) {
         " (one GPU per rank: rank r uses cuda:(r % device count); build the model after the "
         "process group, or call cuda_set_device first)");
   }
+  if (g.device() != Device::kCUDA) return t.to(g.device());
+  // Onto the group's GPU, whichever device the calling thread is on.
+  struct Restore {
+    int previous = cuda_current_device();
+    ~Restore() {
+      try {
+        if (previous >= 0) cuda_set_device(previous);
+      } catch (...) {  // it was valid a moment ago; nothing better to do in a destructor
+      }
+    }
+  } restore;
+  cuda_set_device(g.device_index());
   return t.to(g.device());
 }
 

@@ -294,7 +294,10 @@ class NcclProcessGroup : public ProcessGroup {
 
   std::shared_ptr<Work> barrier() override {
     // An allreduce of one float, as PyTorch's NCCL barrier.
-    if (!barrier_buffer_.defined()) barrier_buffer_ = Tensor::zeros({1}, Device::kCUDA);
+    if (!barrier_buffer_.defined()) {
+      cuda::DeviceGuard guard(c_->device);
+      barrier_buffer_ = Tensor::zeros({1}, Device::kCUDA);
+    }
     return allreduce_on_device(barrier_buffer_);
   }
 
@@ -326,6 +329,7 @@ class NcclProcessGroup : public ProcessGroup {
 
  protected:
   std::shared_ptr<Work> allreduce_on_device(Tensor& t) override {
+    check_on_my_gpu(t);
     float* data = t.data_ptr();
     const size_t count = static_cast<size_t>(t.numel());
     return enqueue("allreduce", t.impl()->storage, [=](ncclComm_t comm, cudaStream_t s) {
@@ -334,6 +338,7 @@ class NcclProcessGroup : public ProcessGroup {
   }
 
   std::shared_ptr<Work> broadcast_on_device(Tensor& t, int root) override {
+    check_on_my_gpu(t);
     float* data = t.data_ptr();
     const size_t count = static_cast<size_t>(t.numel());
     return enqueue("broadcast", t.impl()->storage, [=](ncclComm_t comm, cudaStream_t s) {
@@ -342,6 +347,14 @@ class NcclProcessGroup : public ProcessGroup {
   }
 
  private:
+  void check_on_my_gpu(const Tensor& t) const {
+    if (t.device() != Device::kCUDA || t.device_index() != c_->device) {
+      throw std::invalid_argument(c_->where() + ": the NCCL process group got a tensor on " +
+                                  t.device_str() + "; its collectives run on " +
+                                  device_string(Device::kCUDA, c_->device));
+    }
+  }
+
   ncclUniqueId exchange_unique_id(const ProcessGroupOptions& options) {
     const std::string key = "nccl/unique_id";
     ncclUniqueId id;
@@ -409,21 +422,33 @@ class NcclProcessGroup : public ProcessGroup {
   std::shared_ptr<Work> enqueue(const char* what, std::shared_ptr<Storage> keep, Fn&& call) {
     reap();
     auto work = std::make_shared<NcclWork>(c_, what, std::move(keep));
+    // Lock order: the comm's mutex is released before in_flight_mutex_ is
+    // taken (reap holds in_flight_mutex_ and then a work's; a work's wait
+    // holds its own and then the comm's).
+    if (!queue(*work, what, std::forward<Fn>(call))) return work;
+    std::lock_guard<std::mutex> lock(in_flight_mutex_);
+    in_flight_.push_back(work);
+    return work;
+  }
+
+  // False when the work failed before reaching the stream (fail() was called).
+  template <typename Fn>
+  bool queue(NcclWork& work, const char* what, Fn&& call) {
     std::lock_guard<std::mutex> lock(c_->mutex);
     if (c_->aborted || c_->broken) {
-      work->fail(CollectiveStatus::kAborted,
-                 c_->aborted && c_->first_error == "process group aborted"
-                     ? c_->where() + ": process group was aborted"
-                     : c_->where() + ": process group is broken after an earlier failure: " +
-                           c_->first_error);
-      return work;
+      work.fail(CollectiveStatus::kAborted,
+                c_->aborted && c_->first_error == "process group aborted"
+                    ? c_->where() + ": process group was aborted"
+                    : c_->where() + ": process group is broken after an earlier failure: " +
+                          c_->first_error);
+      return false;
     }
     cuda::DeviceGuard guard(c_->device);
     // The communication stream starts after everything queued on the compute
     // stream so far, which wrote the data (Note [One stream per device]).
     HOOKSCOPE_CUDA_CHECK(cudaEventRecord(ready_, cuda::compute_stream(c_->device)));
     HOOKSCOPE_CUDA_CHECK(cudaStreamWaitEvent(c_->stream, ready_, 0));
-    HOOKSCOPE_CUDA_CHECK(cudaEventRecord(work->start_event(), c_->stream));
+    HOOKSCOPE_CUDA_CHECK(cudaEventRecord(work.start_event(), c_->stream));
     ncclResult_t r = call(c_->comm, c_->stream);
     if (r == ncclInProgress) r = c_->settle_locked(Clock::now() + c_->timeout);
     if (r != ncclSuccess) {
@@ -435,13 +460,11 @@ class NcclProcessGroup : public ProcessGroup {
                    : " failed: " + nccl_message(r, c_->comm)) +
           "; the communicator was aborted (ncclCommAbort)";
       c_->abort_locked(error);
-      work->fail(timeout ? CollectiveStatus::kTimeout : CollectiveStatus::kError, error);
-      return work;
+      work.fail(timeout ? CollectiveStatus::kTimeout : CollectiveStatus::kError, error);
+      return false;
     }
-    HOOKSCOPE_CUDA_CHECK(cudaEventRecord(work->end_event(), c_->stream));
-    std::lock_guard<std::mutex> in_flight_lock(in_flight_mutex_);
-    in_flight_.push_back(work);
-    return work;
+    HOOKSCOPE_CUDA_CHECK(cudaEventRecord(work.end_event(), c_->stream));
+    return true;
   }
 
   // Drops the works whose collective is over (their tensors may be freed now).
