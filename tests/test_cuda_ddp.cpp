@@ -4,10 +4,15 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
+#include "analysis/model.h"
+#include "analysis/synthetic.h"
 #include "ddp/process_group.h"
+#include "export/export.h"
 #include "scenarios/ddp_scenarios.h"
 #include "tensor/cuda_memory.h"
 #include "tensor/ops.h"
@@ -113,6 +118,34 @@ TEST_CASE("trace: collective placement encodes device and stream; host is 0") {
   CHECK(trace::placement_stream(p) == 7);
   CHECK(trace::placement_device(trace::cuda_placement(0, 1)) == 0);
   CHECK(trace::placement_device(trace::kPlacementHost) == -1);
+}
+
+TEST_CASE("trace: a GPU collective's device and stream show in describe and the Chrome export") {
+  analysis::TraceBuilder b;
+  const uint32_t reducer = b.owner(trace::OwnerKind::kReducer, "Reducer 1");
+  b.reducer_constructed(reducer, 1, 1);
+  const uint64_t on_gpu = b.bucket_ready(reducer, 0, 1);
+  b.push(trace::EventKind::kCollectiveEnd, 0, 0, on_gpu, 2'500'000, reducer,
+         trace::cuda_placement(1, 3));
+  const uint64_t on_host = b.bucket_ready(reducer, 0, 1);
+  b.collective_end(reducer, on_host);
+  analysis::Model m(b.take());
+  std::vector<std::string> ends;
+  for (size_t i = 0; i < m.num_events(); ++i) {
+    if (m.event(i).kind == trace::EventKind::kCollectiveEnd) ends.push_back(m.describe(i));
+  }
+  REQUIRE(ends.size() == 2);
+  CHECK(ends[0].find("collective " + std::to_string(on_gpu) + " ok after 2.500 ms on cuda:1 stream 3") !=
+        std::string::npos);
+  CHECK(ends[1].find("cuda") == std::string::npos);
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* f = ::open_memstream(&buf, &len);
+  exporters::write_chrome_trace(m, f);
+  std::fclose(f);
+  const std::string json(buf, len);
+  std::free(buf);
+  CHECK(json.find(R"("device":"cuda:1","stream":3)") != std::string::npos);
 }
 
 TEST_CASE("ddp: tensor collectives on a Gloo group work in place on CPU tensors") {

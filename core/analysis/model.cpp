@@ -180,6 +180,16 @@ std::string Model::describe(size_t index) const {
     case EventKind::kOwnerDestroyed:
       out += " " + owner(e.owner);
       break;
+    case EventKind::kCollectiveEnd:
+      if (e.owner) out += fmt::format(" {}", owner(e.owner));
+      out += fmt::format(" collective {} {} after {:.3f} ms", e.key,
+                         trace::to_string(static_cast<trace::CollectiveStatus>(e.sub)),
+                         static_cast<double>(e.arg) / 1e6);
+      if (e.actor != trace::kPlacementHost) {  // Note [Collective placement]
+        out += fmt::format(" on cuda:{} stream {}", trace::placement_device(e.actor),
+                           trace::placement_stream(e.actor));
+      }
+      break;
     default:
       if (static_cast<uint8_t>(e.kind) >= static_cast<uint8_t>(EventKind::kReducerConstructed)) {
         if (e.owner) out += " " + owner(e.owner);
