@@ -11,6 +11,9 @@ int parse_args(int argc, char** argv, Args& a) {
   CLI::App app{"hookscope: visual debugger for autograd graphs, hooks and DDP Reducers"};
   app.add_option("files", a.files, "trace files (.hstrace) to open; several = ranks of one run")
       ->check(CLI::ExistingFile);
+  app.add_option("--compare", a.compare, "a second trace (its rank files) to compare with, e.g. "
+                 "the same scenario under --policy by-key")
+      ->check(CLI::ExistingFile);
   std::string live;
   app.add_option("--live", live, "run a built-in scenario live and watch its events")
       ->check(CLI::IsMember(
@@ -26,6 +29,8 @@ int parse_args(int argc, char** argv, Args& a) {
   app.add_option("--fail-step", s.fail_step, "step of the first failure");
   app.add_option("--fail-mode", s.fail_mode, "throw or timeout")
       ->check(CLI::IsMember({"throw", "timeout"}));
+  app.add_option("--device", s.device, "cpu or cuda (live scenarios)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--screenshot", a.screenshot, "render, write this PNG and exit");
   app.add_option("--at", a.at, "current event index");
   app.add_option("--select", a.select, "select the Function with this id");

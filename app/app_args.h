@@ -10,6 +10,7 @@ namespace hookscope::app {
 
 struct Args {
   std::vector<std::string> files;  // traces to open (several = the ranks of one run)
+  std::vector<std::string> compare;  // --compare FILE...: a second trace beside the first
   bool live = false;               // --live SCENARIO: run it on worker threads, show events as they come
   cli::ScenarioArgs scenario;      // the scenario for --live (and the headless fallback)
   std::string screenshot;          // --screenshot FILE.png: render, write the PNG, exit

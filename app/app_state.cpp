@@ -30,6 +30,7 @@ App::App(const Args& args)
     open_files(args_.files);
     initial_load_pending_ = true;
   }
+  if (!args_.compare.empty()) open_compare(args_.compare);
 }
 
 App::~App() { shutdown(); }
@@ -89,6 +90,13 @@ void App::on_drop(std::vector<std::string> files) {
 
 void App::adopt(LoadResult result) {
   error_ += result.errors;
+  // Headless runs have nobody to read the dialog: say it on stderr too.
+  if (args_.headless_frames() && !result.errors.empty()) {
+    fmt::print(stderr, "hookscope: could not open:\n{}", result.errors);
+  }
+  if (args_.headless_frames() && !result.warnings.empty()) {
+    fmt::print(stderr, "hookscope: read in part:\n{}", result.warnings);
+  }
   if (!result.model) return;  // nothing readable: what was open stays open
   warning_ = result.warnings;
   if (!warning_.empty() && warning_.back() == '\n') warning_.pop_back();
@@ -176,7 +184,7 @@ void App::poll_background() {
     initial_load_pending_ = false;
     adopt(std::move(*r));
   }
-  if (auto r = compare_.loader.poll()) {
+  if (auto r = args_.headless_frames() ? compare_.loader.wait() : compare_.loader.poll()) {
     compare_.error = r->errors;
     error_ += r->errors;
     if (r->model) {
@@ -212,6 +220,19 @@ void App::poll_background() {
     compare_.diffed_against = session_.model();
   }
   if (args_.headless_frames() && session_.model()) graph_.wait_for_layout();
+}
+
+std::string App::describe_view() const {
+  const analysis::Model* m = session_.model();
+  if (!m) return "nothing open";
+  const render::GraphDrawStats& g = graph_.stats();
+  const size_t i = session_.current();
+  const auto counts = analysis::count_findings(findings_.findings);
+  return fmt::format("event {} of {} ({}): {} Functions live, {} hooks attached; graph drew {} boxes, "
+                     "{} as alarms; {} errors, {} warnings found",
+                     i, m->num_events(), trace::to_string(m->event(i).kind),
+                     session_.state().functions.size(), session_.state().num_hooks(), g.boxes,
+                     g.alarms, counts.errors, counts.warnings);
 }
 
 bool App::settled() const {
@@ -344,12 +365,12 @@ void App::frame() {
   draw_menu();
   // Note [Default layout]: the graph is the largest panel, top left; what
   // describes the selection is to its right; time runs along the bottom.
-  constexpr float kLeft = 0.62f, kTop = 0.58f, kTimeline = 0.17f;
+  constexpr float kLeft = 0.62f, kTop = 0.52f, kTimeline = 0.27f;
   place("Graph", 0.f, 0.f, kLeft, kTop);
   draw_graph_panel();
-  place("Function", kLeft, 0.f, 1.f - kLeft, 0.32f);
+  place("Function", kLeft, 0.f, 1.f - kLeft, 0.27f);
   draw_inspector_panel();
-  place("Reducers", kLeft, 0.32f, 1.f - kLeft, kTop - 0.32f);
+  place("Reducers", kLeft, 0.27f, 1.f - kLeft, kTop - 0.27f);
   draw_reducers_panel();
   place("Timeline", 0.f, kTop, 1.f, kTimeline);
   draw_timeline_panel();

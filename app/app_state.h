@@ -97,7 +97,8 @@ class App {
   // and the graph layout has landed: screenshots wait for it.
   bool settled() const;
   // Blocks until loads and diagnostics finish (tests, screenshots).
-  void wait_until_settled();
+  // One line saying what the window shows (printed with --screenshot).
+  std::string describe_view() const;
 
   Session& session() { return session_; }
   const Session& session() const { return session_; }
@@ -108,7 +109,6 @@ class App {
   // The Events panel's filter text (tests set it as a user types).
   void set_filter(const std::string& expression);
   bool help_open() const { return show_help_; }
-  bool goto_open() const { return show_goto_; }
 
   // Every key the app handles (Help lists them; tests press them).
   void handle_keys();
@@ -190,6 +190,42 @@ class App {
   std::vector<double> frame_ms_;
   bool quit_ = false;
   int exit_code_ = 0;
+
+  // ---- Function / Reducers / Diagnostics / Compare panels: shared helpers
+  // (defined in panel_inspector.cpp) and what they keep between frames ----
+  // "#i" drawn as a link: hover describes event i, a click jumps there
+  // (keeping the selection). True when clicked.
+  bool event_link(size_t event);
+  // A small square in the owner's graph colour (red-outlined when `dead`),
+  // then its name; a click selects the owner (its chips light up in the graph).
+  void owner_label(analysis::OwnerIndex owner, bool dead);
+  void select_owner(analysis::OwnerIndex owner);
+  void select_function(analysis::FunctionIndex function);  // and focus it in the graph
+  struct OwnerHooksCache {  // the selected owner's attached hooks at one event
+    const analysis::Model* model = nullptr;
+    size_t at = SIZE_MAX;
+    analysis::OwnerIndex owner = analysis::kNoIndex;
+    std::vector<analysis::HookAt> hooks;  // on Functions, then on leaf tensors
+  } owner_hooks_;
+  struct DiagnosticsView {  // findings_ grouped and filtered, rows ordered by `at`
+    const analysis::Model* model = nullptr;
+    size_t num_findings = SIZE_MAX;
+    uint32_t filter = UINT32_MAX;
+    std::vector<analysis::FindingGroup> groups;
+    analysis::FindingCounts counts;
+    std::vector<std::vector<uint32_t>> rows;  // per group: indices into findings_
+    std::vector<std::vector<size_t>> occurrences;  // per group: running sum of counts
+    size_t selected = SIZE_MAX;               // the finding whose details show below
+    uint32_t hidden = 0;                      // bits: severities 0..2, kinds 8..
+    bool up_to_current = false;
+  } diagnostics_view_;
+  struct CompareView {
+    const analysis::ModelDiff* diff = nullptr;  // what `rows` are for (with its size)
+    size_t num_functions = 0;
+    bool only_differing = false;
+    std::vector<uint32_t> rows;  // indices into diff->functions
+    uint32_t kinds = 0;          // bit per HookKind with hooks on either side
+  } compare_view_;
 };
 
 }  // namespace hookscope::app

@@ -38,6 +38,13 @@ LoadResult load_traces(const std::vector<std::string>& files,
   if (progress) progress(kReadShare, "indexing");
   try {
     r.model = std::make_shared<const analysis::Model>(std::move(traces));
+    if (r.model->num_events() == 0) {
+      // Nothing to show: say why (the truncations) rather than open an empty view.
+      r.errors += r.warnings.empty() ? std::string("no events in these traces\n")
+                                     : "no events could be recovered:\n" + r.warnings;
+      r.warnings.clear();
+      r.model.reset();
+    }
   } catch (const std::exception& e) {
     r.errors += fmt::format("cannot analyse these traces: {}\n", e.what());
   }

@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
       if (!settled) std::fprintf(stderr, "hookscope: still loading after %d frames; taking the screenshot anyway\n", frames);
       const bool ok = save_png(args.screenshot, w, h);
       std::printf(ok ? "wrote %s (%dx%d)\n" : "could not write %s\n", args.screenshot.c_str(), w, h);
+      std::printf("%s\n", app.describe_view().c_str());
       app.request_quit(ok ? 0 : 1);
     }
     glfwSwapBuffers(window);

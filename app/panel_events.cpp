@@ -12,7 +12,7 @@ namespace hookscope::app {
 void App::draw_events_panel() {
   const bool open = ImGui::Begin("Events");
   const analysis::Model* m = session_.model();
-  if (!open || !m) {
+  if (!open || !m || m->num_events() == 0) {
     if (open) ImGui::TextDisabled("No events.");
     ImGui::End();
     return;

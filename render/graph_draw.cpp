@@ -156,6 +156,7 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
   const bool running = f.running < model.functions().size() && fg.unit_of_node[scene_->slot_of(f.running)] == u;
   const float rounding = std::min(4.f * z, 6.f);
   ++stats_.boxes;
+  stats_.alarms += alarm ? 1 : 0;
   if (!ghost) {
     f.dl->AddRectFilled(a, b, g != kNoGroup ? colors::kBoxGroup : leaf ? colors::kBoxLeaf : colors::kBox, rounding);
   }
@@ -292,6 +293,7 @@ void GraphView::draw_plain_box(Frame& f, uint32_t u) {
   float w = 1.f;
   if (owner_hit && selected_owner_ != kNoIndex) border = owner_color(selected_owner_), w = 2.f;
   if (alarm) border = colors::kAlarm, w = 2.f;
+  stats_.alarms += alarm ? 1 : 0;
   if (f.running < model.functions().size() && fg.unit_of_node[scene_->slot_of(f.running)] == u) {
     border = colors::kRunning, w = 2.f;
   }

@@ -45,6 +45,7 @@ struct GraphDrawStats {
   uint32_t texts = 0;   // boxes whose text was drawn
   uint32_t edges = 0;
   uint32_t cells = 0;   // dots / density cells
+  uint32_t alarms = 0;  // boxes drawn as alarms: hooks of a destroyed owner on them
 };
 
 class GraphView {

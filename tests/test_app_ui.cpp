@@ -1,0 +1,245 @@
+// The app driven as a user would, with an ImGui context and no window: keys
+// move the current event, panels follow it, bad files give an error dialog.
+#if HOOKSCOPE_APP_UI
+#include <doctest/doctest.h>
+#include <imgui.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "app_state.h"
+#include "test_util.h"
+
+using namespace hookscope;
+using namespace hookscope::app;
+using trace::EventKind;
+namespace fs = std::filesystem;
+
+namespace {
+
+// GLFW's key codes, which the GLFW backend puts in io.KeysDown[].
+constexpr int kLeft = 263, kRight = 262, kPageUp = 266, kPageDown = 267, kHome = 268, kEnd = 269;
+constexpr int kSpace = 32, kEscape = 256, kEnter = 257;
+
+fs::path scratch_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("hookscope_app_ui_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    // Recent files and imgui.ini go here, not into the user's config.
+    ::setenv("XDG_CONFIG_HOME", d.c_str(), 1);
+    return d;
+  }();
+  return dir;
+}
+
+// A recovery run recorded by the CLI, as a user would make it (once per policy).
+std::string recovery_trace(const std::string& policy) {
+  const fs::path path = scratch_dir() / ("recovery_" + policy + ".hstrace");
+  if (!fs::exists(path)) {
+    const auto r = testing::run_command(std::string(HOOKSCOPE_CLI_PATH) +
+                                        " record recovery --steps 5 --policy " + policy + " -o " +
+                                        path.string());
+    REQUIRE_MESSAGE(r.exit == 0, r.out);
+  }
+  return path.string();
+}
+
+class HeadlessUi {
+ public:
+  explicit HeadlessUi(Args args) {
+    scratch_dir();
+    ctx_ = ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.DisplaySize = ImVec2(1600, 1000);
+    io.DeltaTime = 1.f / 60.f;
+    const std::pair<ImGuiKey, int> keys[] = {
+        {ImGuiKey_LeftArrow, kLeft}, {ImGuiKey_RightArrow, kRight}, {ImGuiKey_PageUp, kPageUp},
+        {ImGuiKey_PageDown, kPageDown}, {ImGuiKey_Home, kHome},      {ImGuiKey_End, kEnd},
+        {ImGuiKey_Space, kSpace},       {ImGuiKey_Escape, kEscape},  {ImGuiKey_Enter, kEnter}};
+    for (auto [k, code] : keys) io.KeyMap[k] = code;
+    app_ = std::make_unique<App>(args);
+    app_->setup_style(1.f);
+    unsigned char* pixels = nullptr;
+    int w = 0, h = 0;
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+    frame();
+  }
+  ~HeadlessUi() {
+    app_.reset();
+    ImGui::DestroyContext(ctx_);
+  }
+  App& app() { return *app_; }
+  void frame() {
+    ImGui::NewFrame();
+    app_->frame();
+    ImGui::Render();
+  }
+  // Down for one frame, up for the next, as a key tap arrives.
+  void press(int key, bool ctrl = false) {
+    ImGuiIO& io = ImGui::GetIO();
+    io.KeyCtrl = ctrl;
+    io.KeysDown[key] = true;
+    frame();
+    io.KeysDown[key] = false;
+    io.KeyCtrl = false;
+    frame();
+  }
+
+ private:
+  ImGuiContext* ctx_ = nullptr;
+  std::unique_ptr<App> app_;
+};
+
+Args args_for(std::vector<std::string> files) {
+  Args a;
+  a.files = std::move(files);
+  a.frames = 1000;  // a headless run: loads finish before the first frame draws
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("app: keys step through the trace and the panels' state follows") {
+  HeadlessUi ui(args_for({recovery_trace("none")}));
+  App& app = ui.app();
+  Session& s = app.session();
+  REQUIRE(s.model() != nullptr);
+  CHECK(app.error().empty());
+  CHECK(s.current() == s.num_events() - 1);  // opens at the end: the final state
+  ui.press(kHome);
+  CHECK(s.current() == 0);
+  ui.press(kRight);
+  ui.press(kRight);
+  CHECK(s.current() == 2);
+  ui.press(kLeft);
+  CHECK(s.current() == 1);
+  CHECK(s.state() == s.model()->state_at(1));
+  ui.press(kEnd);
+  CHECK(s.current() == s.num_events() - 1);
+
+  // PgDn from the start: the first Reducer constructed, then on to the failure.
+  ui.press(kHome);
+  ui.press(kPageDown);
+  CHECK(s.model()->event(s.current()).kind == EventKind::kReducerConstructed);
+  bool saw_failure = false, saw_destroyed = false;
+  for (int i = 0; i < 12 && !saw_destroyed; ++i) {
+    ui.press(kPageDown);
+    const auto k = s.model()->event(s.current()).kind;
+    saw_failure |= k == EventKind::kFailure;
+    saw_destroyed |= saw_failure && k == EventKind::kReducerDestroyed;
+  }
+  CHECK(saw_destroyed);
+  const size_t destroyed_at = s.current();
+  ui.press(kPageUp);
+  CHECK(s.current() < destroyed_at);
+
+  // Ctrl+Right: the next event of the current event's kind.
+  ui.press(kHome);
+  s.set_step_kind(EventKind::kHookFired);
+  ui.press(kRight, /*ctrl=*/true);
+  CHECK(s.model()->event(s.current()).kind == EventKind::kHookFired);
+  const size_t first_fire = s.current();
+  ui.press(kRight, true);
+  CHECK(s.current() > first_fire);
+  CHECK(s.model()->event(s.current()).kind == EventKind::kHookFired);
+}
+
+TEST_CASE("app: Ctrl+B bookmarks, Ctrl+1 jumps back, Ctrl+G opens Go to, Space plays") {
+  HeadlessUi ui(args_for({recovery_trace("none")}));
+  Session& s = ui.app().session();
+  ui.press(kHome);
+  for (int i = 0; i < 7; ++i) ui.press(kRight);
+  ui.press('B', true);
+  CHECK(s.bookmarks() == std::vector<size_t>{7});
+  ui.press(kEnd);
+  ui.press('1', true);
+  CHECK(s.current() == 7);
+  ui.press('G', true);
+  CHECK(ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId));
+  ui.press(kEscape);
+  ui.frame();
+  CHECK_FALSE(ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId));
+  ui.press(kSpace);
+  CHECK(s.playing());
+  ui.press(kSpace);
+  CHECK_FALSE(s.playing());
+  ui.press(290);  // F1
+  CHECK(ui.app().help_open());
+}
+
+TEST_CASE("app: the Events filter selects rows; a bad expression keeps the last rows") {
+  HeadlessUi ui(args_for({recovery_trace("none")}));
+  App& app = ui.app();
+  app.set_filter("kind:reducer_destroyed");
+  ui.frame();
+  const EventRows& rows = app.event_rows();
+  REQUIRE_FALSE(rows.all);
+  REQUIRE(rows.rows.size() >= 2);  // a Reducer per rank, destroyed after the failure
+  for (auto i : rows.rows) CHECK(app.session().model()->event(i).kind == EventKind::kReducerDestroyed);
+  const size_t n = rows.rows.size();
+  app.set_filter("kind:reducer_destroy");
+  ui.frame();
+  CHECK(rows.error.message.find("no event kind") != std::string::npos);
+  CHECK(rows.rows.size() == n);
+  app.set_filter("");
+  ui.frame();
+  CHECK(rows.all);
+}
+
+TEST_CASE("app: diagnostics of a policy none run find the leaked hooks") {
+  HeadlessUi ui(args_for({recovery_trace("none")}));
+  const FindingsState& f = ui.app().findings();
+  REQUIRE(f.ready);
+  bool leaked = false;
+  for (const auto& x : f.findings) leaked |= x.kind == analysis::FindingKind::kLeakedHook;
+  CHECK(leaked);
+}
+
+TEST_CASE("app: a corrupt or missing file gives an error dialog and the app keeps running") {
+  const fs::path junk = scratch_dir() / "junk.hstrace";
+  {
+    std::ofstream out(junk, std::ios::binary);
+    out << "this is not a trace, just some bytes that look nothing like one";
+  }
+  HeadlessUi ui(args_for({junk.string()}));
+  App& app = ui.app();
+  CHECK(app.session().model() == nullptr);
+  CHECK(app.error().find("junk.hstrace") != std::string::npos);
+  for (int i = 0; i < 5; ++i) ui.frame();
+  ui.press(kRight);  // nothing open: keys do nothing, nothing breaks
+  // A good trace opened afterwards replaces nothing and loads fine.
+  app.open_files({recovery_trace("by-key")});
+  for (int i = 0; i < 500 && !app.session().model(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ui.frame();
+  }
+  CHECK(app.session().model() != nullptr);
+  // And a corrupt one opened now leaves the good one open.
+  app.open_files({junk.string()});
+  for (int i = 0; i < 20; ++i) ui.frame();
+  CHECK(app.session().model() != nullptr);
+}
+
+TEST_CASE("app: a cut-short trace opens with what was recovered and says so") {
+  const std::string good = recovery_trace("by-key");
+  const fs::path cut = scratch_dir() / "cut.hstrace";
+  const auto size = fs::file_size(good);
+  {
+    std::ifstream in(good, std::ios::binary);
+    std::string bytes(size * 2 / 3, '\0');
+    in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(cut, std::ios::binary) << bytes;
+  }
+  HeadlessUi ui(args_for({cut.string()}));
+  // Either some events were recovered (a warning) or none could be (an error); never a crash.
+  if (ui.app().session().model()) {
+    CHECK(ui.app().session().num_events() > 0);
+  } else {
+    CHECK_FALSE(ui.app().error().empty());
+  }
+}
+#endif
