@@ -1,10 +1,241 @@
-// Compare panel (to be written).
+// Compare panel: a second trace beside the open one (e.g. the same scenario
+// with --policy none beside by-key): hook counts per Function at the end of
+// each, differing rows first, and the findings present in only one of them
+// (Note [Matching Functions across traces]). A click on a row selects that
+// Function in the graph.
+#include <fmt/format.h>
+
+#include <filesystem>
+
 #include "app_state.h"
+#include "render/colors.h"
 
 namespace hookscope::app {
 
+namespace {
+
+namespace colors = render::colors;
+using analysis::kNoIndex;
+
+ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packed); }
+
+constexpr uint32_t kDiffer = render::rgba(230, 180, 80);
+constexpr uint32_t kDifferRow = render::rgba(230, 180, 80, 28);
+
+const char* kind_column(int kind) {
+  static constexpr const char* kNames[] = {"tensor_pre", "retain_grad", "pre", "post", "post_acc"};
+  return kind >= 0 && kind < trace::kNumHookKinds ? kNames[kind] : "?";
+}
+
+std::string short_name(const std::vector<std::string>& files, const std::string& fallback) {
+  if (files.empty() || files[0].empty()) return fallback;
+  std::string name = std::filesystem::path(files[0]).filename().string();
+  if (files.size() > 1) name += fmt::format(" (+{} more)", files.size() - 1);
+  return name;
+}
+
+}  // namespace
+
 void App::draw_compare_panel() {
-  if (ImGui::Begin("Compare", &show_compare_)) ImGui::TextDisabled("not written yet");
+  // It opens over the Function and Reducers panels: no see-through text.
+  ImGui::SetNextWindowBgAlpha(1.f);
+  if (!ImGui::Begin("Compare", &show_compare_)) {
+    ImGui::End();
+    return;
+  }
+  const analysis::Model* m = session_.model();
+  if (compare_.loader.busy()) {
+    ImGui::TextDisabled("loading %s ...", short_name(compare_.files, "the second trace").c_str());
+    ImGui::End();
+    return;
+  }
+  if (!compare_.model) {
+    if (!compare_.error.empty()) {
+      ImGui::PushTextWrapPos(0.f);
+      ImGui::TextColored(col(colors::kAlarm), "%s", compare_.error.c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::Spacing();
+    }
+    ImGui::TextUnformatted("Nothing to compare with yet.");
+    ImGui::TextDisabled("Open a second trace beside this one:");
+    ImGui::BulletText("File > Compare with... (Ctrl+Shift+O)");
+    ImGui::BulletText("or drop a .hstrace file on the window with Shift held");
+    ImGui::TextDisabled("e.g. the same scenario recorded with --policy none beside --policy by-key:");
+    ImGui::TextDisabled("hook counts per Function and the findings only one of them has.");
+    if (m && ImGui::Button("Compare with...")) {
+      show_browser_ = true;
+      browser_for_compare_ = true;
+    }
+    ImGui::End();
+    return;
+  }
+  const std::string name_a = title_.empty() ? std::string("this trace") : std::filesystem::path(title_).filename().string();
+  const std::string name_b = short_name(compare_.files, "the second trace");
+  if (!m) {
+    ImGui::TextDisabled("Open a trace to compare %s with.", name_b.c_str());
+    ImGui::End();
+    return;
+  }
+  if (!compare_.diff) {
+    ImGui::TextDisabled("comparing %s with %s ...", name_a.c_str(), name_b.c_str());
+    ImGui::End();
+    return;
+  }
+  const analysis::ModelDiff& diff = *compare_.diff;
+  CompareView& v = compare_view_;
+  auto rebuild_rows = [&] {
+    v.rows.clear();
+    for (uint32_t i = 0; i < diff.functions.size(); ++i) {
+      if (!v.only_differing || diff.functions[i].differs()) v.rows.push_back(i);
+    }
+  };
+  if (v.diff != &diff || v.num_functions != diff.functions.size()) {
+    v.diff = &diff;
+    v.num_functions = diff.functions.size();
+    v.kinds = 0;
+    for (const analysis::FunctionCounts& fc : diff.functions) {
+      for (int k = 0; k < trace::kNumHookKinds; ++k) {
+        if (fc.hooks_a[static_cast<size_t>(k)] || fc.hooks_b[static_cast<size_t>(k)]) v.kinds |= 1u << k;
+      }
+    }
+    rebuild_rows();
+  }
+
+  ImGui::TextColored(col(colors::kTextLabel), "A");
+  ImGui::SameLine();
+  ImGui::TextUnformatted(name_a.c_str());
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s\n(the open trace: rows select Functions in its graph)", title_.c_str());
+  ImGui::SameLine();
+  ImGui::TextColored(col(kDiffer), "  B");
+  ImGui::SameLine();
+  ImGui::TextUnformatted(name_b.c_str());
+  if (ImGui::IsItemHovered() && !compare_.files.empty()) ImGui::SetTooltip("%s", compare_.files[0].c_str());
+  ImGui::SameLine();
+  if (ImGui::SmallButton("close B")) {
+    compare_.model.reset();
+    compare_.diff.reset();
+    compare_.diffed_against = nullptr;
+    compare_.files.clear();
+    v.diff = nullptr;
+    ImGui::End();
+    return;
+  }
+
+  const size_t differing = diff.num_differing();
+  if (differing == 0 && diff.only_a.empty() && diff.only_b.empty()) {
+    ImGui::TextColored(col(render::rgba(110, 200, 120)), "Same hooks on every Function at the end, same findings.");
+  } else {
+    ImGui::Text("%zu of %zu Functions with hooks differ · findings only in A: %zu, only in B: %zu", differing,
+                diff.functions.size(), diff.only_a.size(), diff.only_b.size());
+  }
+  if (ImGui::Checkbox("only differing", &v.only_differing)) rebuild_rows();
+  ImGui::SameLine();
+  ImGui::TextDisabled("hooks at the end of each trace, A | B");
+
+  // ---- the table, then the findings ----
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  const size_t findings_lines = 2 + std::min<size_t>(diff.only_a.size(), 6) + std::min<size_t>(diff.only_b.size(), 6);
+  const float findings_h = std::min(ImGui::GetContentRegionAvail().y * 0.45f, line * static_cast<float>(findings_lines + 1));
+  int columns = 3;
+  for (int k = 0; k < trace::kNumHookKinds; ++k) columns += (v.kinds >> k) & 1u;
+  if (ImGui::BeginTable("functions", columns,
+                        ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
+                            ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_Resizable,
+                        ImVec2(0.f, -findings_h))) {
+    ImGui::TableSetupScrollFreeze(1, 1);
+    ImGui::TableSetupColumn("Function", ImGuiTableColumnFlags_WidthStretch);
+    ImGui::TableSetupColumn("rank");
+    for (int k = 0; k < trace::kNumHookKinds; ++k) {
+      if ((v.kinds >> k) & 1u) ImGui::TableSetupColumn(kind_column(k));
+    }
+    ImGui::TableSetupColumn("total");
+    ImGui::TableHeadersRow();
+    ImGuiListClipper clipper;
+    clipper.Begin(static_cast<int>(v.rows.size()));
+    while (clipper.Step()) {
+      for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) {
+        const analysis::FunctionCounts& fc = diff.functions[v.rows[static_cast<size_t>(r)]];
+        const bool differs = fc.differs();
+        ImGui::TableNextRow();
+        if (differs) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, kDifferRow);
+        ImGui::TableNextColumn();
+        ImGui::PushID(r);
+        const bool selected = fc.a != kNoIndex && fc.a == session_.selected_function();
+        if (ImGui::Selectable(fc.function.c_str(), selected, ImGuiSelectableFlags_SpanAllColumns) && fc.a != kNoIndex) {
+          select_function(fc.a);
+        }
+        if (ImGui::IsItemHovered()) {
+          const std::string ids =
+              fmt::format("A: {}   B: {}",
+                          fc.a != kNoIndex ? fmt::format("Function #{}", m->functions()[fc.a].id) : "-",
+                          fc.b != kNoIndex ? fmt::format("Function #{}", compare_.model->functions()[fc.b].id) : "-");
+          ImGui::SetTooltip("%s\n%s\n%s", fc.function.c_str(), ids.c_str(),
+                            fc.a != kNoIndex ? "click: select it in A's graph" : "only in B: nothing to select in A");
+        }
+        ImGui::PopID();
+        ImGui::TableNextColumn();
+        const analysis::FunctionInfo* info = fc.a != kNoIndex ? &m->functions()[fc.a]
+                                             : fc.b != kNoIndex ? &compare_.model->functions()[fc.b]
+                                                                : nullptr;
+        if (info) ImGui::TextDisabled("r%u", static_cast<unsigned>(info->rank));
+        auto cell = [&](uint32_t a, uint32_t b) {
+          ImGui::TableNextColumn();
+          if (a == b) {
+            if (a == 0) {
+              ImGui::TextDisabled("-");
+            } else {
+              ImGui::Text("%u | %u", a, b);
+            }
+          } else {
+            ImGui::TextColored(col(kDiffer), "%u | %u", a, b);
+          }
+        };
+        for (int k = 0; k < trace::kNumHookKinds; ++k) {
+          if ((v.kinds >> k) & 1u) cell(fc.hooks_a[static_cast<size_t>(k)], fc.hooks_b[static_cast<size_t>(k)]);
+        }
+        cell(fc.total_a(), fc.total_b());
+      }
+    }
+    ImGui::EndTable();
+  }
+
+  ImGui::BeginChild("only", ImVec2(0.f, 0.f));
+  auto findings_list = [&](const char* title, const std::vector<analysis::Finding>& list, bool in_a) {
+    const std::string label = fmt::format("{} ({})###{}", title, list.size(), title);
+    if (list.empty()) {
+      ImGui::TextDisabled("%s: none", title);
+      return;
+    }
+    ImGui::SetNextItemOpen(true, ImGuiCond_Once);
+    if (!ImGui::TreeNode(label.c_str())) return;
+    ImGuiListClipper clipper;
+    clipper.Begin(static_cast<int>(list.size()));
+    while (clipper.Step()) {
+      for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+        const analysis::Finding& f = list[static_cast<size_t>(i)];
+        ImGui::PushID(i);
+        const uint32_t sev = f.severity == analysis::Severity::kError ? colors::kAlarm : kDiffer;
+        ImGui::TextColored(col(sev), "%s", std::string(analysis::to_string(f.kind)).c_str());
+        ImGui::SameLine();
+        if (in_a) {
+          const std::string text = fmt::format("#{}  {}", f.at, f.message);
+          if (ImGui::Selectable(text.c_str(), false)) {
+            jump_to(f.at, f.function);
+            if (f.owner != kNoIndex) select_owner(f.owner);
+          }
+          if (ImGui::IsItemHovered()) ImGui::SetTooltip("click: go to #%zu in A and select its Function", f.at);
+        } else {
+          ImGui::TextUnformatted(f.message.c_str());
+          if (ImGui::IsItemHovered()) ImGui::SetTooltip("in B at event #%zu (B is not the open trace)", f.at);
+        }
+        ImGui::PopID();
+      }
+    }
+    ImGui::TreePop();
+  };
+  findings_list("Findings only in A", diff.only_a, true);
+  findings_list("Findings only in B", diff.only_b, false);
+  ImGui::EndChild();
   ImGui::End();
 }
 

@@ -1,10 +1,276 @@
-// Diagnostics panel (to be written).
+// Diagnostics panel: the findings of Note [Findings], grouped by kind, most
+// severe first; a click jumps to the event where the finding first holds,
+// selects its Function and owner; the selected finding's proving events are
+// listed below as links. Findings that only hold later than the current
+// event are greyed.
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "app_state.h"
+#include "render/colors.h"
 
 namespace hookscope::app {
 
+namespace {
+
+namespace colors = render::colors;
+using analysis::Finding;
+using analysis::FindingKind;
+using analysis::kNoIndex;
+using analysis::Severity;
+
+ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packed); }
+
+constexpr uint32_t kWarningColor = render::rgba(230, 180, 80);
+constexpr uint32_t kInfoColor = render::rgba(120, 170, 230);
+constexpr uint32_t kOkColor = render::rgba(110, 200, 120);
+
+uint32_t severity_color(Severity s) {
+  switch (s) {
+    case Severity::kError: return colors::kAlarm;
+    case Severity::kWarning: return kWarningColor;
+    case Severity::kInfo: return kInfoColor;
+  }
+  return colors::kText;
+}
+
+// What `count` counts, per kind.
+const char* count_noun(FindingKind k) {
+  switch (k) {
+    case FindingKind::kLeakedHook: return "hooks";
+    case FindingKind::kStaleFire: return "fires";
+    case FindingKind::kUnusedParameter: return "backwards";
+    default: return "times";
+  }
+}
+
+const char* kind_help(FindingKind k) {
+  switch (k) {
+    case FindingKind::kLeakedHook: return "an owner was destroyed while hooks it added were still attached";
+    case FindingKind::kStaleFire: return "a hook fired after its owner was destroyed";
+    case FindingKind::kCollateralRemoval: return "a hook was removed by someone other than its owner";
+    case FindingKind::kMultiOwner: return "hooks of several live Reducers on one Function at once";
+    case FindingKind::kFailedRemoval: return "a removal found no such hook (stale or unknown key)";
+    case FindingKind::kHookGrowth: return "the hooks on a Function grow as owners are rebuilt (1 -> 2 -> 3)";
+    case FindingKind::kMarkedTwice: return "a parameter was marked ready twice in one backward";
+    case FindingKind::kUnusedParameter: return "a parameter never got a gradient in a backward";
+  }
+  return "";
+}
+
+constexpr uint32_t severity_bit(Severity s) { return 1u << static_cast<uint32_t>(s); }
+constexpr uint32_t kind_bit(FindingKind k) { return 1u << (8 + static_cast<uint32_t>(k)); }
+
+}  // namespace
+
 void App::draw_diagnostics_panel() {
-  if (ImGui::Begin("Diagnostics")) ImGui::TextDisabled("not written yet");
+  const bool open = ImGui::Begin("Diagnostics");
+  const analysis::Model* m = session_.model();
+  if (!open || !m) {
+    if (open) ImGui::TextDisabled("No trace open.");
+    ImGui::End();
+    return;
+  }
+  if (!findings_.ready || findings_.model != m) {
+    ImGui::TextDisabled("diagnosing...");
+    ImGui::End();
+    return;
+  }
+  const std::vector<Finding>& findings = findings_.findings;
+  if (findings.empty()) {
+    ImGui::TextColored(col(kOkColor), "No findings: every hook was removed by its owner, no stale fires.");
+    ImGui::End();
+    return;
+  }
+
+  DiagnosticsView& v = diagnostics_view_;
+  if (v.model != m || v.num_findings != findings.size()) {
+    v.model = m;
+    v.num_findings = findings.size();
+    v.groups = analysis::group_findings(findings);
+    v.counts = analysis::count_findings(findings);
+    v.filter = UINT32_MAX;  // rows below
+    v.selected = SIZE_MAX;
+  }
+  if (v.filter != v.hidden) {
+    v.filter = v.hidden;
+    v.rows.assign(v.groups.size(), {});
+    v.occurrences.assign(v.groups.size(), {});
+    for (size_t g = 0; g < v.groups.size(); ++g) {
+      if (v.hidden & kind_bit(v.groups[g].kind)) continue;
+      size_t sum = 0;
+      for (uint32_t i = 0; i < findings.size(); ++i) {
+        const Finding& f = findings[i];
+        if (f.kind != v.groups[g].kind || (v.hidden & severity_bit(f.severity))) continue;
+        v.rows[g].push_back(i);
+        v.occurrences[g].push_back(sum += f.count);
+      }
+    }
+  }
+
+  // ---- summary and filters ----
+  const analysis::FindingCounts& counts = v.counts;
+  const size_t now = session_.current();
+  struct SeverityBox {
+    Severity s;
+    size_t n;
+    const char* word;
+  };
+  for (const SeverityBox& b : {SeverityBox{Severity::kError, counts.errors, "errors"},
+                               SeverityBox{Severity::kWarning, counts.warnings, "warnings"},
+                               SeverityBox{Severity::kInfo, counts.infos, "info"}}) {
+    bool shown = !(v.hidden & severity_bit(b.s));
+    const std::string label = fmt::format("{} {}", b.n, b.word);
+    ImGui::PushStyleColor(ImGuiCol_Text, col(b.n ? severity_color(b.s) : colors::kTextDim));
+    if (ImGui::Checkbox(label.c_str(), &shown)) v.hidden ^= severity_bit(b.s);
+    ImGui::PopStyleColor();
+    ImGui::SameLine();
+  }
+  if (ImGui::Button("kinds")) ImGui::OpenPopup("kinds");
+  if (ImGui::BeginPopup("kinds")) {
+    for (int k = 0; k < analysis::kNumFindingKinds; ++k) {
+      const auto kind = static_cast<FindingKind>(k);
+      bool shown = !(v.hidden & kind_bit(kind));
+      const std::string label = fmt::format("{} ({})", analysis::to_string(kind), counts.per_kind[k]);
+      if (ImGui::Checkbox(label.c_str(), &shown)) v.hidden ^= kind_bit(kind);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kind_help(kind));
+    }
+    ImGui::EndPopup();
+  }
+  ImGui::SameLine();
+  ImGui::Checkbox("up to now", &v.up_to_current);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("only findings that already hold at the current event (#%zu)", now);
+
+  // ---- the groups ----
+  const bool detail = v.selected < findings.size();
+  const float detail_h = detail ? ImGui::GetTextLineHeightWithSpacing() * 6.f : 0.f;
+  ImGui::BeginChild("findings", ImVec2(0.f, -detail_h));
+  // Most severe first, then by kind.
+  std::vector<size_t> order(v.groups.size());
+  for (size_t g = 0; g < order.size(); ++g) order[g] = g;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return v.groups[a].severity < v.groups[b].severity; });
+  bool any = false;
+  for (size_t g : order) {
+    const analysis::FindingGroup& group = v.groups[g];
+    const std::vector<uint32_t>& all_rows = v.rows[g];
+    // Rows are ordered by `at`: the ones already true are a prefix.
+    size_t n = all_rows.size();
+    if (v.up_to_current) {
+      n = static_cast<size_t>(std::upper_bound(all_rows.begin(), all_rows.end(), now,
+                                               [&](size_t e, uint32_t i) { return e < findings[i].at; }) -
+                              all_rows.begin());
+    }
+    if (n == 0) continue;
+    any = true;
+    ImGui::PushID(static_cast<int>(g));
+    ImGui::SetNextItemOpen(true, ImGuiCond_Once);
+    const std::string kind(analysis::to_string(group.kind));
+    const std::string label = fmt::format("{}###group", kind);
+    ImGui::PushStyleColor(ImGuiCol_Text, col(severity_color(group.severity)));
+    const bool node_open = ImGui::TreeNodeEx(label.c_str(), ImGuiTreeNodeFlags_SpanAvailWidth);
+    ImGui::PopStyleColor();
+    if (ImGui::IsItemHovered()) {
+      ImGui::BeginTooltip();
+      ImGui::Text("%s: %s", kind.c_str(), kind_help(group.kind));
+      for (const auto& [owner, k] : group.owners) {
+        if (owner == kNoIndex) continue;
+        ImGui::BulletText("%s: %zu", m->owner_name(owner).c_str(), k);
+      }
+      ImGui::EndTooltip();
+    }
+    ImGui::SameLine();
+    const size_t occurrences = v.occurrences[g][n - 1];
+    if (occurrences != n) {
+      ImGui::TextDisabled("%zu %s, %zu %s", n, n == 1 ? "finding" : "findings", occurrences, count_noun(group.kind));
+    } else {
+      ImGui::TextDisabled("%zu %s", n, n == 1 ? "finding" : "findings");
+    }
+    if (node_open) {
+      if (ImGui::BeginTable("rows", 3, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
+        ImGui::TableSetupColumn("at", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("#00000000").x);
+        ImGui::TableSetupColumn("rank", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("r00").x);
+        ImGui::TableSetupColumn("message", ImGuiTableColumnFlags_WidthStretch);
+        ImGuiListClipper clipper;
+        clipper.Begin(static_cast<int>(n));
+        while (clipper.Step()) {
+          for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) {
+            const uint32_t i = all_rows[static_cast<size_t>(r)];
+            const Finding& f = findings[i];
+            const bool future = f.at > now;
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            if (future) ImGui::PushStyleColor(ImGuiCol_Text, col(colors::kTextDim));
+            char at[24];
+            std::snprintf(at, sizeof(at), "#%zu##%u", f.at, i);
+            if (ImGui::Selectable(at, v.selected == i, ImGuiSelectableFlags_SpanAllColumns)) {
+              v.selected = i;
+              jump_to(f.at, f.function);
+              if (f.owner != kNoIndex) select_owner(f.owner);
+            }
+            const bool hovered = ImGui::IsItemHovered();
+            ImGui::TableNextColumn();
+            if (f.rank >= 0) ImGui::Text("r%d", f.rank);
+            ImGui::TableNextColumn();
+            if (f.count > 1) {
+              ImGui::TextDisabled("x%zu", f.count);
+              ImGui::SameLine();
+            }
+            ImGui::TextUnformatted(f.message.c_str());
+            if (future) ImGui::PopStyleColor();
+            if (hovered) {
+              ImGui::BeginTooltip();
+              ImGui::PushTextWrapPos(ImGui::GetFontSize() * 36.f);
+              ImGui::TextColored(col(severity_color(f.severity)), "%s (%s)", kind.c_str(),
+                                 std::string(analysis::to_string(f.severity)).c_str());
+              ImGui::TextUnformatted(f.message.c_str());
+              ImGui::PopTextWrapPos();
+              if (future) ImGui::TextDisabled("holds from #%zu on, after the current event", f.at);
+              ImGui::TextDisabled("click: go to #%zu and select its Function and owner", f.at);
+              ImGui::EndTooltip();
+            }
+          }
+        }
+        ImGui::EndTable();
+      }
+      ImGui::TreePop();
+    }
+    ImGui::PopID();
+  }
+  if (!any) ImGui::TextDisabled("Every finding is filtered out.");
+  ImGui::EndChild();
+
+  // ---- the selected finding: what proves it ----
+  if (detail) {
+    const Finding& f = findings[v.selected];
+    ImGui::Separator();
+    ImGui::TextColored(col(severity_color(f.severity)), "%s", std::string(analysis::to_string(f.kind)).c_str());
+    if (f.owner != kNoIndex) {
+      ImGui::SameLine();
+      owner_label(f.owner, m->owners()[f.owner].destroyed_at <= now);
+    }
+    if (f.function != kNoIndex) {
+      ImGui::SameLine();
+      const std::string fn = m->function_name(f.function);
+      if (ImGui::SmallButton(fn.c_str())) select_function(f.function);
+    }
+    ImGui::PushTextWrapPos(0.f);
+    ImGui::TextUnformatted(f.message.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::TextDisabled("proved by");
+    const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+    const float spacing = ImGui::GetStyle().ItemSpacing.x;
+    for (size_t k = 0; k < f.events.size(); ++k) {
+      const std::string text = fmt::format("#{}", f.events[k]);
+      if (ImGui::GetItemRectMax().x + spacing + ImGui::CalcTextSize(text.c_str()).x < right) ImGui::SameLine();
+      ImGui::PushID(static_cast<int>(k));
+      event_link(f.events[k]);
+      ImGui::PopID();
+    }
+    ImGui::SameLine();
+    if (ImGui::SmallButton("close")) v.selected = SIZE_MAX;
+  }
   ImGui::End();
 }
 

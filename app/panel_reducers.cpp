@@ -1,10 +1,337 @@
-// Reducers panel (to be written).
+// Reducers panel: every DDP Reducer at the current event — alive or
+// destroyed (what its destructor removed, what it left behind), its current
+// backward, buckets with their pending gradients, and the order in which
+// parameters became ready. Destroyed Reducers stay listed, folded: after a
+// failure they are the story (PR #21591).
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "app_state.h"
+#include "render/colors.h"
 
 namespace hookscope::app {
 
+namespace {
+
+namespace colors = render::colors;
+using analysis::BucketStatus;
+using analysis::kNever;
+using analysis::kNoIndex;
+
+ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packed); }
+
+constexpr uint32_t kPendingColor = render::rgba(92, 98, 110);
+constexpr uint32_t kReadyColor = render::rgba(220, 170, 90);
+constexpr uint32_t kReducedColor = render::rgba(110, 196, 120);
+constexpr uint32_t kBucketFrame = render::rgba(20, 22, 26);
+
+uint32_t bucket_color(BucketStatus s) {
+  switch (s) {
+    case BucketStatus::kPending: return kPendingColor;
+    case BucketStatus::kReady: return kReadyColor;
+    case BucketStatus::kReduced: return kReducedColor;
+    case BucketStatus::kFailed: return colors::kAlarm;
+  }
+  return kPendingColor;
+}
+
+const char* bucket_words(BucketStatus s) {
+  switch (s) {
+    case BucketStatus::kPending: return "waiting for gradients";
+    case BucketStatus::kReady: return "all gradients in, allreduce running";
+    case BucketStatus::kReduced: return "allreduced";
+    case BucketStatus::kFailed: return "allreduce failed (error, timeout or abort)";
+  }
+  return "?";
+}
+
+// What a person calls parameter `p`: its recorded name, else its
+// AccumulateGrad's label ("0.weight [256, 784]"), else its index.
+std::string parameter_name(const analysis::Model& m, const analysis::ReducerInfo& r, uint32_t p) {
+  if (p < r.parameters.size()) {
+    const analysis::ParameterInfo& info = r.parameters[p];
+    if (info.name != 0) return m.str(info.name);
+    if (info.accumulator < m.functions().size() && m.functions()[info.accumulator].label != 0) {
+      return m.str(m.functions()[info.accumulator].label);
+    }
+  }
+  return fmt::format("parameter {}", p);
+}
+
+}  // namespace
+
 void App::draw_reducers_panel() {
-  if (ImGui::Begin("Reducers")) ImGui::TextDisabled("not written yet");
+  const bool open = ImGui::Begin("Reducers");
+  const analysis::Model* m = session_.model();
+  if (!open || !m) {
+    if (open) ImGui::TextDisabled("No trace open.");
+    ImGui::End();
+    return;
+  }
+  const auto& reducers = m->reducers();
+  if (reducers.empty()) {
+    ImGui::TextDisabled("No DDP Reducer in this trace.");
+    ImGui::End();
+    return;
+  }
+  const size_t now = session_.current();
+  const analysis::State& st = session_.state();
+  auto reducer_at = [&](analysis::ReducerIndex k) -> const analysis::ReducerAt* {
+    auto it = std::lower_bound(st.reducers.begin(), st.reducers.end(), k,
+                               [](const analysis::ReducerAt& r, analysis::ReducerIndex x) { return r.reducer < x; });
+    return it != st.reducers.end() && it->reducer == k ? &*it : nullptr;
+  };
+  auto attached_hooks = [&](analysis::OwnerIndex o) -> uint32_t {
+    auto it = std::lower_bound(st.owners.begin(), st.owners.end(), o,
+                               [](const analysis::OwnerAt& a, analysis::OwnerIndex x) { return a.owner < x; });
+    return it != st.owners.end() && it->owner == o ? it->hooks : 0;
+  };
+  size_t alive = 0;
+  for (const analysis::ReducerAt& r : st.reducers) alive += r.live;
+  ImGui::TextDisabled("At #%zu: %zu alive, %zu destroyed, %zu constructed later", now, alive,
+                      st.reducers.size() - alive, reducers.size() - st.reducers.size());
+
+  // Live ones first (what the current backward is doing), then the destroyed.
+  std::vector<analysis::ReducerIndex> order, later;
+  for (const analysis::ReducerAt& r : st.reducers) {
+    if (r.live) order.push_back(r.reducer);
+  }
+  for (const analysis::ReducerAt& r : st.reducers) {
+    if (!r.live) order.push_back(r.reducer);
+  }
+  for (analysis::ReducerIndex k = 0; k < reducers.size(); ++k) {
+    if (!reducer_at(k)) later.push_back(k);
+  }
+  for (analysis::ReducerIndex k : order) {
+    const analysis::ReducerInfo& info = reducers[k];
+    const analysis::ReducerAt* at = reducer_at(k);
+    const bool live = at->live;
+    const uint32_t left = attached_hooks(info.owner);
+    const std::string name = m->owner_name(info.owner);
+    ImGui::PushID(static_cast<int>(k));
+    // A destroyed Reducer is a different tree node (its own open state),
+    // folded until the user opens it.
+    ImGui::SetNextItemOpen(live, ImGuiCond_Once);
+    const std::string label = fmt::format("     {}###{}", name, live ? "live" : "dead");
+    ImGui::PushStyleColor(ImGuiCol_Text, col(live ? colors::kText : colors::kTextDim));
+    const bool node_open =
+        ImGui::TreeNodeEx(label.c_str(), ImGuiTreeNodeFlags_SpanAvailWidth | ImGuiTreeNodeFlags_FramePadding);
+    ImGui::PopStyleColor();
+    {
+      const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+      const float side = ImGui::GetTextLineHeight() * 0.7f;
+      const float x = a.x + ImGui::GetTreeNodeToLabelSpacing() + 2.f, y = (a.y + b.y - side) * 0.5f;
+      ImDrawList* dl = ImGui::GetWindowDrawList();
+      if (!live) dl->AddRectFilled(ImVec2(x - 1.5f, y - 1.5f), ImVec2(x + side + 1.5f, y + side + 1.5f), colors::kAlarm);
+      dl->AddRectFilled(ImVec2(x, y), ImVec2(x + side, y + side), render::owner_color(info.owner));
+    }
+    ImGui::SameLine();
+    ImGui::TextDisabled("rank %u · %s", static_cast<unsigned>(info.rank),
+                        std::string(trace::to_string(info.policy)).c_str());
+    ImGui::SameLine();
+    if (live) {
+      if (at->backward < 0) {
+        ImGui::TextDisabled("· alive, no backward yet");
+      } else {
+        ImGui::TextDisabled("· alive, backward %lld %s", static_cast<long long>(at->backward),
+                            at->finalized ? "finalized" : "in progress");
+      }
+    } else if (left > 0) {
+      ImGui::TextColored(col(colors::kAlarm), "· destroyed, %u hooks left behind", left);
+    } else {
+      ImGui::TextDisabled("· destroyed, removed its hooks");
+    }
+    if (!node_open) {
+      ImGui::PopID();
+      continue;
+    }
+
+    owner_label(info.owner, !live);
+    ImGui::SameLine();
+    ImGui::TextDisabled("constructed");
+    ImGui::SameLine();
+    event_link(info.constructed_at);
+    if (info.destroyed_at != kNever) {
+      ImGui::SameLine();
+      ImGui::TextDisabled(live ? "· destroyed later" : "· destroyed");
+      ImGui::SameLine();
+      event_link(info.destroyed_at);
+    }
+    ImGui::TextDisabled("%u parameters in %u buckets · destroy policy", info.num_parameters, info.num_buckets);
+    ImGui::SameLine(0.f, 4.f);
+    const bool legacy = info.policy != trace::DestroyPolicy::kByKey;
+    ImGui::TextColored(col(legacy ? kReadyColor : colors::kTextDim), "%s", std::string(trace::to_string(info.policy)).c_str());
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("by_key: the destructor removes exactly the hooks it added (the fix of PR #21591)\n"
+                        "none: it removes nothing; its hooks stay and pile up across rebuilds\n"
+                        "by_type: it removes every Reducer hook, another live Reducer's too");
+    }
+    if (!live) {
+      ImGui::TextUnformatted("Its destructor removed");
+      ImGui::SameLine(0.f, 4.f);
+      ImGui::TextColored(col(info.hooks_removed == 0 && info.num_parameters > 0 ? colors::kAlarm : colors::kText), "%u",
+                         info.hooks_removed);
+      ImGui::SameLine(0.f, 4.f);
+      ImGui::TextUnformatted("hooks;");
+      ImGui::SameLine(0.f, 4.f);
+      if (left > 0) {
+        ImGui::TextColored(col(colors::kAlarm), "%u still attached at #%zu (leaked, they keep firing)", left, now);
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("click the owner above to see where they are");
+      } else {
+        ImGui::TextDisabled("none left attached.");
+      }
+      if (at->backward >= 0) ImGui::TextDisabled("Its last backward was %lld.", static_cast<long long>(at->backward));
+      ImGui::TreePop();
+      ImGui::PopID();
+      continue;
+    }
+
+    // ---- its current backward ----
+    if (at->backward < 0) {
+      ImGui::TextDisabled("No prepare_for_backward yet.");
+    } else {
+      ImGui::Text("backward %lld:", static_cast<long long>(at->backward));
+      ImGui::SameLine();
+      if (at->finalized) {
+        ImGui::TextColored(col(kReducedColor), "finalized (gradients averaged and written back)");
+      } else {
+        ImGui::TextColored(col(kReadyColor), "in progress, %zu of %u parameters ready", at->ready_order.size(),
+                           info.num_parameters);
+      }
+    }
+    if (at->noops > 0) {
+      ImGui::TextColored(col(kReadyColor), "%u no-op fires", at->noops);
+      if (ImGui::IsItemHovered()) {
+        ImGui::SetTooltip("this Reducer's hooks fired in a backward it did not prepare for,\n"
+                          "so they did nothing (another DDP instance on the same module ran it)");
+      }
+    }
+
+    // ---- buckets: a cell each, as wide as its share of parameters ----
+    if (!at->buckets.empty()) {
+      const float width = ImGui::GetContentRegionAvail().x;
+      const float h = ImGui::GetTextLineHeight() * 1.2f;
+      const float gap = 3.f;
+      const size_t n = at->buckets.size();
+      uint64_t total = 0;
+      for (const analysis::BucketAt& b : at->buckets) total += std::max<uint32_t>(b.size, 1);
+      const float min_w = 6.f;
+      const float free_w = std::max(0.f, width - gap * static_cast<float>(n - 1) - min_w * static_cast<float>(n));
+      ImDrawList* dl = ImGui::GetWindowDrawList();
+      ImVec2 p = ImGui::GetCursorScreenPos();
+      const float y0 = p.y;
+      size_t pending_buckets = 0, pending_params = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const analysis::BucketAt& b = at->buckets[i];
+        const float w = min_w + free_w * static_cast<float>(std::max<uint32_t>(b.size, 1)) / static_cast<float>(total);
+        const ImVec2 a(p.x, y0), z(p.x + w, y0 + h);
+        dl->AddRectFilled(a, z, kBucketFrame, 2.f);
+        if (b.status == BucketStatus::kPending && b.size > 0) {
+          const float done = static_cast<float>(b.size - b.pending) / static_cast<float>(b.size);
+          dl->AddRectFilled(a, z, render::with_alpha(kPendingColor, 120), 2.f);
+          if (done > 0.f) dl->AddRectFilled(a, ImVec2(a.x + w * done, z.y), kReadyColor, 2.f);
+        } else {
+          dl->AddRectFilled(a, z, bucket_color(b.status), 2.f);
+        }
+        const std::string text = b.pending > 0 ? fmt::format("{}/{}", b.size - b.pending, b.size) : fmt::format("{}", b.size);
+        const ImVec2 ts = ImGui::CalcTextSize(text.c_str());
+        if (ts.x + 4.f < w) {
+          dl->AddText(ImVec2(a.x + (w - ts.x) * 0.5f, a.y + (h - ts.y) * 0.5f), render::rgba(16, 16, 16), text.c_str());
+        }
+        ImGui::SetCursorScreenPos(a);
+        ImGui::PushID(static_cast<int>(i));
+        ImGui::InvisibleButton("bucket", ImVec2(w, h));
+        ImGui::PopID();
+        if (ImGui::IsItemHovered()) {
+          ImGui::BeginTooltip();
+          ImGui::Text("bucket %u: %u parameters, %u pending", b.index, b.size, b.pending);
+          ImGui::TextColored(col(bucket_color(b.status)), "%s", bucket_words(b.status));
+          size_t listed = 0;
+          for (uint32_t q = 0; q < info.parameters.size(); ++q) {
+            if (info.parameters[q].bucket != b.index) continue;
+            if (++listed > 16) {
+              ImGui::TextDisabled("...");
+              break;
+            }
+            ImGui::BulletText("%s", parameter_name(*m, info, q).c_str());
+          }
+          ImGui::EndTooltip();
+        }
+        if (b.pending > 0 && at->backward >= 0) ++pending_buckets, pending_params += b.pending;
+        p.x += w + gap;
+      }
+      ImGui::SetCursorScreenPos(ImVec2(ImGui::GetCursorScreenPos().x, y0));
+      ImGui::Dummy(ImVec2(width, h));
+      if (at->backward < 0) {
+        ImGui::TextDisabled("%zu buckets, none prepared yet", n);
+      } else if (pending_buckets > 0) {
+        ImGui::TextDisabled("pending: %zu parameters in %zu of %zu buckets", pending_params, pending_buckets, n);
+      } else {
+        ImGui::TextDisabled("no gradient pending");
+      }
+    }
+
+    // ---- the order gradients became ready ----
+    if (!at->ready_order.empty()) {
+      const std::string title = fmt::format("Ready order ({} of {})###ready", at->ready_order.size(), info.num_parameters);
+      ImGui::SetNextItemOpen(true, ImGuiCond_Once);
+      if (ImGui::TreeNode(title.c_str())) {
+        const float row_h = ImGui::GetTextLineHeightWithSpacing();
+        const size_t rows = at->ready_order.size();
+        const float table_h = row_h * static_cast<float>(std::min<size_t>(rows, 10) + 1) + 4.f;
+        if (ImGui::BeginTable("ready", 3,
+                              ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY,
+                              ImVec2(0.f, table_h))) {
+          ImGui::TableSetupScrollFreeze(0, 1);
+          ImGui::TableSetupColumn("#");
+          ImGui::TableSetupColumn("parameter", ImGuiTableColumnFlags_WidthStretch);
+          ImGui::TableSetupColumn("bucket");
+          ImGui::TableHeadersRow();
+          ImGuiListClipper clipper;
+          clipper.Begin(static_cast<int>(rows));
+          while (clipper.Step()) {
+            for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+              const uint32_t q = at->ready_order[static_cast<size_t>(i)];
+              ImGui::TableNextRow();
+              ImGui::TableNextColumn();
+              ImGui::TextDisabled("%d", i + 1);
+              ImGui::TableNextColumn();
+              ImGui::PushID(i);
+              const analysis::FunctionIndex acc = q < info.parameters.size() ? info.parameters[q].accumulator : kNoIndex;
+              const bool selected = acc != kNoIndex && acc == session_.selected_function();
+              if (ImGui::Selectable(parameter_name(*m, info, q).c_str(), selected) && acc != kNoIndex) {
+                select_function(acc);
+              }
+              if (ImGui::IsItemHovered() && acc != kNoIndex) {
+                ImGui::SetTooltip("parameter %u · %s\nclick: select its AccumulateGrad", q, m->function_name(acc).c_str());
+              }
+              ImGui::PopID();
+              ImGui::TableNextColumn();
+              if (q < info.parameters.size() && info.parameters[q].bucket != kNoIndex) {
+                ImGui::Text("%u", info.parameters[q].bucket);
+              }
+            }
+          }
+          ImGui::EndTable();
+        }
+        ImGui::TreePop();
+      }
+    }
+    ImGui::TreePop();
+    ImGui::PopID();
+  }
+
+  if (!later.empty()) {
+    ImGui::Spacing();
+    for (analysis::ReducerIndex k : later) {
+      const analysis::ReducerInfo& info = reducers[k];
+      ImGui::TextDisabled("%s (rank %u) is constructed later, at", m->owner_name(info.owner).c_str(),
+                          static_cast<unsigned>(info.rank));
+      ImGui::SameLine(0.f, 4.f);
+      event_link(info.constructed_at);
+    }
+  }
   ImGui::End();
 }
 
