@@ -40,6 +40,8 @@ int parse_args(int argc, char** argv, Args& a) {
   app.add_option("--bench-frames", a.bench_frames, "run N frames, print the median CPU frame time")
       ->check(CLI::Range(1, 1000000));
   app.add_flag("--light", a.light, "light theme");
+  app.add_option("--play", a.play, "start playing at this many events per second once open")
+      ->check(CLI::Range(0.5, 1e7));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

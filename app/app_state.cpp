@@ -142,6 +142,12 @@ void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_posi
     }
     args_.select = -1;
   }
+  if (!keep_position && args_.play > 0.0 && model) {
+    session_.set_speed(args_.play);
+    session_.go_first();
+    session_.set_playing(true);
+    args_.play = 0.0;
+  }
   rows_ = EventRows{};
   rows_.expression.clear();
   set_filter(filter_text_);

@@ -78,6 +78,10 @@ struct TimelineFrame {
   const TimelineSpan* hover_span = nullptr;
   size_t hover_span_count = 0;
   bool clicked = false;
+  // Note [Timeline lanes fit the panel]: lanes shrink (down to a few pixels,
+  // text dropped) so that every track shows; a short panel never hides a rank.
+  float lane_h = 17.f;
+  bool lane_text = true;
 };
 
 TimelineView::TimelineView(TimelineViewOptions options) : options_(options) {}
@@ -161,10 +165,24 @@ TimelineResult TimelineView::draw(size_t current_event) {
   f.dl->AddRectFilled(f.min, f.max, colors::kBackground);
   f.dl->PushClipRect(f.min, f.max, true);
   draw_axis(f);
+  {
+    float fixed = options_.axis_height;
+    size_t lanes = 0;
+    for (const TimelineTrack& track : index_.tracks()) {
+      fixed += options_.tick_height + options_.track_gap;
+      lanes += track.lanes.size();
+    }
+    const float room = (f.max.y - f.min.y) - fixed;
+    f.lane_h = options_.lane_height;
+    if (lanes > 0 && room < options_.lane_height * static_cast<float>(lanes)) {
+      f.lane_h = std::max(4.f, room / static_cast<float>(lanes));
+    }
+    f.lane_text = f.lane_h >= ImGui::GetFontSize() - 1.f;
+  }
   float y = f.min.y + options_.axis_height;
   for (const TimelineTrack& track : index_.tracks()) {
     draw_track(f, track, y);
-    y += options_.tick_height + options_.lane_height * static_cast<float>(track.lanes.size()) + options_.track_gap;
+    y += options_.tick_height + f.lane_h * static_cast<float>(track.lanes.size()) + options_.track_gap;
   }
   // The selection, the bookmarks and the cursor over everything.
   if (selection_) {
@@ -286,7 +304,7 @@ void TimelineView::draw_axis(TimelineFrame& f) {
 
 void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, float y) {
   const TimelineViewOptions& o = options_;
-  const float height = o.tick_height + o.lane_height * static_cast<float>(track.lanes.size());
+  const float height = o.tick_height + f.lane_h * static_cast<float>(track.lanes.size());
   f.dl->AddRectFilled({f.min.x, y}, {f.max.x, y + height}, rgba(255, 255, 255, 6));
   f.dl->AddText({f.min.x + 6.f, y + 1.f}, colors::kText, track.name.c_str());
   f.dl->PushClipRect({f.plot_x, y}, {f.max.x, y + height}, true);
@@ -323,8 +341,8 @@ void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, floa
   });
   for (size_t lane = 0; lane < track.lanes.size(); ++lane) {
     const auto& spans = track.lanes[lane];
-    const float ly0 = y + o.tick_height + o.lane_height * static_cast<float>(lane) + 1.f;
-    const float ly1 = ly0 + o.lane_height - 2.f;
+    const float ly0 = y + o.tick_height + f.lane_h * static_cast<float>(lane) + 1.f;
+    const float ly1 = ly0 + std::max(2.f, f.lane_h - 2.f);
     for_each_span(spans, f.t0, f.t1, f.min_gap, [&](size_t first, size_t last, bool folded) {
       const TimelineSpan& s = spans[first];
       const float x0 = x_of(static_cast<double>(s.begin));
@@ -337,7 +355,7 @@ void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, floa
       if (folded) {  // several spans too narrow to tell apart: a lighter bar with their count
         f.dl->AddRectFilled({x0, ly0 + 3.f}, {x1, ly1 - 3.f}, with_alpha(span_color(s), 140));
         const int len = std::snprintf(buf, sizeof buf, "%zu", last - first);
-        if (x1 - x0 > ImGui::CalcTextSize(buf).x + 6.f) f.dl->AddText({x0 + 3.f, ly0 + 1.f}, colors::kText, buf, buf + len);
+        if (f.lane_text && x1 - x0 > ImGui::CalcTextSize(buf).x + 6.f) f.dl->AddText({x0 + 3.f, ly0 + 1.f}, colors::kText, buf, buf + len);
         return;
       }
       // A span that never ended (its rank died) is an outline running to the end.
@@ -346,7 +364,7 @@ void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, floa
       } else {
         f.dl->AddRectFilled({x0, ly0}, {x1, ly1}, span_color(s), 2.f);
       }
-      if (x1 - x0 < 24.f) return;
+      if (x1 - x0 < 24.f || !f.lane_text) return;
       std::string label;
       if (s.kind == SpanKind::kBackward) {
         label = "backward";

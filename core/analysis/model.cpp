@@ -190,6 +190,20 @@ std::string Model::describe(size_t index) const {
                            trace::placement_stream(e.actor));
       }
       break;
+    case EventKind::kFailure:
+      out += fmt::format(" of rank {} ({})", e.actor, trace::to_string(static_cast<trace::FailureMode>(e.sub)));
+      if (e.arg) out += ": " + str(static_cast<uint32_t>(e.arg));
+      break;
+    case EventKind::kRecoveryStep:
+      out += fmt::format(" {}", trace::to_string(static_cast<trace::RecoveryStep>(e.sub)));
+      if (e.arg) out += ": " + str(static_cast<uint32_t>(e.arg));
+      break;
+    case EventKind::kProcessGroupCreated:
+      out += fmt::format(" generation {}, world size {}", e.actor, e.arg);
+      break;
+    case EventKind::kProcessGroupDestroyed:
+      if (e.sub == 1) out += " (aborted)";
+      break;
     default:
       if (static_cast<uint8_t>(e.kind) >= static_cast<uint8_t>(EventKind::kReducerConstructed)) {
         if (e.owner) out += " " + owner(e.owner);
