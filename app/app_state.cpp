@@ -33,7 +33,15 @@ App::App(const Args& args)
   if (!args_.compare.empty()) open_compare(args_.compare);
 }
 
-App::~App() { shutdown(); }
+App::~App() {
+  shutdown();
+  // io.IniFilename points into this App: save now and let go of it, so an
+  // ImGui context that outlives the App never writes to a freed name.
+  if (ImGui::GetCurrentContext() && !ini_path_.empty() && ImGui::GetIO().IniFilename == ini_path_.c_str()) {
+    ImGui::SaveIniSettingsToDisk(ini_path_.c_str());
+    ImGui::GetIO().IniFilename = nullptr;
+  }
+}
 
 void App::setup_style(float scale) {
   ImGuiIO& io = ImGui::GetIO();
@@ -151,11 +159,12 @@ void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_posi
   rows_ = EventRows{};
   rows_.expression.clear();
   set_filter(filter_text_);
-  findings_ = FindingsState{};
-  if (model) {
-    findings_.model = model.get();
-    findings_.pending = std::async(std::launch::async, [m = model] { return analysis::diagnose(*m); });
+  if (!keep_position) {
+    findings_.findings.clear();
+    findings_.ready = false;
+    findings_.model = nullptr;
   }
+  findings_.wanted = model;
   compare_.diff.reset();
   compare_.diffed_against = nullptr;
   scroll_events_ = true;
@@ -206,6 +215,10 @@ void App::poll_background() {
     rows_.all = false;
     scroll_events_ = true;
   }
+  if (!findings_.pending.valid() && findings_.wanted && findings_.wanted.get() != findings_.model) {
+    findings_.running = findings_.wanted;
+    findings_.pending = std::async(std::launch::async, [m = findings_.running] { return analysis::diagnose(*m); });
+  }
   if (findings_.pending.valid()) {
     if (args_.headless_frames()) findings_.pending.wait();
     if (findings_.pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
@@ -213,8 +226,12 @@ void App::poll_background() {
         findings_.findings = findings_.pending.get();
       } catch (const std::exception& e) {
         warning_ = fmt::format("diagnostics failed: {}", e.what());
+        findings_.findings.clear();
       }
-      findings_.ready = true;
+      findings_.model = findings_.running.get();
+      // Findings of an older model are shown until the latest one's are in;
+      // `ready` means they describe the model on screen.
+      findings_.ready = findings_.model == session_.model();
     }
   }
   // The diff needs both models and this side's findings.

@@ -57,6 +57,11 @@ struct FindingsState {
   bool ready = false;
   std::future<std::vector<analysis::Finding>> pending;
   const analysis::Model* model = nullptr;  // what `findings` describe
+  // The model to diagnose next. A live run grows its model a few times a
+  // second: one diagnose runs at a time, the findings shown stay until the
+  // next are ready (indices stay valid in a grown model, Note [Analysis ids]).
+  std::shared_ptr<const analysis::Model> wanted;
+  std::shared_ptr<const analysis::Model> running;  // kept alive while diagnosed
 };
 
 // A second trace beside the first (Compare panel).
@@ -109,6 +114,8 @@ class App {
   // The Events panel's filter text (tests set it as a user types).
   void set_filter(const std::string& expression);
   bool help_open() const { return show_help_; }
+  bool live() const { return live_recorder_ != nullptr; }
+  bool live_finished() const { return live_finished_; }
 
   // Every key the app handles (Help lists them; tests press them).
   void handle_keys();

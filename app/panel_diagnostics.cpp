@@ -72,11 +72,14 @@ void App::draw_diagnostics_panel() {
     ImGui::End();
     return;
   }
-  if (!findings_.ready || findings_.model != m) {
+  if (findings_.model == nullptr) {
     ImGui::TextDisabled("diagnosing...");
     ImGui::End();
     return;
   }
+  // A live run: the findings of the model as it was a moment ago, until the
+  // grown model's are in (their event indices stay valid).
+  if (findings_.model != m) ImGui::TextDisabled("updating...");
   const std::vector<Finding>& findings = findings_.findings;
   if (findings.empty()) {
     ImGui::TextColored(col(kOkColor), "No findings: every hook was removed by its owner, no stale fires.");
@@ -85,8 +88,8 @@ void App::draw_diagnostics_panel() {
   }
 
   DiagnosticsView& v = diagnostics_view_;
-  if (v.model != m || v.num_findings != findings.size()) {
-    v.model = m;
+  if (v.model != findings_.model || v.num_findings != findings.size()) {
+    v.model = findings_.model;
     v.num_findings = findings.size();
     v.groups = analysis::group_findings(findings);
     v.counts = analysis::count_findings(findings);

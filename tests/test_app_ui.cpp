@@ -243,3 +243,66 @@ TEST_CASE("app: a cut-short trace opens with what was recovered and says so") {
   }
 }
 #endif
+
+#if HOOKSCOPE_APP_UI
+TEST_CASE("app: --live shows the recovery scenario's events as they arrive, then all of them") {
+  Args a;
+  a.live = true;
+  a.scenario.scenario = "recovery";
+  a.scenario.policy = "none";
+  a.scenario.steps = 8;
+  // Not a headless run: the scenario runs on its threads while frames draw.
+  HeadlessUi ui(a);
+  App& app = ui.app();
+  REQUIRE(app.live());
+  std::vector<size_t> sizes;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!app.live_finished() && std::chrono::steady_clock::now() < deadline) {
+    ui.frame();
+    const size_t n = app.session().num_events();
+    if (sizes.empty() || sizes.back() != n) sizes.push_back(n);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(app.live_finished());
+  REQUIRE(app.session().model() != nullptr);
+  // The view followed the end while the run went on...
+  CHECK(app.session().current() == app.session().num_events() - 1);
+  // ...and diagnostics of the finished run arrive and find the leak.
+  for (int i = 0; i < 1000 && !app.findings().ready; ++i) {
+    ui.frame();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(app.findings().ready);
+  bool leaked = false;
+  for (const auto& f : app.findings().findings) leaked |= f.kind == analysis::FindingKind::kLeakedHook;
+  CHECK(leaked);
+  MESSAGE("live model sizes seen: " << sizes.size() << ", last " << sizes.back());
+  CHECK(sizes.back() > 500);
+}
+#endif
+
+#if HOOKSCOPE_APP_UI
+TEST_CASE("app: the window layout is saved to imgui.ini in the config directory") {
+  Args a;
+  a.files = {recovery_trace("by-key")};  // not headless: the layout is the user's
+  const fs::path ini = scratch_dir() / "hookscope" / "imgui.ini";
+  fs::remove(ini);
+  {
+    HeadlessUi ui(a);
+    for (int i = 0; i < 200 && !ui.app().session().model(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ui.frame();
+    }
+    REQUIRE(ui.app().session().model() != nullptr);
+    CHECK(std::string(ImGui::GetIO().IniFilename) == ini.string());
+  }
+  REQUIRE(fs::exists(ini));
+  std::ifstream in(ini);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("[Window][Graph]") != std::string::npos);
+  CHECK(text.find("[Window][Events]") != std::string::npos);
+  // Nothing else was written next to the tests (a freed ini name once did).
+  const fs::path recent = scratch_dir() / "hookscope" / "recent.txt";
+  CHECK(fs::exists(recent));
+}
+#endif
