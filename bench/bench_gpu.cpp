@@ -96,7 +96,9 @@ void allreduce_bandwidth() {
     return;
   }
   fmt::print("NCCL allreduce, {} rank(s) as threads, one per GPU{}:\n", world,
-             world == 1 ? " (one rank: a local copy, no link is used)" : "");
+             world == 1 ? " (one rank: NCCL queues no work for an in-place allreduce, so these are "
+                          "per-call overheads, not link bandwidth)"
+                        : "");
   fmt::print("  {:>10}  {:>10}  {:>12}  {:>12}\n", "bytes", "time", "algbw", "busbw");
   auto store = ddp::make_hash_store();
   std::vector<std::vector<double>> times(static_cast<size_t>(world));

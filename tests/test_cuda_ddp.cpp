@@ -190,7 +190,9 @@ TEST_CASE("nccl: allreduce, broadcast, barrier and allgather on every GPU (ranks
     w->wait();
     CHECK(trace::placement_device(w->placement()) == r);
     CHECK(trace::placement_stream(w->placement()) > 0);
-    CHECK(w->duration_ns() > 0);
+    // One rank: NCCL queues nothing for an in-place allreduce, so the two
+    // CUDA events around it may read the same time.
+    if (world > 1) CHECK(w->duration_ns() > 0);
     // sum over ranks of (r + 1) * u = u * world * (world + 1) / 2
     Tensor expect = Tensor::uniform({n}, -1.f, 1.f, 100);
     const float factor = static_cast<float>(world * (world + 1)) / 2.f;

@@ -136,6 +136,7 @@ class NcclWork : public Work {
         fail_locked(CollectiveStatus::kError,
                     comm_->where() + ": CUDA error while waiting for NCCL " + what_ + ": " +
                         cudaGetErrorString(q) + "; the communicator was aborted");
+        comm_->abort(error_);  // as the message says (lock order: this work's, then the comm's)
         throw CollectiveError(status_, error_);
       }
       CollectiveStatus status = CollectiveStatus::kOk;

@@ -396,16 +396,28 @@ class CudaKernels final : public Kernels {
   static size_t bytes(const Tensor& t) { return static_cast<size_t>(t.numel()) * sizeof(float); }
 
   // Every tensor must be a CUDA tensor of one device; returns that device.
+  // The error names the kernels' device (the first CUDA tensor's) and the
+  // odd one out, whichever argument position the CPU tensor is in.
   static int on_device(const char* op, std::initializer_list<const Tensor*> tensors) {
-    const Tensor& first = **tensors.begin();
+    const Tensor* ref = nullptr;
     for (const Tensor* t : tensors) {
-      if (t->device() != Device::kCUDA || t->device_index() != first.device_index()) {
-        throw std::invalid_argument(std::string(op) +
-                                    ": expected all tensors on the same device, got " +
-                                    first.device_str() + " and " + t->device_str());
+      if (t->device() == Device::kCUDA) {
+        ref = t;
+        break;
       }
     }
-    return first.device_index();
+    for (const Tensor* t : tensors) {
+      if (ref == nullptr || t->device() != Device::kCUDA ||
+          t->device_index() != ref->device_index()) {
+        const std::string expected =
+            ref != nullptr ? ref->device_str()
+                           : device_string(Device::kCUDA, cuda::current_device());
+        throw std::invalid_argument(std::string(op) +
+                                    ": expected all tensors on the same device, got " +
+                                    expected + " and " + t->device_str());
+      }
+    }
+    return ref->device_index();
   }
 
   template <typename Launch>
