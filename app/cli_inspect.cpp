@@ -132,7 +132,7 @@ int run_state(const std::vector<std::string>& files, long at, int rank, const st
                                {"key", hi.key}, {"owner", owner}, {"owner_alive", alive},
                                {"fires", h.fires}, {"added_at", hi.added_at}});
         line += fmt::format("\n      {} key {} owner {}{} fired {}x, added at event {}",
-                            trace::to_string(static_cast<trace::HookKind>(k)), hi.key, owner,
+                            trace::to_string(static_cast<trace::HookKind>(k)), trace::format_hook_key(hi.key), owner,
                             alive ? "" : " (DESTROYED)", h.fires, hi.added_at);
       }
     }

@@ -144,9 +144,12 @@ EventFilter EventFilter::parse(std::string_view text, FilterParseError* error) {
     term.values = term.field == FilterField::kText ? std::vector<std::string>{lower(value)}
                                                    : split_alternatives(lower(value));
     for (const std::string& v : term.values) {
-      if ((term.field == FilterField::kRank || term.field == FilterField::kKey) &&
-          !parse_number(v)) {
+      if (term.field == FilterField::kRank && !parse_number(v)) {
         return fail(term_start, fmt::format("'{}:{}' needs a number", field_name, v));
+      }
+      if (term.field == FilterField::kKey && !trace::parse_hook_key(v)) {
+        return fail(term_start, fmt::format("'{}:{}' needs a hook key: 9.0 (serial.slot) or a number",
+                                            field_name, v));
       }
       if (term.field == FilterField::kKind) {
         const bool prefix = v.back() == '*';
@@ -232,8 +235,10 @@ EventFilter::Bound EventFilter::bind(const analysis::Model& model) const {
         break;
       }
       case FilterField::kRank:
-      case FilterField::kKey:
         for (const auto& v : t.values) bt.numbers.push_back(*parse_number(v));
+        break;
+      case FilterField::kKey:
+        for (const auto& v : t.values) bt.numbers.push_back(*trace::parse_hook_key(v));
         break;
     }
     b.terms_.push_back(std::move(bt));

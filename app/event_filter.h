@@ -15,7 +15,7 @@
 //   fn:TEXT      the Function's name contains TEXT (AccumulateGrad, 0.weight),
 //                or #ID for a raw node id
 //   rank:N       the rank
-//   key:N        a hook key
+//   key:K        a hook key, as shown (9.0, Note [Hook keys in text]) or raw
 //   hook:KIND    the hook kind (pre, post, tensor_pre, retain_grad, post_accumulate)
 //   WORD         the event's one-line description contains WORD (case-insensitive)
 // Matching is case-insensitive throughout.

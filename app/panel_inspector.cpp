@@ -21,10 +21,8 @@ using analysis::kNoIndex;
 
 ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packed); }
 
-// Note [Hook keys]: serial above the 24 slot bits.
-std::string key_text(uint64_t key) {
-  return fmt::format("{}.{}", key >> 24, key & 0xFFFFFFu);
-}
+// Note [Hook keys in text].
+std::string key_text(uint64_t key) { return trace::format_hook_key(key); }
 
 const char* kind_name(int kind) {
   static constexpr const char* kNames[] = {"tensor_pre", "retain_grad", "pre", "post",

@@ -190,7 +190,7 @@ void GraphView::hover_and_click(Frame& f) {
       const bool dead = info.owner < f.owner_dead.size() && f.owner_dead[info.owner];
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
-      ImGui::Text("%llu", static_cast<unsigned long long>(info.key));
+      ImGui::TextUnformatted(trace::format_hook_key(info.key).c_str());  // Note [Hook keys in text]
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(hook_kind_tag(static_cast<trace::HookKind>(kind)).data());
       ImGui::TableNextColumn();

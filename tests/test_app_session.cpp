@@ -253,3 +253,24 @@ TEST_CASE("session: a grown live model keeps the position, or follows the end") 
   CHECK(s.current() == big->num_events() - 1);
 }
 #endif
+
+#if HOOKSCOPE_APP_UI
+TEST_CASE("hook keys read as serial.slot and parse back; key: filters accept both forms") {
+  CHECK(trace::format_hook_key(5) == "5");
+  CHECK(trace::format_hook_key((uint64_t{9} << 24) | 3) == "9.3");
+  CHECK(trace::parse_hook_key("9.3") == ((uint64_t{9} << 24) | 3));
+  CHECK(trace::parse_hook_key("150994947") == ((uint64_t{9} << 24) | 3));
+  CHECK_FALSE(trace::parse_hook_key("9.x"));
+  CHECK_FALSE(trace::parse_hook_key("9.16777216"));  // the slot has 24 bits
+  CHECK_FALSE(trace::parse_hook_key(""));
+  const analysis::Model& m = *shared_recovery();
+  const auto fires = selected(m, "kind:hook_fire");
+  REQUIRE(!fires.empty());
+  const uint64_t key = m.event(fires.front()).key;
+  const auto by_text = selected(m, "kind:hook_fire key:" + trace::format_hook_key(key));
+  const auto by_raw = selected(m, "kind:hook_fire key:" + std::to_string(key));
+  CHECK(by_text == by_raw);
+  CHECK(std::find(by_text.begin(), by_text.end(), fires.front()) != by_text.end());
+  CHECK(m.describe(fires.front()).find("key " + trace::format_hook_key(key)) != std::string::npos);
+}
+#endif

@@ -306,3 +306,44 @@ TEST_CASE("app: the window layout is saved to imgui.ini in the config directory"
   CHECK(fs::exists(recent));
 }
 #endif
+
+#if HOOKSCOPE_APP_UI
+TEST_CASE("app: files dropped on the window open; Ctrl+O opens the file browser") {
+  HeadlessUi ui(args_for({}));
+  App& app = ui.app();
+  CHECK(app.session().model() == nullptr);
+  app.on_drop({recovery_trace("by-key")});
+  for (int i = 0; i < 3; ++i) ui.frame();
+  REQUIRE(app.session().model() != nullptr);
+  ui.press('O', true);
+  CHECK(ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId));
+  ui.press(kEscape);
+  ui.frame();
+  CHECK_FALSE(ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId));
+}
+
+TEST_CASE("recent files: newest first, no duplicates, at most ten, kept across runs") {
+  const fs::path file = scratch_dir() / "recent_test.txt";
+  fs::remove(file);
+  {
+    RecentFiles r(file);
+    CHECK(r.entries().empty());
+    for (int i = 0; i < 12; ++i) r.add({"/traces/run" + std::to_string(i) + ".hstrace"});
+    r.add({"/traces/run5.hstrace"});
+    r.add({"/traces/a.rank0.hstrace", "/traces/a.rank1.hstrace"});
+  }
+  RecentFiles again(file);
+  REQUIRE(again.entries().size() == RecentFiles::kMax);
+  CHECK(again.entries()[0] == std::vector<std::string>{"/traces/a.rank0.hstrace", "/traces/a.rank1.hstrace"});
+  CHECK(again.entries()[1] == std::vector<std::string>{"/traces/run5.hstrace"});
+  size_t fives = 0;
+  for (const auto& e : again.entries()) fives += e[0] == "/traces/run5.hstrace";
+  CHECK(fives == 1);
+  again.clear();
+  CHECK(RecentFiles(file).entries().empty());
+  // No file: nothing read, nothing written, no error.
+  RecentFiles none{fs::path()};
+  none.add({"x.hstrace"});
+  CHECK(none.entries().size() == 1);
+}
+#endif

@@ -144,7 +144,7 @@ Finding Diagnoser::make(FindingKind kind, Severity severity, FunctionIndex f,
 
 std::string Diagnoser::hook_words(HookIndex h) const {
   const HookInfo& hook = m_.hooks()[h];
-  return fmt::format("{} hook (key {})", trace::to_string(hook.kind), hook.key);
+  return fmt::format("{} hook (key {})", trace::to_string(hook.kind), trace::format_hook_key(hook.key));
 }
 
 std::string Diagnoser::where(FunctionIndex f, bool on_tensor) const {
@@ -393,7 +393,7 @@ void Diagnoser::failed_removals() {
     const auto kind = static_cast<HookKind>(e.sub % trace::kNumHookKinds);
     out.message = fmt::format("{} asked to remove {} hook key {} from {}, but it was not there: {}",
                               actor == kNoIndex ? "someone" : m_.owner_name(actor),
-                              trace::to_string(kind), e.key,
+                              trace::to_string(kind), trace::format_hook_key(e.key),
                               f == kNoIndex ? fmt::format("Function #{}", e.node)
                                             : m_.function_name(f),
                               why);

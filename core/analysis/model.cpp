@@ -156,7 +156,7 @@ std::string Model::describe(size_t index) const {
     case EventKind::kHookRemoved:
     case EventKind::kHookRemoveFailed: {
       const auto kind = static_cast<trace::HookKind>(e.sub % trace::kNumHookKinds);
-      out += fmt::format(" {} key {} on {}", trace::to_string(kind), e.key, fn(e.node));
+      out += fmt::format(" {} key {} on {}", trace::to_string(kind), trace::format_hook_key(e.key), fn(e.node));
       if (e.owner) out += fmt::format(" of {}", owner(e.owner));
       if (e.kind == EventKind::kHookRemoved) {
         out += fmt::format(" ({})", trace::to_string(static_cast<trace::RemoveCause>(e.arg)));

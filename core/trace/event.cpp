@@ -1,5 +1,7 @@
 #include "trace/event.h"
 
+#include <charconv>
+
 namespace hookscope::trace {
 
 std::string_view to_string(EventKind kind) {
@@ -126,6 +128,27 @@ EventKind event_kind_from_string(std::string_view name) {
     if (to_string(kind) == name) return kind;
   }
   return EventKind::kNone;
+}
+
+std::string format_hook_key(uint64_t key) {
+  constexpr int kSlotBits = 24;  // autograd/hooks.h kHookSlotBits
+  if (key >> kSlotBits == 0) return std::to_string(key);
+  return std::to_string(key >> kSlotBits) + "." + std::to_string(key & ((uint64_t{1} << kSlotBits) - 1));
+}
+
+std::optional<uint64_t> parse_hook_key(std::string_view text) {
+  auto number = [](std::string_view s) -> std::optional<uint64_t> {
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+    return v;
+  };
+  const size_t dot = text.find('.');
+  if (dot == std::string_view::npos) return number(text);
+  const auto serial = number(text.substr(0, dot));
+  const auto slot = number(text.substr(dot + 1));
+  if (!serial || !slot || *slot >= (uint64_t{1} << 24) || *serial >= (uint64_t{1} << 40)) return std::nullopt;
+  return *serial << 24 | *slot;
 }
 
 }  // namespace hookscope::trace

@@ -2,6 +2,8 @@
 // The event record every part of the runtime emits. See Note [Event record].
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -175,5 +177,15 @@ std::string_view to_string(FailureMode mode);
 std::string_view to_string(RecoveryStep step);
 // Inverse of to_string(EventKind); kNone when unknown.
 EventKind event_kind_from_string(std::string_view name);
+
+// Note [Hook keys in text]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// A runtime hook key is serial << 24 | slot (Note [Hook keys] in
+// autograd/hooks.h): as a number it reads 150994944. Text meant for people
+// (CLI, GUI, findings) writes it as "serial.slot" (9.0); keys below 1 << 24
+// (traces made by hand) stay plain numbers. JSON keeps the raw number.
+std::string format_hook_key(uint64_t key);
+// "9.0" or "150994944"; nullopt when it is neither.
+std::optional<uint64_t> parse_hook_key(std::string_view text);
 
 }  // namespace hookscope::trace
