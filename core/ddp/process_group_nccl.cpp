@@ -171,6 +171,17 @@ class NcclWork : public Work {
       }
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
+    // An abort from another thread also ends the kernel and completes the
+    // end event: the data is then incomplete, not reduced.
+    {
+      std::lock_guard<std::mutex> comm_lock(comm_->mutex);
+      if (comm_->aborted) {
+        fail_locked(CollectiveStatus::kAborted,
+                    comm_->where() + ": NCCL " + what_ + " did not complete: the process group was aborted (" +
+                        comm_->first_error + ")");
+        throw CollectiveError(status_, error_);
+      }
+    }
     // The compute stream reads the result only after the collective wrote it.
     HOOKSCOPE_CUDA_CHECK(cudaStreamWaitEvent(cuda::compute_stream(comm_->device), end_, 0));
     float ms = 0.f;
