@@ -125,7 +125,7 @@ void App::draw_diagnostics_panel() {
                                SeverityBox{Severity::kInfo, counts.infos, "info"}}) {
     bool shown = !(v.hidden & severity_bit(b.s));
     const std::string label = fmt::format("{} {}", b.n, b.word);
-    ImGui::PushStyleColor(ImGuiCol_Text, col(b.n ? severity_color(b.s) : colors::kTextDim));
+    ImGui::PushStyleColor(ImGuiCol_Text, b.n ? col(severity_color(b.s)) : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     if (ImGui::Checkbox(label.c_str(), &shown)) v.hidden ^= severity_bit(b.s);
     ImGui::PopStyleColor();
     ImGui::SameLine();
@@ -204,7 +204,7 @@ void App::draw_diagnostics_panel() {
             const bool future = f.at > now;
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
-            if (future) ImGui::PushStyleColor(ImGuiCol_Text, col(colors::kTextDim));
+            if (future) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
             char at[24];
             std::snprintf(at, sizeof(at), "#%zu##%u", f.at, i);
             if (ImGui::Selectable(at, v.selected == i, ImGuiSelectableFlags_SpanAllColumns)) {

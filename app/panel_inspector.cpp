@@ -322,7 +322,7 @@ void App::draw_inspector_panel() {
 
   // ---- the selected Function ----
   const analysis::FunctionInfo& info = m->functions()[f];
-  ImGui::TextColored(col(colors::kText), "%s", m->function_name(f).c_str());
+  ImGui::TextColored(ImGui::GetStyleColorVec4(ImGuiCol_Text), "%s", m->function_name(f).c_str());
   ImGui::SameLine();
   if (ImGui::SmallButton("x")) {
     select_function(kNoIndex);

@@ -114,7 +114,7 @@ void App::draw_reducers_panel() {
     // folded until the user opens it.
     ImGui::SetNextItemOpen(live, ImGuiCond_Once);
     const std::string label = fmt::format("     {}###{}", name, live ? "live" : "dead");
-    ImGui::PushStyleColor(ImGuiCol_Text, col(live ? colors::kText : colors::kTextDim));
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(live ? ImGuiCol_Text : ImGuiCol_TextDisabled));
     const bool node_open =
         ImGui::TreeNodeEx(label.c_str(), ImGuiTreeNodeFlags_SpanAvailWidth | ImGuiTreeNodeFlags_FramePadding);
     ImGui::PopStyleColor();
@@ -161,7 +161,7 @@ void App::draw_reducers_panel() {
     ImGui::TextDisabled("%u parameters in %u buckets · destroy policy", info.num_parameters, info.num_buckets);
     ImGui::SameLine(0.f, 4.f);
     const bool legacy = info.policy != trace::DestroyPolicy::kByKey;
-    ImGui::TextColored(col(legacy ? kReadyColor : colors::kTextDim), "%s", std::string(trace::to_string(info.policy)).c_str());
+    ImGui::TextColored(legacy ? col(kReadyColor) : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled), "%s", std::string(trace::to_string(info.policy)).c_str());
     if (ImGui::IsItemHovered()) {
       ImGui::SetTooltip("by_key: the destructor removes exactly the hooks it added (the fix of PR #21591)\n"
                         "none: it removes nothing; its hooks stay and pile up across rebuilds\n"
@@ -170,7 +170,7 @@ void App::draw_reducers_panel() {
     if (!live) {
       ImGui::TextUnformatted("Its destructor removed");
       ImGui::SameLine(0.f, 4.f);
-      ImGui::TextColored(col(info.hooks_removed == 0 && info.num_parameters > 0 ? colors::kAlarm : colors::kText), "%u",
+      ImGui::TextColored(info.hooks_removed == 0 && info.num_parameters > 0 ? col(colors::kAlarm) : ImGui::GetStyleColorVec4(ImGuiCol_Text), "%u",
                          info.hooks_removed);
       ImGui::SameLine(0.f, 4.f);
       ImGui::TextUnformatted("hooks;");
