@@ -156,8 +156,11 @@ void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_posi
     session_.set_playing(true);
     args_.play = 0.0;
   }
-  rows_ = EventRows{};
+  rows_.retire();
+  rows_.model = nullptr;
   rows_.expression.clear();
+  rows_.all = true;
+  rows_.rows.clear();
   set_filter(filter_text_);
   if (!keep_position) {
     findings_.findings.clear();
@@ -173,23 +176,24 @@ void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_posi
 void App::set_filter(const std::string& expression) {
   std::snprintf(filter_text_, sizeof(filter_text_), "%s", expression.c_str());
   const analysis::Model* model = session_.model();
-  if (rows_.model == model && rows_.expression == expression && !rows_.pending.valid()) return;
+  if (rows_.model == model && rows_.expression == expression) return;
   FilterParseError error;
   EventFilter filter = EventFilter::parse(expression, &error);
   rows_.error = error;
   if (!error.message.empty()) return;  // keep showing the last good rows
   rows_.model = model;
   rows_.expression = expression;
+  rows_.retire();
   if (filter.empty() || !model) {
     rows_.all = true;
     rows_.rows.clear();
-    rows_.pending = {};
     return;
   }
   rows_.pending_expression = expression;
-  auto shared = session_.shared_model();
-  rows_.pending = std::async(std::launch::async, [filter = std::move(filter), shared] {
-    return filter.select(*shared, 0, shared->num_events());
+  rows_.cancel = std::make_shared<std::atomic<bool>>(false);
+  rows_.pending = std::async(std::launch::async, [filter = std::move(filter), shared = session_.shared_model(),
+                                                  cancel = rows_.cancel] {
+    return filter.select(*shared, 0, shared->num_events(), cancel.get());
   });
   if (args_.headless_frames()) rows_.pending.wait();
 }
@@ -209,6 +213,9 @@ void App::poll_background() {
       compare_.diffed_against = nullptr;
     }
   }
+  std::erase_if(rows_.retired, [](auto& f) {
+    return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  });
   if (rows_.pending.valid() &&
       rows_.pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
     rows_.rows = rows_.pending.get();
@@ -344,7 +351,9 @@ void App::poll_live() {
 void App::shutdown() {
   stop_live();
   if (findings_.pending.valid()) findings_.pending.wait();
-  if (rows_.pending.valid()) rows_.pending.wait();
+  rows_.retire();
+  for (auto& f : rows_.retired) f.wait();
+  rows_.retired.clear();
 }
 
 // ---------------------------------------------------------------- frame

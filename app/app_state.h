@@ -47,8 +47,17 @@ struct EventRows {
   bool all = true;                   // no filter: row i is event i
   std::vector<analysis::EventIndex> rows;
   std::future<std::vector<analysis::EventIndex>> pending;
+  std::shared_ptr<std::atomic<bool>> cancel;  // of `pending`
   std::string pending_expression;
   const analysis::Model* model = nullptr;  // the model the rows belong to
+  // Jobs superseded while the user typed: cancelled, dropped once they stop
+  // (a std::async future's destructor would wait for it on the UI thread).
+  std::vector<std::future<std::vector<analysis::EventIndex>>> retired;
+  void retire() {
+    if (!pending.valid()) return;
+    cancel->store(true);
+    retired.push_back(std::move(pending));
+  }
 };
 
 // Diagnostics run off the UI thread; the panel shows them once ready.

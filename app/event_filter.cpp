@@ -86,6 +86,28 @@ std::string event_kind_names() {
   return out;
 }
 
+bool event_names_function(EventKind k) {
+  switch (k) {
+    case EventKind::kNodeCreated:
+    case EventKind::kNodeEdge:
+    case EventKind::kNodeLabel:
+    case EventKind::kNodeReleased:
+    case EventKind::kHookAdded:
+    case EventKind::kHookFired:
+    case EventKind::kHookRemoved:
+    case EventKind::kHookRemoveFailed:
+    case EventKind::kApplyBegin:
+    case EventKind::kApplyEnd:
+    case EventKind::kAutogradHookNoop:
+    case EventKind::kMarkReady:
+    case EventKind::kMarkedTwice:
+    case EventKind::kUnusedParameter:
+      return true;
+    default:
+      return false;
+  }
+}
+
 EventFilter EventFilter::parse(std::string_view text, FilterParseError* error) {
   EventFilter filter;
   auto fail = [&](size_t pos, std::string message) {
@@ -248,28 +270,6 @@ EventFilter::Bound EventFilter::bind(const analysis::Model& model) const {
 
 namespace {
 
-bool has_function(EventKind k) {
-  switch (k) {
-    case EventKind::kNodeCreated:
-    case EventKind::kNodeEdge:
-    case EventKind::kNodeLabel:
-    case EventKind::kNodeReleased:
-    case EventKind::kHookAdded:
-    case EventKind::kHookFired:
-    case EventKind::kHookRemoved:
-    case EventKind::kHookRemoveFailed:
-    case EventKind::kApplyBegin:
-    case EventKind::kApplyEnd:
-    case EventKind::kAutogradHookNoop:
-    case EventKind::kMarkReady:
-    case EventKind::kMarkedTwice:
-    case EventKind::kUnusedParameter:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool is_hook_event(EventKind k) {
   return k == EventKind::kHookAdded || k == EventKind::kHookFired || k == EventKind::kHookRemoved ||
          k == EventKind::kHookRemoveFailed;
@@ -308,7 +308,7 @@ bool EventFilter::Bound::matches(size_t index) const {
         break;
       }
       case FilterField::kFunction: {
-        if (!has_function(e.kind) || e.node == 0) break;
+        if (!event_names_function(e.kind) || e.node == 0) break;
         const uint32_t source = model_->source(index);
         const analysis::FunctionIndex f = model_->find_function(source, e.node);
         hit = f != analysis::kNoIndex && f < t.functions.size() && t.functions[f];
@@ -329,11 +329,12 @@ bool EventFilter::Bound::matches(size_t index) const {
 }
 
 std::vector<analysis::EventIndex> EventFilter::select(const analysis::Model& model, size_t from,
-                                                      size_t to) const {
+                                                      size_t to, const std::atomic<bool>* cancel) const {
   std::vector<analysis::EventIndex> out;
   const Bound b = bind(model);
   to = std::min(to, model.num_events());
   for (size_t i = from; i < to; ++i) {
+    if (cancel && (i & 0xFFFF) == 0 && cancel->load(std::memory_order_relaxed)) return out;
     if (b.matches(i)) out.push_back(static_cast<analysis::EventIndex>(i));
   }
   return out;

@@ -20,6 +20,7 @@
 //   WORD         the event's one-line description contains WORD (case-insensitive)
 // Matching is case-insensitive throughout.
 
+#include <atomic>
 #include <bitset>
 #include <cstdint>
 #include <optional>
@@ -74,13 +75,17 @@ class EventFilter {
   // Names were checked by parse(); binding cannot fail.
   Bound bind(const analysis::Model& model) const;
 
-  // Every matching event in [from, to), in order.
-  std::vector<analysis::EventIndex> select(const analysis::Model& model, size_t from,
-                                           size_t to) const;
+  // Every matching event in [from, to), in order. A set `cancel` stops it
+  // early (the result is then incomplete; the caller drops it).
+  std::vector<analysis::EventIndex> select(const analysis::Model& model, size_t from, size_t to,
+                                           const std::atomic<bool>* cancel = nullptr) const;
 
  private:
   std::vector<FilterTerm> terms_;
 };
+
+// Whether events of `kind` name a Function in their `node` field.
+bool event_names_function(trace::EventKind kind);
 
 // "hook_fire, hook_add, ..." for messages and the help window.
 std::string event_kind_names();

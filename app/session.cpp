@@ -1,5 +1,7 @@
 #include "session.h"
 
+#include "event_filter.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -145,26 +147,8 @@ bool Session::step_lifecycle(int dir) {
 analysis::FunctionIndex Session::function_of_event(size_t index) const {
   if (empty() || index >= num_events()) return analysis::kNoIndex;
   const trace::Event e = model_->event(index);
-  if (e.node == 0) return analysis::kNoIndex;
-  switch (e.kind) {
-    case EventKind::kNodeCreated:
-    case EventKind::kNodeEdge:
-    case EventKind::kNodeLabel:
-    case EventKind::kNodeReleased:
-    case EventKind::kHookAdded:
-    case EventKind::kHookFired:
-    case EventKind::kHookRemoved:
-    case EventKind::kHookRemoveFailed:
-    case EventKind::kApplyBegin:
-    case EventKind::kApplyEnd:
-    case EventKind::kAutogradHookNoop:
-    case EventKind::kMarkReady:
-    case EventKind::kMarkedTwice:
-    case EventKind::kUnusedParameter:
-      return model_->find_function(model_->source(index), e.node);
-    default:
-      return analysis::kNoIndex;
-  }
+  if (e.node == 0 || !event_names_function(e.kind)) return analysis::kNoIndex;
+  return model_->find_function(model_->source(index), e.node);
 }
 
 bool Session::toggle_bookmark() {

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "analysis/synthetic.h"
 #include "app_state.h"
 #include "test_util.h"
 
@@ -345,5 +346,45 @@ TEST_CASE("recent files: newest first, no duplicates, at most ten, kept across r
   RecentFiles none{fs::path()};
   none.add({"x.hstrace"});
   CHECK(none.entries().size() == 1);
+}
+#endif
+
+#if HOOKSCOPE_APP_UI
+TEST_CASE("app: a filter typed over a running one replaces it; the rows are the last expression's") {
+  Args a;
+  a.files = {recovery_trace("none")};  // not headless: filtering runs in the background
+  HeadlessUi ui(a);
+  App& app = ui.app();
+  for (int i = 0; i < 300 && !app.session().model(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ui.frame();
+  }
+  REQUIRE(app.session().model() != nullptr);
+  for (const char* e : {"k", "kind:hook_f", "kind:hook_fire", "kind:hook_add", "kind:hook_add rank:0"}) {
+    app.set_filter(e);
+    ui.frame();
+  }
+  for (int i = 0; i < 500 && (app.event_rows().pending.valid() || !app.event_rows().retired.empty()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ui.frame();
+  }
+  const EventRows& rows = app.event_rows();
+  CHECK(rows.expression == "kind:hook_add rank:0");
+  REQUIRE_FALSE(rows.all);
+  REQUIRE_FALSE(rows.rows.empty());
+  for (auto i : rows.rows) {
+    CHECK(app.session().model()->event(i).kind == EventKind::kHookAdded);
+    CHECK(app.session().model()->event(i).rank == 0);
+  }
+}
+
+TEST_CASE("filter: a cancelled selection stops early") {
+  const analysis::Model m(analysis::make_synthetic_trace({.events = 300000}));
+  FilterParseError err;
+  const EventFilter f = EventFilter::parse("kind:hook_fire", &err);
+  std::atomic<bool> cancel{true};
+  CHECK(f.select(m, 0, m.num_events(), &cancel).empty());
+  cancel = false;
+  CHECK_FALSE(f.select(m, 0, m.num_events(), &cancel).empty());
 }
 #endif
