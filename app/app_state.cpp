@@ -128,8 +128,13 @@ void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_posi
   if (!keep_position && args_.at >= 0) {
     at = static_cast<size_t>(args_.at);
     args_.at = -1;  // only for the first trace opened
-  } else if (!keep_position && model) {
-    at = model->num_events() ? model->num_events() - 1 : 0;
+  } else if (!keep_position && model && model->num_events() > 0) {
+    // Open at the end, as a debugger opens at the last frame; but a run that
+    // released everything before it ended would show an empty graph there:
+    // then open at its last backward pass, the graph and its hooks complete.
+    at = model->num_events() - 1;
+    const auto& ends = model->events_of_kind(trace::EventKind::kBackwardEnd);
+    if (!ends.empty() && model->state_at(at).functions.empty()) at = ends.back();
   }
   session_.set_model(model, keep_position, at);
   if (!keep_position) {

@@ -1,6 +1,7 @@
 #include "render/timeline_index.h"
 
 #include <map>
+#include <set>
 #include <numeric>
 #include <tuple>
 
@@ -175,8 +176,15 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
         break;
     }
   }
-  std::map<uint16_t, int> threads_of_rank;
-  for (auto& [key, b] : by_key) ++threads_of_rank[std::get<0>(key)];
+  // Names: "rank 1"; "rank 1 · pid 4242" when a rank's events come from
+  // several processes (a replacement rank after a kill); "/ thread t" when
+  // one process has several threads of that rank.
+  std::map<uint16_t, std::set<uint32_t>> sources_of_rank;
+  std::map<std::pair<uint16_t, uint32_t>, int> threads_of;
+  for (auto& [key, b] : by_key) {
+    sources_of_rank[std::get<0>(key)].insert(std::get<1>(key));
+    ++threads_of[{std::get<0>(key), std::get<1>(key)}];
+  }
   for (auto& [key, b] : by_key) {
     auto [rank, source, thread] = key;
     TimelineTrack& t = b.track;
@@ -184,7 +192,11 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
     t.source = source;
     t.thread = thread;
     t.name = "rank " + std::to_string(rank);
-    if (threads_of_rank[rank] > 1) t.name += " / thread " + std::to_string(thread);
+    if (sources_of_rank[rank].size() > 1) {
+      const int64_t pid = model.trace(source).header.pid;
+      t.name += pid > 0 ? " \u00b7 pid " + std::to_string(pid) : " \u00b7 trace " + std::to_string(source);
+    }
+    if (threads_of[{rank, source}] > 1) t.name += " / thread " + std::to_string(thread);
     // Per-thread order is time order; keep the index honest if a clock was not.
     if (!std::is_sorted(t.time.begin(), t.time.end())) {
       std::vector<size_t> order(t.time.size());

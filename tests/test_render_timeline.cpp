@@ -7,6 +7,7 @@
 #include <set>
 
 #include "analysis/model.h"
+#include "analysis/synthetic.h"
 #include "render/timeline_index.h"
 #include "scenarios/ddp_scenarios.h"
 #include "trace/recorder.h"
@@ -139,3 +140,25 @@ TEST_CASE("timeline view: bookmarks toggle") {
 }
 
 #endif  // HOOKSCOPE_RENDER_DRAW
+
+TEST_CASE("timeline: a rank recorded by two processes (a replacement) gets a track per process, named by pid") {
+  std::vector<trace::TraceData> traces;
+  for (int p = 0; p < 3; ++p) {
+    const int rank = p == 0 ? 0 : 1;  // rank 1 died and was replaced
+    analysis::TraceBuilder b(rank);
+    b.rank(static_cast<uint16_t>(rank)).time(1000 + 100 * p);
+    b.function("MulBackward0");
+    b.function("AddBackward0");
+    trace::TraceData t = b.take();
+    t.header.pid = 4000 + p;
+    traces.push_back(std::move(t));
+  }
+  const analysis::Model m(std::move(traces));
+  const TimelineIndex index(m);
+  std::vector<std::string> names;
+  for (const auto& t : index.tracks()) names.push_back(t.name);
+  REQUIRE(names.size() == 3);
+  CHECK(names[0] == "rank 0");
+  CHECK(names[1] == "rank 1 \u00b7 pid 4001");
+  CHECK(names[2] == "rank 1 \u00b7 pid 4002");
+}
