@@ -38,7 +38,6 @@ void App::handle_keys() {
   }
   if (ctrl && pressed_char('B')) {
     session_.toggle_bookmark();
-    timeline_.toggle_bookmark(session_.current());
   }
   for (int n = 1; n <= 9; ++n) {
     if (ctrl && pressed_char(static_cast<char>('0' + n))) {

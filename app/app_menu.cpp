@@ -63,7 +63,6 @@ void App::draw_menu() {
     ImGui::Separator();
     if (ImGui::MenuItem("Toggle bookmark", "Ctrl+B")) {
       session_.toggle_bookmark();
-      timeline_.toggle_bookmark(session_.current());
     }
     const auto& marks = session_.bookmarks();
     for (size_t i = 0; i < marks.size(); ++i) {

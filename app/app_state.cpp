@@ -137,9 +137,6 @@ void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_posi
     if (!ends.empty() && model->state_at(at).functions.empty()) at = ends.back();
   }
   session_.set_model(model, keep_position, at);
-  if (!keep_position) {
-    for (size_t b : timeline_.bookmarks()) timeline_.toggle_bookmark(b);
-  }
   if (!keep_position && args_.select >= 0 && model) {
     for (uint32_t s = 0; s < model->num_traces(); ++s) {
       const auto f = model->find_function(s, static_cast<uint64_t>(args_.select));
@@ -194,7 +191,6 @@ void App::set_filter(const std::string& expression) {
     rows_.rows.clear();
     return;
   }
-  rows_.pending_expression = expression;
   rows_.cancel = std::make_shared<std::atomic<bool>>(false);
   rows_.pending = std::async(std::launch::async, [filter = std::move(filter), shared = session_.shared_model(),
                                                   cancel = rows_.cancel] {
@@ -373,12 +369,11 @@ void App::jump_to(size_t event, analysis::FunctionIndex select) {
   }
 }
 
-void App::place(const char* window, float x, float y, float w, float h) {
+void App::place(float x, float y, float w, float h) {
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   const float top = ImGui::GetFrameHeight();           // menu bar
   const float bottom = ImGui::GetFrameHeight() + 6.f;  // status bar
   const float W = vp->WorkSize.x, H = vp->Size.y - top - bottom;
-  (void)window;
   const ImGuiCond cond = reset_layout_ ? ImGuiCond_Always : ImGuiCond_FirstUseEver;
   ImGui::SetNextWindowPos(ImVec2(vp->Pos.x + x * W, vp->Pos.y + top + y * H), cond);
   ImGui::SetNextWindowSize(ImVec2(w * W, h * H), cond);
@@ -403,20 +398,20 @@ void App::frame() {
   // Note [Default layout]: the graph is the largest panel, top left; what
   // describes the selection is to its right; time runs along the bottom.
   constexpr float kLeft = 0.62f, kTop = 0.52f, kTimeline = 0.27f;
-  place("Graph", 0.f, 0.f, kLeft, kTop);
+  place(0.f, 0.f, kLeft, kTop);
   draw_graph_panel();
-  place("Function", kLeft, 0.f, 1.f - kLeft, 0.27f);
+  place(kLeft, 0.f, 1.f - kLeft, 0.27f);
   draw_inspector_panel();
-  place("Reducers", kLeft, 0.27f, 1.f - kLeft, kTop - 0.27f);
+  place(kLeft, 0.27f, 1.f - kLeft, kTop - 0.27f);
   draw_reducers_panel();
-  place("Timeline", 0.f, kTop, 1.f, kTimeline);
+  place(0.f, kTop, 1.f, kTimeline);
   draw_timeline_panel();
-  place("Events", 0.f, kTop + kTimeline, kLeft, 1.f - kTop - kTimeline);
+  place(0.f, kTop + kTimeline, kLeft, 1.f - kTop - kTimeline);
   draw_events_panel();
-  place("Diagnostics", kLeft, kTop + kTimeline, 1.f - kLeft, 1.f - kTop - kTimeline);
+  place(kLeft, kTop + kTimeline, 1.f - kLeft, 1.f - kTop - kTimeline);
   draw_diagnostics_panel();
   if (show_compare_) {
-    place("Compare", kLeft, 0.f, 1.f - kLeft, kTop);
+    place(kLeft, 0.f, 1.f - kLeft, kTop);
     draw_compare_panel();
   }
   reset_layout_ = false;

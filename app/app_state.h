@@ -48,7 +48,6 @@ struct EventRows {
   std::vector<analysis::EventIndex> rows;
   std::future<std::vector<analysis::EventIndex>> pending;
   std::shared_ptr<std::atomic<bool>> cancel;  // of `pending`
-  std::string pending_expression;
   const analysis::Model* model = nullptr;  // the model the rows belong to
   // Jobs superseded while the user typed: cancelled, dropped once they stop
   // (a std::async future's destructor would wait for it on the UI thread).
@@ -139,7 +138,7 @@ class App {
   void jump_to(size_t event, analysis::FunctionIndex select = analysis::kNoIndex);
   // Sets window positions/sizes for the default layout (always when
   // `force`, else only for windows that have none in imgui.ini).
-  void place(const char* window, float x, float y, float w, float h);
+  void place(float x, float y, float w, float h);  // then the window's Begin
 
   // Panels, one file each.
   void draw_menu();          // app_menu.cpp
@@ -200,7 +199,6 @@ class App {
   size_t last_current_ = SIZE_MAX;
   char goto_text_[32] = "";
   char filter_text_[256] = "";
-  analysis::OwnerIndex inspector_owner_ = analysis::kNoIndex;
   std::chrono::steady_clock::time_point last_frame_{};
 
   std::vector<double> frame_ms_;

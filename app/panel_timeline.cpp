@@ -8,11 +8,8 @@ namespace hookscope::app {
 
 namespace {
 
-const char* kind_label(trace::EventKind k) {
-  static std::string buf;
-  buf = std::string(trace::to_string(k));
-  return buf.c_str();
-}
+// to_string's names are string literals, so their data() ends in a NUL.
+const char* kind_label(trace::EventKind k) { return trace::to_string(k).data(); }
 
 }  // namespace
 
@@ -72,7 +69,11 @@ void App::draw_timeline_panel() {
   if (ImGui::SmallButton("PgDn >")) session_.step_lifecycle(+1);
   if (no_lifecycle) ImGui::EndDisabled();
 
+  // The Session holds the bookmarks (Ctrl+B, Ctrl+1..9); the timeline shows
+  // them, and its own Bookmark button toggles the Session's.
+  timeline_.set_bookmarks(session_.bookmarks());
   const render::TimelineResult r = timeline_.draw(session_.current());
+  if (timeline_.bookmarks() != session_.bookmarks()) session_.toggle_bookmark();
   if (r.current_event) jump_to(*r.current_event);
   ImGui::End();
 }

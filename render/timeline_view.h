@@ -57,6 +57,8 @@ class TimelineView {
   void fit();  // the whole trace
   void set_window(double begin_ns, double end_ns);
   void toggle_bookmark(size_t event);
+  // The GUI keeps its bookmarks elsewhere (app/session.h) and shows them here.
+  void set_bookmarks(std::vector<size_t> events) { bookmarks_ = std::move(events); }
   const std::vector<size_t>& bookmarks() const { return bookmarks_; }
   const TimelineIndex& index() const { return index_; }
   const TimelineDrawStats& stats() const { return stats_; }
