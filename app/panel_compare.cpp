@@ -23,8 +23,8 @@ constexpr uint32_t kDiffer = render::rgba(230, 180, 80);
 constexpr uint32_t kDifferRow = render::rgba(230, 180, 80, 28);
 
 const char* kind_column(int kind) {
-  static constexpr const char* kNames[] = {"tensor_pre", "retain_grad", "pre", "post", "post_acc"};
-  return kind >= 0 && kind < trace::kNumHookKinds ? kNames[kind] : "?";
+  if (kind < 0 || kind >= trace::kNumHookKinds) return "?";
+  return trace::to_string(static_cast<trace::HookKind>(kind)).data();  // literals: NUL-terminated
 }
 
 std::string short_name(const std::vector<std::string>& files, const std::string& fallback) {

@@ -25,9 +25,8 @@ ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packed); }
 std::string key_text(uint64_t key) { return trace::format_hook_key(key); }
 
 const char* kind_name(int kind) {
-  static constexpr const char* kNames[] = {"tensor_pre", "retain_grad", "pre", "post",
-                                           "post_accumulate"};
-  return kind >= 0 && kind < trace::kNumHookKinds ? kNames[kind] : "?";
+  if (kind < 0 || kind >= trace::kNumHookKinds) return "?";
+  return trace::to_string(static_cast<trace::HookKind>(kind)).data();  // literals: NUL-terminated
 }
 
 // How a hook's time on a Function ended, in a few words.

@@ -70,6 +70,11 @@ std::string_view hook_kind_tag(trace::HookKind kind) {
     case trace::HookKind::kPre: return "pre";
     case trace::HookKind::kPost: return "post";
     case trace::HookKind::kPostAccumulate: return "post-acc";
+    case trace::HookKind::kModuleForwardPre: return "fwd-pre";
+    case trace::HookKind::kModuleForward: return "fwd";
+    case trace::HookKind::kModuleBackwardPre: return "bwd-pre";
+    case trace::HookKind::kModuleBackward: return "bwd";
+    case trace::HookKind::kModuleLegacyBackward: return "bwd-legacy";
   }
   return "?";
 }

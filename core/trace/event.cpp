@@ -37,6 +37,8 @@ std::string_view to_string(EventKind kind) {
     case EventKind::kProcessGroupCreated: return "process_group_created";
     case EventKind::kProcessGroupDestroyed: return "process_group_destroyed";
     case EventKind::kTrainStep: return "train_step";
+    case EventKind::kSavedTensorPacked: return "saved_tensor_packed";
+    case EventKind::kSavedTensorUnpacked: return "saved_tensor_unpacked";
     default: return "unknown";
   }
 }
@@ -48,6 +50,11 @@ std::string_view to_string(HookKind kind) {
     case HookKind::kPre: return "pre";
     case HookKind::kPost: return "post";
     case HookKind::kPostAccumulate: return "post_accumulate";
+    case HookKind::kModuleForwardPre: return "module_forward_pre";
+    case HookKind::kModuleForward: return "module_forward";
+    case HookKind::kModuleBackwardPre: return "module_backward_pre";
+    case HookKind::kModuleBackward: return "module_backward";
+    case HookKind::kModuleLegacyBackward: return "module_legacy_backward";
   }
   return "unknown";
 }
@@ -58,6 +65,8 @@ std::string_view to_string(OwnerKind kind) {
     case OwnerKind::kRetainGrad: return "retain_grad";
     case OwnerKind::kReducer: return "reducer";
     case OwnerKind::kEngine: return "engine";
+    case OwnerKind::kModule: return "module";
+    case OwnerKind::kCallSite: return "call_site";
   }
   return "unknown";
 }

@@ -54,6 +54,11 @@ enum class EventKind : uint8_t {
   kApplyBegin = 13,
   // node
   kApplyEnd = 14,
+  // Saved-tensor hooks (saved_tensors_hooks pack / unpack); format 1.1.
+  // node = the Function that saves (or unpacks) the tensor, arg = its saved
+  // slot index, owner = the owner of the saved_tensors_hooks context, key = 0
+  kSavedTensorPacked = 15,
+  kSavedTensorUnpacked = 16,
 
   // ---- DDP runtime, collectives, failures (owner = the Reducer's owner id) ----
   // arg = number of parameters, actor = number of buckets
@@ -113,14 +118,38 @@ enum class HookKind : uint8_t {
   kPre = 2,             // Node::add_pre_hook
   kPost = 3,            // Node::add_post_hook
   kPostAccumulate = 4,  // Tensor::register_post_accumulate_grad_hook (leaves)
+  // Module hooks (format 1.1; Note [Module hooks in traces])
+  kModuleForwardPre = 5,   // Module::register_forward_pre_hook
+  kModuleForward = 6,      // Module::register_forward_hook
+  kModuleBackwardPre = 7,  // Module::register_full_backward_pre_hook
+  kModuleBackward = 8,     // Module::register_full_backward_hook
+  kModuleLegacyBackward = 9,  // PyTorch's deprecated Module.register_backward_hook (torch bridge)
 };
-constexpr int kNumHookKinds = 5;
+constexpr int kNumHookKinds = 10;
+constexpr bool is_module_hook(HookKind kind) {
+  return static_cast<uint8_t>(kind) >= static_cast<uint8_t>(HookKind::kModuleForwardPre);
+}
+
+// Note [Module hooks in traces]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A module hook belongs to a module, not to a Function: its kHookAdded and
+// kHookRemoved carry node = 0 and owner = the module (OwnerKind::kModule,
+// label = its qualified path such as "encoder.layers.3", "(root)" for the
+// top module). Forward pre / forward hooks fire with node = 0. Full backward
+// (pre) hooks run from inside backward, through the BackwardHookFunction
+// Nodes that wrap the module's inputs and outputs (as in PyTorch): their
+// kHookFired carries node = that Node. A fire whose key was removed earlier
+// is a real event (PyTorch snapshots hook lists, Note [Extend Hook Lifetime]
+// in python_hook.cpp; issue #25723): analysis reports it as a fire after
+// removal, never as a malformed trace.
 
 enum class OwnerKind : uint8_t {
   kUser = 0,
   kRetainGrad = 1,
   kReducer = 2,
   kEngine = 3,
+  kModule = 4,    // an nn module; label = its qualified path (format 1.1)
+  kCallSite = 5,  // no owning object found: label = "file.py:123" (format 1.1)
 };
 
 // Why a hook went away (arg of kHookRemoved).
