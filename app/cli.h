@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/model.h"
 #include "scenarios/ddp_scenarios.h"
 
 namespace hookscope::cli {
@@ -69,5 +70,12 @@ int run_export(const std::vector<std::string>& files, const std::string& format,
 int run_diff(const std::string& a, const std::string& b, const std::string& format);
 int run_stats(const std::vector<std::string>& files);
 int run_launch(const ScenarioArgs& args, int nproc);
+// cli_views.cpp: the GUI's lanes / readiness / explain answers, headless.
+int run_lanes(const std::vector<std::string>& files, const std::string& format, bool leaks_only);
+int run_readiness(const std::vector<std::string>& files, const std::string& format);
+int run_explain(const std::vector<std::string>& files, long event, const std::string& format);
+
+// Loads trace files into one model; unreadable input -> CliError(kExitUsage).
+analysis::Model load_model(const std::vector<std::string>& files, bool quiet);
 
 }  // namespace hookscope::cli

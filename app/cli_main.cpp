@@ -74,6 +74,23 @@ int main(int argc, char** argv) {
   auto* stats = app.add_subcommand("stats", "fires per hook and owner, hook counts over time");
   add_files(stats);
 
+  bool leaks_only = false;
+  auto* lanes = app.add_subcommand("lanes", "one line per hook: added, removed, owner's death, fires "
+                                            "before/after it");
+  add_files(lanes);
+  lanes->add_option("--format", format, "text or jsonl")->check(CLI::IsMember({"text", "jsonl"}));
+  lanes->add_flag("--leaks", leaks_only, "only hooks that outlive their owner or fire after its death");
+  auto* readiness = app.add_subcommand("readiness", "per rank, DDP parameters x backward passes: ok, "
+                                                    "unused, marked twice, stale");
+  add_files(readiness);
+  readiness->add_option("--format", format, "text or jsonl")->check(CLI::IsMember({"text", "jsonl"}));
+  long explain_event = -1;
+  auto* explain = app.add_subcommand("explain", "why did this hook fire: the chain of events behind one "
+                                                "hook_fire");
+  add_files(explain);
+  explain->add_option("--event", explain_event, "index of a hook_fire event")->required();
+  explain->add_option("--format", format, "text or jsonl")->check(CLI::IsMember({"text", "jsonl"}));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -90,6 +107,9 @@ int main(int argc, char** argv) {
     if (*exp) return run_export(files, format, at, output);
     if (*diff) return run_diff(a, b, format);
     if (*stats) return run_stats(files);
+    if (*lanes) return run_lanes(files, format, leaks_only);
+    if (*readiness) return run_readiness(files, format);
+    if (*explain) return run_explain(files, explain_event, format);
   } catch (const CliError& e) {
     fmt::print(stderr, "hookscope-cli: error: {}\n", e.what());
     return e.exit_code;
