@@ -74,6 +74,9 @@ int run_launch(const ScenarioArgs& args, int nproc);
 int run_lanes(const std::vector<std::string>& files, const std::string& format, bool leaks_only);
 int run_readiness(const std::vector<std::string>& files, const std::string& format);
 int run_explain(const std::vector<std::string>& files, long event, const std::string& format);
+// diff at a matching point (analysis/compare.h Note [Matching points]), with the hook-order diff.
+int run_diff_at(const std::string& a, const std::string& b, const std::string& at, bool order,
+                const std::string& format);
 
 // Loads trace files into one model; unreadable input -> CliError(kExitUsage).
 analysis::Model load_model(const std::vector<std::string>& files, bool quiet);

@@ -70,6 +70,12 @@ int main(int argc, char** argv) {
   diff->add_option("a", a, "first trace")->required();
   diff->add_option("b", b, "second trace")->required();
   diff->add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  std::string diff_at;
+  bool diff_order = false;
+  diff->add_option("--at", diff_at, "compare at a matching point: end, backward:N, rebuild:N, failure:N, "
+                                    "constructed:N, destroyed:N or KIND:N (the state right after it in each)");
+  diff->add_flag("--order", diff_order, "also compare the order in which hooks were added and fired on "
+                                        "each Function");
 
   auto* stats = app.add_subcommand("stats", "fires per hook and owner, hook counts over time");
   add_files(stats);
@@ -105,7 +111,8 @@ int main(int argc, char** argv) {
     if (*state) return run_state(files, at, rank, format);
     if (*check) return run_check(files, format, all);
     if (*exp) return run_export(files, format, at, output);
-    if (*diff) return run_diff(a, b, format);
+    if (*diff) return diff_at.empty() && !diff_order ? run_diff(a, b, format)
+                                                     : run_diff_at(a, b, diff_at, diff_order, format);
     if (*stats) return run_stats(files);
     if (*lanes) return run_lanes(files, format, leaks_only);
     if (*readiness) return run_readiness(files, format);

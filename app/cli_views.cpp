@@ -5,6 +5,9 @@
 
 #include <stdexcept>
 
+#include "analysis/compare.h"
+#include "analysis/diagnostics.h"
+#include "analysis/diff.h"
 #include "analysis/explain.h"
 #include "analysis/lanes.h"
 #include "analysis/readiness.h"
@@ -169,6 +172,56 @@ int run_explain(const std::vector<std::string>& files, long event, const std::st
   fmt::print("{}\n  {}\n", m.describe(x.fire), x.summary);
   for (const auto& s : x.steps) fmt::print("  {:>8}  {}\n", at_text(s.at), s.text);
   return kExitOk;
+}
+
+int run_diff_at(const std::string& a, const std::string& b, const std::string& at, bool order,
+                const std::string& format) {
+  Model ma = load_model({a}, true);
+  Model mb = load_model({b}, true);
+  analysis::MatchPoint pa, pb;
+  try {
+    pa = analysis::resolve_point(ma, at);
+    pb = analysis::resolve_point(mb, at);
+  } catch (const std::invalid_argument& e) {
+    throw CliError(kExitUsage, fmt::format("--at {}: {}", at.empty() ? "end" : at, e.what()));
+  }
+  auto d = analysis::diff_models_at(ma, analysis::diagnose(ma), pa.index, mb, analysis::diagnose(mb), pb.index);
+  d.where = fmt::format("{} (#{} in A, #{} in B)", pa.label, pa.index, pb.index);
+  std::vector<analysis::OrderDiff> orders;
+  if (order) orders = analysis::hook_order_diff(ma, pa.index, mb, pb.index);
+  if (format == "json") {
+    nlohmann::json j = {{"at", pa.label}, {"index_a", pa.index}, {"index_b", pb.index}};
+    j["functions"] = nlohmann::json::array();
+    for (const auto& f : d.functions) {
+      j["functions"].push_back(
+          {{"function", f.function}, {"hooks_a", f.total_a()}, {"hooks_b", f.total_b()}, {"differs", f.differs()}});
+    }
+    auto findings = [](const std::vector<analysis::Finding>& v) {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& f : v) arr.push_back({{"kind", analysis::to_string(f.kind)}, {"message", f.message}});
+      return arr;
+    };
+    j["only_a"] = findings(d.only_a);
+    j["only_b"] = findings(d.only_b);
+    if (order) {
+      j["order"] = nlohmann::json::array();
+      for (const auto& o : orders) {
+        auto steps = [](const std::vector<analysis::OrderStep>& v) {
+          nlohmann::json arr = nlohmann::json::array();
+          for (const auto& s : v) arr.push_back(fmt::format("{} {}", s.fire ? "fire" : "add", s.hook));
+          return arr;
+        };
+        j["order"].push_back({{"function", o.function}, {"position", o.position},
+                              {"steps_a", steps(o.steps_a)}, {"steps_b", steps(o.steps_b)}});
+      }
+    }
+    fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else {
+    fmt::print("{}", analysis::format_diff(d, a, b));
+    if (order) fmt::print("{}", analysis::format_order_diff(orders, a, b));
+  }
+  const bool differs = d.num_differing() || !d.only_a.empty() || !d.only_b.empty() || !orders.empty();
+  return differs ? kExitFindings : kExitOk;
 }
 
 }  // namespace hookscope::cli

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include "analysis/compare.h"
+#include "analysis/diff.h"
 #include "analysis/explain.h"
 #include "analysis/lanes.h"
 #include "analysis/model.h"
@@ -159,4 +161,67 @@ TEST_CASE("explain: a stale fire in the recovery trace names the add, the owner'
   REQUIRE(live != lanes.end());
   CHECK(explain_fire(m, m.fires(live->hook)[0]).verdict == FireVerdict::kNormal);
   CHECK_THROWS_AS(explain_fire(m, it->added_at), std::invalid_argument);
+}
+
+TEST_CASE("matching points: story steps resolve to the same step in both runs; missing ones say how many") {
+  const Model none = record_scenario("recovery", DestroyPolicy::kNone);
+  const Model by_key = record_scenario("recovery", DestroyPolicy::kByKey);
+  for (const Model* m : {&none, &by_key}) {
+    const MatchPoint rebuild = resolve_point(*m, "rebuild:1");
+    const trace::Event e = m->event(rebuild.index);
+    CHECK(e.kind == EventKind::kRecoveryStep);
+    CHECK(e.sub == static_cast<uint8_t>(trace::RecoveryStep::kDdpRebuilt));
+    CHECK(rebuild.label == "after rebuild 1");
+    const MatchPoint b3 = resolve_point(*m, "backward:3");
+    CHECK(m->event(b3.index).kind == EventKind::kBackwardEnd);
+    CHECK(resolve_point(*m, "backward:2").index < b3.index);
+    CHECK(m->event(resolve_point(*m, "failure:1").index).kind == EventKind::kFailure);
+    CHECK(m->event(resolve_point(*m, "hook_fire:5").index).kind == EventKind::kHookFired);
+    CHECK(resolve_point(*m, "end").index == m->num_events() - 1);
+  }
+  CHECK_THROWS_WITH_AS(resolve_point(none, "rebuild:9"), doctest::Contains("has 2 DDP rebuilds on rank 0"),
+                       std::invalid_argument);
+  CHECK_THROWS_AS(resolve_point(none, "backward:0"), std::invalid_argument);
+  CHECK_THROWS_AS(resolve_point(none, "sideways:1"), std::invalid_argument);
+  CHECK_THROWS_AS(resolve_point(none, "backward"), std::invalid_argument);
+
+  // before the first failure both runs hold the same hooks; after the first rebuild, none has more
+  const auto before = diff_models_at(by_key, {}, resolve_point(by_key, "failure:1").index, none, {},
+                                     resolve_point(none, "failure:1").index);
+  CHECK(before.num_differing() == 0);
+  const auto after = diff_models_at(by_key, {}, resolve_point(by_key, "rebuild:1").index, none, {},
+                                    resolve_point(none, "rebuild:1").index);
+  CHECK(after.num_differing() > 0);
+  size_t rank0 = 0;
+  for (const FunctionCounts& c : after.functions) {
+    // the point is on rank 0 (the other rank may be anywhere in its own rebuild)
+    if (c.a == kNoIndex || c.b == kNoIndex || by_key.functions()[c.a].rank != 0) continue;
+    ++rank0;
+    CHECK(c.total_a() == 1);  // the rebuilt Reducer's hook
+    CHECK(c.total_b() == 2);  // and, with policy none, the first Reducer's leaked one
+  }
+  CHECK(rank0 == 6);
+}
+
+TEST_CASE("hook order diff: with policy none a destroyed Reducer's hook fires first; a run against itself is equal") {
+  const Model none = record_scenario("recovery", DestroyPolicy::kNone);
+  const Model by_key = record_scenario("recovery", DestroyPolicy::kByKey);
+  const size_t end_a = by_key.num_events() - 1, end_b = none.num_events() - 1;
+  CHECK(hook_order_diff(none, end_b, none, end_b).empty());
+  const auto diffs = hook_order_diff(by_key, end_a, none, end_b);
+  REQUIRE_FALSE(diffs.empty());
+  size_t stale_first = 0;
+  for (const OrderDiff& d : diffs) {
+    CHECK(d.function.rfind("AccumulateGrad (", 0) == 0);
+    // none: the first Reducer's hook (post#1, leaked) fires before the rebuilt one's;
+    // by-key: the first was removed, so the rebuilt Reducer's hook (post#2) is the one firing
+    if (d.position < d.steps_b.size() && d.position < d.steps_a.size() && d.steps_b[d.position].fire &&
+        d.steps_b[d.position].hook == "post#1 reducer#1" && d.steps_a[d.position].hook == "post#2 reducer#2") {
+      ++stale_first;
+    }
+  }
+  CHECK(stale_first >= 6);  // every parameter of the surviving rank
+  const std::string text = format_order_diff(diffs, "by-key", "none");
+  CHECK(text.find("fire post#1 reducer#1") != std::string::npos);
+  CHECK(hook_order_diff(by_key, end_a, by_key, end_a).empty());
 }
