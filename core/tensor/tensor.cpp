@@ -314,6 +314,7 @@ void Tensor::retain_grad() {
   static const OwnerId owner = create_owner(OwnerKind::kRetainGrad, "retain_grad");
   m.retain_grad_key = m.grad_fn->add_retain_grad_hook(
       [weak](const Tensor& grad) {
+        if (!grad.defined()) return Tensor();  // Note [Undefined gradients]
         if (auto impl = weak.lock()) {
           auto& meta = *impl->autograd;
           if (!meta.grad) {
@@ -378,8 +379,9 @@ bool Tensor::remove_post_accumulate_grad_hook(HookKey key, OwnerId remover) {
   return true;
 }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  autograd::backward({*this}, {gradient}, retain_graph);
+void Tensor::backward(const Tensor& gradient, bool retain_graph,
+                      const variable_list& inputs) const {
+  autograd::backward({*this}, {gradient}, retain_graph, inputs);
 }
 
 }  // namespace hookscope

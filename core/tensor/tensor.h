@@ -157,8 +157,10 @@ class Tensor {
                                              OwnerId owner = user_owner());
   bool remove_post_accumulate_grad_hook(HookKey key, OwnerId remover = user_owner());
 
-  // Computes gradients of this tensor w.r.t. graph leaves (see autograd/engine.h).
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // Computes gradients of this tensor w.r.t. graph leaves (see autograd/engine.h);
+  // with `inputs`, only into those.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false,
+                const variable_list& inputs = {}) const;
 
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
