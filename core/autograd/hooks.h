@@ -25,11 +25,7 @@ using trace::OwnerKind;
 // the hook is freed, so a stale key kept by a dead Reducer could remove a
 // newer Reducer's hook (ABA). With counter keys a stale key matches nothing:
 // del_*_hook returns false, removes nothing, and emits kHookRemoveFailed.
-struct HookKey {
-  uint64_t value = 0;
-  explicit operator bool() const { return value != 0; }
-  friend bool operator==(HookKey a, HookKey b) { return a.value == b.value; }
-};
+// (HookKey itself is declared in trace/hook_key.h.)
 
 // A key names the slot its hook occupies in its list and carries a
 // process-wide serial number (Note [Hook key layout] in trace/hook_key.h), so
@@ -40,7 +36,7 @@ inline uint32_t slot_of(HookKey key) { return trace::hook_key_slot(key.value); }
 // Who added a hook (a user, a Reducer, retain_grad). Owners are recorded in
 // the trace with a kind and a label, and their end of life is an event, so
 // the analysis can tell a live owner's hooks from a leaked one's.
-using OwnerId = uint32_t;
+// OwnerId: trace/hook_key.h.
 
 struct HookOwner {
   OwnerKind kind = OwnerKind::kUser;
@@ -56,6 +52,8 @@ void destroy_owner(OwnerId id);
 HookOwner owner_info(OwnerId id);
 // The default owner of hooks added without one: kind user, label "user".
 OwnerId user_owner();
+// `owner`, or user_owner() for kDefaultHookOwner.
+inline OwnerId resolve_owner(OwnerId owner) { return owner == kDefaultHookOwner ? user_owner() : owner; }
 
 // Note [Removing hooks while they fire]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

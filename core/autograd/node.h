@@ -9,6 +9,7 @@
 
 #include "autograd/hooks.h"
 #include "autograd/saved_variable.h"
+#include "autograd/variable.h"
 #include "tensor/tensor.h"
 
 namespace hookscope {

@@ -24,3 +24,21 @@ constexpr uint32_t hook_key_slot(uint64_t key) { return static_cast<uint32_t>(ke
 constexpr uint64_t hook_key_serial(uint64_t key) { return key >> kHookSlotBits; }
 
 }  // namespace hookscope::trace
+
+namespace hookscope {
+
+// What every add_*_hook / register_*_hook returns (Note [Hook keys] in
+// autograd/hooks.h). Declared here, below both tensor/ and autograd/, so
+// tensor.h can name it without including autograd (Note [Layers]).
+struct HookKey {
+  uint64_t value = 0;
+  explicit operator bool() const { return value != 0; }
+  friend bool operator==(HookKey a, HookKey b) { return a.value == b.value; }
+};
+
+// Who added a hook (autograd/hooks.h create_owner). 0 is never a real owner:
+// as a default argument it means "the default user owner" (user_owner()).
+using OwnerId = uint32_t;
+constexpr OwnerId kDefaultHookOwner = 0;
+
+}  // namespace hookscope

@@ -1,3 +1,6 @@
+// The differentiable ops declared in tensor/ops.h: kernels from tensor/ plus
+// the backward Function each records (Note [Layers] in tensor/tensor.h; as
+// PyTorch's VariableType over ATen).
 #include "tensor/ops.h"
 
 #include <stdexcept>
