@@ -256,6 +256,80 @@ TEST_CASE("events: hook_fire events equal hook calls, for every hook kind, undef
   CHECK_FALSE(a.grad().defined());
 }
 
+TEST_CASE("events: fires equal calls for every hook kind across passes with removals mid-pass") {
+  Tensor x = leaf({1, 2});
+  Tensor a = exp(x);
+  Tensor loss = sum(mul(a, a));
+  std::map<uint64_t, int> calls;
+  trace::MemoryRecorder rec;
+  rec.start();
+  a.retain_grad();
+  std::vector<HookKey> keys;
+  auto fn = a.grad_fn();
+  auto acc = x.grad_accumulator();
+  // Two hooks of each kind; the first removes the second during the first pass.
+  auto pair = [&](auto add, auto del) {
+    const size_t first = keys.size();
+    keys.push_back(add([&calls, &keys, first, del](HookKey self) mutable {
+      ++calls[self.value];
+      if (keys[first + 1]) {
+        del(keys[first + 1]);
+        keys[first + 1] = HookKey{};
+      }
+    }));
+    keys.push_back(add([&calls](HookKey self) { ++calls[self.value]; }));
+  };
+  auto tensor_add = [&](Tensor t) {
+    return [t](auto body) mutable {
+      auto key = std::make_shared<HookKey>();
+      *key = t.register_hook([body, key](const Tensor&) mutable { body(*key); return Tensor(); });
+      return *key;
+    };
+  };
+  pair(tensor_add(a), [&](HookKey k) { a.remove_hook(k); });
+  pair(tensor_add(x), [&](HookKey k) { x.remove_hook(k); });
+  for (auto* node : {fn.get(), acc.get()}) {
+    pair([node](auto body) mutable {
+           auto key = std::make_shared<HookKey>();
+           *key = node->add_pre_hook([body, key](variable_list&) mutable { body(*key); });
+           return *key;
+         },
+         [node](HookKey k) { node->del_pre_hook(k); });
+    pair([node](auto body) mutable {
+           auto key = std::make_shared<HookKey>();
+           *key = node->add_post_hook(
+               [body, key](variable_list&, const variable_list&) mutable { body(*key); });
+           return *key;
+         },
+         [node](HookKey k) { node->del_post_hook(k); });
+  }
+  pair([&](auto body) {
+         auto key = std::make_shared<HookKey>();
+         *key = x.register_post_accumulate_grad_hook([body, key](const Tensor&) mutable { body(*key); });
+         return *key;
+       },
+       [&](HookKey k) { x.remove_post_accumulate_grad_hook(k); });
+  loss.backward({}, /*retain_graph=*/true);
+  loss.backward();
+  rec.finish();
+  auto fires = fires_by_key(rec);
+  int total_calls = 0;
+  for (auto [key, n] : calls) {
+    CAPTURE(key);
+    CHECK(fires[key] == n);
+    total_calls += n;
+  }
+  // 7 pairs (tensor hooks on a and on x, pre and post hooks on two Nodes,
+  // post-accumulate): the first of each ran twice, the second once (snapshot).
+  CHECK(calls.size() == 14);
+  CHECK(total_calls == 7 * 3);
+  // Plus the retain_grad hook, twice.
+  CHECK(fires[a.autograd_meta()->retain_grad_key.value] == 2);
+  int all_fires = 0;
+  for (auto [key, n] : fires) all_fires += n;
+  CHECK(all_fires == total_calls + 2);
+}
+
 // ---- G: autograd::grad captures (engine.cpp evaluate_function) ---------------
 
 TEST_CASE("grad(): a captured Function that runs anyway is captured before its tensor pre hooks") {

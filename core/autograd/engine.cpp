@@ -325,7 +325,7 @@ void backward(const variable_list& roots, const variable_list& grad_roots,
                                   " does not require grad (every tensor in inputs= must)");
     }
     if (!t.is_leaf()) {
-      const_cast<Tensor&>(t).retain_grad();
+      Tensor(t).retain_grad();  // shares t's impl
       targets.push_back(Edge{t.grad_fn(), t.output_nr()});
     } else if (auto* meta = t.autograd_meta()) {
       if (auto acc = meta->grad_accumulator.lock()) targets.push_back(Edge{acc, 0});
