@@ -128,19 +128,9 @@ TEST_CASE("registry: CLI11 options check with the registry's message; to_argumen
   // launch has --nproc instead of --world-size.
   CHECK_FALSE(parse(scenarios::kUseLaunch, {"--world-size", "3"}, a).empty());
 
-  ScenarioArgs in = args_for("recovery");
-  in.steps = 9;
-  in.seed = 12345678901234ull;
-  in.policy = "none";
-  in.world_size = 3;
-  in.fail_rank = 2;
-  in.fail_point = "collective";
-  in.timeout_ms = 250;
-  in.batch = 4;
-  in.backend = "gloo";
-  in.rank = 1;
-  in.store_dir = "/tmp/x";
-  in.generation = 2;
+  const ScenarioArgs in{.scenario = "recovery", .steps = 9, .seed = 12345678901234ull, .policy = "none",
+                       .world_size = 3, .fail_rank = 2, .fail_point = "collective", .timeout_ms = 250,
+                       .batch = 4, .backend = "gloo", .rank = 1, .store_dir = "/tmp/x", .generation = 2};
   ScenarioArgs out;
   out.scenario = in.scenario;
   REQUIRE(parse(scenarios::kUseRecord, scenarios::to_arguments(in), out) == "");
