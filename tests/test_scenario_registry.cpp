@@ -4,6 +4,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <set>
 #include <stdexcept>
 
@@ -181,5 +184,20 @@ TEST_CASE("app: --live accepts every option record accepts; kill says to use lau
   }
   app::Args k;
   CHECK(parse_app({"--live", "recovery", "--fail-mode", "kill"}, k) == 2);
+}
+#endif
+
+#if HOOKSCOPE_APP_UI
+TEST_CASE("app: without a display, --live records headless through the hookscope-cli beside it") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("hookscope-fallback-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto r = testing::run_command("cd " + dir.string() + " && env -u DISPLAY -u WAYLAND_DISPLAY " +
+                                      HOOKSCOPE_GUI_PATH + " --live autograd-demo --steps 2 --seed 3");
+  CHECK(r.exit == 0);
+  CHECK(r.out.find("recording the 'autograd-demo' scenario headless instead") != std::string::npos);
+  CHECK(r.out.find("open it later with: hookscope autograd-demo.hstrace") != std::string::npos);
+  CHECK(fs::file_size(dir / "autograd-demo.hstrace") > 100);
+  fs::remove_all(dir);
 }
 #endif
