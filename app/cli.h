@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "analysis/model.h"
-#include "scenarios/ddp_scenarios.h"
+#include "scenarios/registry.h"
 
 namespace hookscope::cli {
 
@@ -24,34 +24,11 @@ struct CliError : std::runtime_error {
   int exit_code;
 };
 
-// Options shared by `record` and `launch`, kept as text so `launch` can hand
-// them to its children unchanged.
-struct ScenarioArgs {
-  std::string scenario;
-  std::string output;  // -o
-  int steps = -1;      // -1: the scenario's default
-  uint64_t seed = 0;
-  std::string policy = "by-key";
-  int world_size = 2;
-  int recoveries = 1;
-  int fail_rank = 1;
-  int fail_step = -1;
-  std::string fail_mode = "throw";
-  std::string fail_point = "hook";
-  int timeout_ms = 5000;
-  int batch = 16;
-  std::string device = "cpu";
-  std::string backend = "auto";  // auto | gloo | nccl (DDP scenarios)
-  // Process mode (set by `launch` for its children).
-  int rank = -1;
-  std::string store_dir;
-  int generation = 0;
-  int start_step = 0;
-};
+// Options shared by `record` and `launch` (Note [Scenario registry]).
+using scenarios::ScenarioArgs;
 
 void add_scenario_options(CLI::App* app, ScenarioArgs& args, bool launcher);
 std::vector<std::string> child_arguments(const ScenarioArgs& args);
-scenarios::DdpScenarioOptions to_ddp_options(const ScenarioArgs& args);
 
 struct EventsArgs {
   std::vector<std::string> kinds;

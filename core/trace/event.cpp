@@ -164,4 +164,36 @@ std::optional<uint64_t> parse_hook_key(std::string_view text) {
   return make_hook_key(*serial, static_cast<uint32_t>(*slot));
 }
 
+namespace {
+
+constexpr DestroyPolicy kDestroyPolicies[] = {DestroyPolicy::kByKey, DestroyPolicy::kNone,
+                                              DestroyPolicy::kByType};
+constexpr FailureMode kFailureModes[] = {FailureMode::kThrow, FailureMode::kKill, FailureMode::kTimeout};
+
+template <class E, size_t N>
+std::vector<std::string> names_of(const E (&values)[N]) {
+  std::vector<std::string> names;
+  for (E v : values) names.emplace_back(to_string(v));
+  return names;
+}
+
+template <class E, size_t N>
+std::optional<E> parse_name(std::string_view name, const E (&values)[N]) {
+  for (E v : values) {
+    if (to_string(v) == name) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::string> destroy_policy_names() { return names_of(kDestroyPolicies); }
+std::optional<DestroyPolicy> parse_destroy_policy(std::string_view name) {
+  return parse_name(name, kDestroyPolicies);
+}
+std::vector<std::string> failure_mode_names() { return names_of(kFailureModes); }
+std::optional<FailureMode> parse_failure_mode(std::string_view name) {
+  return parse_name(name, kFailureModes);
+}
+
 }  // namespace hookscope::trace
