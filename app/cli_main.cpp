@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
                                             "before/after it");
   add_files(lanes);
   lanes->add_option("--format", format, "text or jsonl")->check(CLI::IsMember({"text", "jsonl"}));
-  lanes->add_flag("--leaks", leaks_only, "only hooks that outlive their owner or fire after its death");
+  lanes->add_flag("--leaks", leaks_only, "only hooks that outlive their owner, or fire after its death or their removal");
   auto* readiness = app.add_subcommand("readiness", "per rank, DDP parameters x backward passes: ok, "
                                                     "unused, marked twice, stale");
   add_files(readiness);

@@ -48,7 +48,7 @@ int run_lanes(const std::vector<std::string>& files, const std::string& format, 
   size_t shown = 0, outliving = 0;
   for (const auto& l : lanes) {
     outliving += l.outlives_owner();
-    if (leaks_only && !l.outlives_owner() && l.fires_after == 0) continue;
+    if (leaks_only && !l.outlives_owner() && l.fires_after == 0 && l.fires_after_removal == 0) continue;
     ++shown;
     const auto& h = m.hooks()[l.hook];
     if (format == "jsonl") {
@@ -63,15 +63,17 @@ int run_lanes(const std::vector<std::string>& files, const std::string& format, 
                           {"owner_died_at", at_json(l.owner_died_at)},
                           {"fires_before_owner_death", l.fires_before},
                           {"fires_after_owner_death", l.fires_after},
+                          {"fires_after_removal", l.fires_after_removal},
                           {"outlives_owner", l.outlives_owner()}};
       fmt::print("{}\n", dump(j));
       continue;
     }
     fmt::print("key {:<8} {:<15} r{} {:<40} owner {:<12} added {:<7} removed {:<7} owner died {:<7} "
-               "fires {} before, {} after{}\n",
+               "fires {} before, {} after{}{}\n",
                trace::format_hook_key(h.key), trace::to_string(h.kind), h.rank, function_text(m, l.function),
                owner_text(m, l.owner), at_text(l.added_at), at_text(l.ended_at), at_text(l.owner_died_at),
-               l.fires_before, l.fires_after, l.outlives_owner() ? "  OUTLIVES OWNER" : "");
+               l.fires_before, l.fires_after, l.outlives_owner() ? "  OUTLIVES OWNER" : "",
+               l.fires_after_removal ? fmt::format("  {} FIRE(S) AFTER REMOVAL", l.fires_after_removal) : "");
   }
   if (format == "text") {
     fmt::print("{} hooks{}, {} outlive their owner\n", lanes.size(),

@@ -12,6 +12,7 @@
 #include "analysis/model.h"
 #include "analysis/readiness.h"
 #include "scenarios/ddp_scenarios.h"
+#include "scenarios/module_hooks.h"
 #include "test_util.h"
 
 using namespace hookscope;
@@ -224,4 +225,22 @@ TEST_CASE("hook order diff: with policy none a destroyed Reducer's hook fires fi
   const std::string text = format_order_diff(diffs, "by-key", "none");
   CHECK(text.find("fire post#1 reducer#1") != std::string::npos);
   CHECK(hook_order_diff(by_key, end_a, by_key, end_a).empty());
+}
+
+TEST_CASE("lanes: the module-hooks story shows the full backward hook firing after its removal (#25723)") {
+  auto data = testing::record_trace([] {
+    scenarios::ModuleHooksOptions o;
+    scenarios::run_module_hooks(o);
+  });
+  const Model m(std::move(data));
+  size_t after_removal = 0;
+  for (const HookLane& l : hook_lanes(m)) {
+    const HookInfo& h = m.hooks()[l.hook];
+    if (h.kind == trace::HookKind::kModuleBackward) {
+      CHECK(l.fires_after_removal == 1);
+      CHECK(l.function == kNoIndex);  // a module hook: on no Function (Note [Module hooks in traces])
+    }
+    after_removal += l.fires_after_removal;
+  }
+  CHECK(after_removal == 1);
 }

@@ -77,6 +77,13 @@ void reducer_outcome(const Model& m, size_t fire, const HookInfo& hook, Explanat
   }
 }
 
+// Owners as a sentence names them: a module by its path ("module '2'").
+std::string owner_words(const Model& m, OwnerIndex o) {
+  if (o == kNoIndex) return "an unknown owner";
+  if (m.owners()[o].kind == trace::OwnerKind::kModule) return fmt::format("module '{}'", m.owner_name(o));
+  return m.owner_name(o);
+}
+
 }  // namespace
 
 Explanation explain_fire(const Model& m, size_t index) {
@@ -99,11 +106,15 @@ Explanation explain_fire(const Model& m, size_t index) {
     return out;
   }
   const HookInfo& hook = m.hooks()[out.hook];
-  const std::string owner = hook.owner == kNoIndex ? std::string("an unknown owner") : m.owner_name(hook.owner);
-  const std::string fn = hook.function == kNoIndex ? std::string("its module") : m.function_name(hook.function);
-  out.steps.push_back({hook.added_at, fmt::format("{} hook (key {}) added to {} by {}",
-                                                  trace::to_string(hook.kind),
-                                                  trace::format_hook_key(hook.key), fn, owner)});
+  const std::string owner = owner_words(m, hook.owner);
+  const std::string fn = hook.function == kNoIndex ? owner : m.function_name(hook.function);
+  out.steps.push_back({hook.added_at, hook.function == kNoIndex
+                                          ? fmt::format("{} hook (key {}) registered on {}",
+                                                        trace::to_string(hook.kind),
+                                                        trace::format_hook_key(hook.key), owner)
+                                          : fmt::format("{} hook (key {}) added to {} by {}",
+                                                        trace::to_string(hook.kind),
+                                                        trace::format_hook_key(hook.key), fn, owner)});
   const ReducerIndex r = hook.owner == kNoIndex ? kNoIndex : m.reducer_of(hook.owner);
   const EventIndex died = hook.owner == kNoIndex ? kNever : m.owners()[hook.owner].destroyed_at;
   if (died != kNever && died <= index) {
@@ -115,7 +126,7 @@ Explanation explain_fire(const Model& m, size_t index) {
   }
   if (hook.ended_at != kNever && hook.ended_at <= index && !hook.implicit_end) {
     out.verdict = out.verdict == FireVerdict::kStale ? out.verdict : FireVerdict::kAfterRemoval;
-    std::string by = hook.removed_by == kNoIndex ? std::string() : " by " + m.owner_name(hook.removed_by);
+    std::string by = hook.removed_by == kNoIndex ? std::string() : " by " + owner_words(m, hook.removed_by);
     out.steps.push_back({hook.ended_at,
                          fmt::format("hook removed ({}){}; it still ran: the hook list it ran from "
                                      "was taken before the removal", trace::to_string(hook.cause), by)});

@@ -21,6 +21,10 @@ std::vector<HookLane> hook_lanes(const Model& model) {
     const auto first_stale = std::lower_bound(fires.begin(), fires.end(), lane.owner_died_at);
     lane.fires_before = static_cast<uint32_t>(first_stale - fires.begin());
     lane.fires_after = static_cast<uint32_t>(fires.end() - first_stale);
+    if (info.ended_at != kNever && !info.implicit_end) {
+      lane.fires_after_removal =
+          static_cast<uint32_t>(fires.end() - std::upper_bound(fires.begin(), fires.end(), info.ended_at));
+    }
     lanes.push_back(lane);
   }
   std::stable_sort(lanes.begin(), lanes.end(), [](const HookLane& a, const HookLane& b) {

@@ -17,7 +17,8 @@ namespace hookscope::analysis {
 // the end of its Function / leaf), kNever while it is still attached at the
 // end of the trace. `owner_died_at` is the owner's end (Note [Findings]);
 // fires at or after it are stale. A lane "outlives its owner" when the owner
-// died while the hook was still attached: the picture of a leak.
+// died while the hook was still attached: the picture of a leak. A hook can
+// also fire after its removal (Note [Module hooks in traces]): counted apart.
 struct HookLane {
   HookIndex hook = kNoIndex;
   FunctionIndex function = kNoIndex;  // where it was added
@@ -27,6 +28,7 @@ struct HookLane {
   EventIndex owner_died_at = kNever;
   uint32_t fires_before = 0;  // before the owner died (all fires when it never did)
   uint32_t fires_after = 0;   // stale: at or after the owner's death
+  uint32_t fires_after_removal = 0;  // after its own removal (PyTorch runs a snapshot of the list)
   bool outlives_owner() const {
     return owner_died_at != kNever && (ended_at == kNever || ended_at > owner_died_at);
   }
