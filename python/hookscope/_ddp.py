@@ -4,7 +4,9 @@ found by snapshots of Node::post_hooks() right after construction and right
 after destruction (docs/torch-bridge.md)."""
 
 import re
+import weakref
 
+import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
@@ -56,6 +58,10 @@ def install(rec):
         params = [p for p in module.parameters() if p.requires_grad]
         object.__setattr__(self, "_hookscope_reducer", owner)
         object.__setattr__(self, "_hookscope_backward", 0)
+        names = {id(p): n for n, p in module.named_parameters()}
+        object.__setattr__(self, "_hookscope_params",
+                           [(names.get(id(p), f"parameter {i}"), weakref.ref(p))
+                            for i, p in enumerate(params)])
         for p in params:
             _C.accumulator_id(p, False)
         rec.label_accumulators()
@@ -68,14 +74,30 @@ def install(rec):
         object.__setattr__(self, "_hookscope_sentinel", _ReducerSentinel(owner, len(params)))
 
     def forward(self, *args, **kwargs):
-        out = orig_forward(self, *args, **kwargs)
         owner = self.__dict__.get("_hookscope_reducer")
-        if owner and _C.recording() and self.training and self.require_backward_grad_sync:
-            import torch
-            if torch.is_grad_enabled():
-                n = self.__dict__["_hookscope_backward"] + 1
-                object.__setattr__(self, "_hookscope_backward", n)
-                _C.emit(_C.EV_prepare_for_backward, arg=n, owner=owner)
+        if not owner or not _C.recording():
+            return orig_forward(self, *args, **kwargs)
+        try:
+            out = orig_forward(self, *args, **kwargs)
+        except RuntimeError as e:
+            # The previous backward left parameters without gradient and DDP
+            # had no find_unused_parameters: it says which at this forward.
+            m = _NO_GRAD.search(str(e))
+            if m:
+                for index in (int(i) for i in re.findall(r"\d+", m.group(1))):
+                    _unused(self, owner, index, handled=False)
+            raise
+        import torch
+        if self.training and self.require_backward_grad_sync and torch.is_grad_enabled():
+            n = self.__dict__["_hookscope_backward"] + 1
+            object.__setattr__(self, "_hookscope_backward", n)
+            rec.last_ddp = weakref.ref(self)
+            _C.emit(_C.EV_prepare_for_backward, arg=n, owner=owner)
+            if self.find_unused_parameters:
+                reached = _reached_leaves(out)
+                for index, (name, ref) in enumerate(self.__dict__["_hookscope_params"]):
+                    if id(ref()) not in reached:
+                        _unused(self, owner, index, handled=True)
         return out
 
     def init_process_group(*args, **kwargs):
@@ -98,14 +120,67 @@ def install(rec):
     rec._patch(dist, "destroy_process_group", destroy_process_group)
 
 
+_NO_GRAD = re.compile(r"Parameter indices which did not receive grad for rank \d+: ([\d ]+)")
+
+
+def _reached_leaves(out):
+    """ids of the leaf tensors whose AccumulateGrad the graph of `out`
+    reaches: what DDP's find_unused_parameters search finds."""
+    stack, seen, leaves = [], set(), set()
+
+    def add_tensors(x):
+        if isinstance(x, torch.Tensor):
+            if x.grad_fn is not None:
+                stack.append(x.grad_fn)
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                add_tensors(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                add_tensors(y)
+    add_tensors(out)
+    keep = []
+    while stack:
+        fn = stack.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        keep.append(fn)
+        variable = getattr(fn, "variable", None)
+        if variable is not None:
+            leaves.add(id(variable))
+        for nxt, _ in fn.next_functions:
+            if nxt is not None:
+                stack.append(nxt)
+    return leaves
+
+
+def _unused(ddp, owner, index, handled):
+    params = ddp.__dict__["_hookscope_params"]
+    if index >= len(params):
+        return
+    name, ref = params[index]
+    p = ref()
+    node = _C.accumulator_id(p, False) if p is not None else 0
+    _C.emit(_C.EV_unused_parameter, node=node, arg=_C.intern(name), owner=owner, actor=index)
+    if handled:  # find_unused_parameters: the Reducer marks it ready at once
+        _C.emit(_C.EV_mark_ready, node=node, arg=index, owner=owner)
+
+
 _TWICE = re.compile(r"Parameter at index (\d+)(?: with name ([\w.]+))? has been marked as ready twice")
 
 
 def on_backward_error(rec, error):
-    """DDP's 'marked ready twice' error names the parameter: record it."""
+    """DDP's 'marked ready twice' error names the parameter's index: record it
+    against the DDP that prepared this backward."""
     m = _TWICE.search(str(error))
-    if not m:
+    ddp = rec.last_ddp() if getattr(rec, "last_ddp", None) else None
+    if not m or ddp is None:
         return
     index = int(m.group(1))
-    name = m.group(2) or f"parameter {index}"
-    _C.emit(_C.EV_marked_twice, arg=_C.intern(name), actor=index)
+    params = ddp.__dict__.get("_hookscope_params", [])
+    name, ref = params[index] if index < len(params) else (m.group(2) or f"parameter {index}", None)
+    p = ref() if ref else None
+    node = _C.accumulator_id(p, False) if p is not None else 0
+    _C.emit(_C.EV_marked_twice, node=node, arg=_C.intern(name), actor=index,
+            owner=ddp.__dict__["_hookscope_reducer"])

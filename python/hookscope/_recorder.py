@@ -48,6 +48,7 @@ class Recorder:
         self.saved = []
         self._retain = None
         self.reducers = 0
+        self.last_ddp = None  # weakref to the DDP that prepared the latest backward
         self.groups = 0
         self.paused = False
         self.stats = None
@@ -111,7 +112,13 @@ class Recorder:
         _C.emit(_C.EV_backward_begin, sub=1 if is_grad else 0, arg=len(roots))
 
     def after_backward(self, error):
-        if error is not None:
+        if error is not None and not getattr(error, "_hookscope_seen", False):
+            # A reentrant backward (checkpoint) raises through its outer
+            # backward too: record the error once.
+            try:
+                error._hookscope_seen = True
+            except AttributeError:
+                pass
             _C.emit(_C.EV_failure, sub=0, actor=max(self.rank, 0),
                     arg=_C.intern(f"{type(error).__name__}: {error}"[:500]))
             self.on_backward_error(error)
