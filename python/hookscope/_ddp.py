@@ -30,6 +30,7 @@ class _ReducerSentinel:
         if rec is None or not _C.is_running():
             return
         _C.snapshot(rec.owners.cpp, self.owner)
+        _C.set_reducer(self.owner, [])
         _C.emit(_C.EV_reducer_destroyed, arg=_DESTROY_BY_KEY, owner=self.owner)
         _C.emit(_C.EV_owner_destroyed, owner=self.owner)
 
@@ -62,10 +63,10 @@ def install(rec):
         object.__setattr__(self, "_hookscope_params",
                            [(names.get(id(p), f"parameter {i}"), weakref.ref(p))
                             for i, p in enumerate(params)])
-        for p in params:
-            _C.accumulator_id(p, False)
+        accumulators = [_C.accumulator_id(p, False) for p in params]
         rec.label_accumulators()
         _C.snapshot(owner, rec.owners.cpp)
+        _C.set_reducer(owner, accumulators)
         try:
             buckets = len(self._get_ddp_logging_data().get("bucket_sizes", "").split(","))
         except Exception:
@@ -93,6 +94,7 @@ def install(rec):
             object.__setattr__(self, "_hookscope_backward", n)
             rec.last_ddp = weakref.ref(self)
             _C.emit(_C.EV_prepare_for_backward, arg=n, owner=owner)
+            _C.set_prepared(owner, True)
             if self.find_unused_parameters:
                 reached = _reached_leaves(out)
                 for index, (name, ref) in enumerate(self.__dict__["_hookscope_params"]):

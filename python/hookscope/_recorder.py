@@ -123,6 +123,7 @@ class Recorder:
                     arg=_C.intern(f"{type(error).__name__}: {error}"[:500]))
             self.on_backward_error(error)
         _C.emit(_C.EV_backward_end)
+        _C.clear_prepared()
         _C.snapshot(self.owners.cpp, self.owners.cpp)
 
     def on_backward_error(self, error):

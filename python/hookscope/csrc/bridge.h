@@ -19,6 +19,14 @@ uint64_t new_key();
 // forgotten; their Nodes' observers go quiet).
 void reset_registry();
 
+// Note [Torch bridge node ids]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Node ids are the bridge's own (1, 2, ... per recording), never pointers.
+// kNodeCreated carries PyTorch's sequence_nr() + 1 in `actor` (0: none) and
+// no label for ordinary Functions, so that a diff matches them with the
+// Functions of hookscope's runtime (Note [Matching Functions across traces]);
+// AccumulateGrad's label is its parameter's qualified name and shape.
+
 // Id of the autograd Node behind a Python grad_fn (C++ or Python-defined
 // Function), registering it and every Node below it (kNodeCreated,
 // kNodeEdge) if new. 0 when `obj` is not a Node.
@@ -49,6 +57,14 @@ PyObject* python_hook_dicts();
 
 // AccumulateGrads registered since the last call: (node id, leaf tensor). New ref.
 PyObject* take_new_accumulators();
+
+// DDP: `owner`'s Reducer hooks are on these AccumulateGrads (node ids in
+// parameter index order; empty: forget the Reducer). A fire of its hook
+// records kMarkReady when the Reducer prepared for this backward, else
+// kAutogradHookNoop (it does nothing, as in DDP).
+void set_reducer(uint32_t owner, const std::vector<uint64_t>& accumulators);
+void set_prepared(uint32_t owner, bool prepared);
+void clear_prepared();  // at the end of every backward
 
 // Rank stamped on events from threads the bridge observes (autograd threads).
 void set_rank(int rank);

@@ -96,6 +96,9 @@ PYBIND11_MODULE(_C, m) {
         py::arg("pre_kind") = static_cast<int>(trace::HookKind::kPre));
   m.def("cpp_post_hook_keys", [](py::handle obj) { return bridge::cpp_post_hook_keys(borrowed(obj)); });
   m.def("post_hook_count", [](py::handle obj) { return bridge::post_hook_count(borrowed(obj)); });
+  m.def("set_reducer", &bridge::set_reducer);
+  m.def("set_prepared", &bridge::set_prepared);
+  m.def("clear_prepared", &bridge::clear_prepared);
   m.def("python_hook_dicts", [] { return py::reinterpret_steal<py::list>(bridge::python_hook_dicts()); });
   m.def("take_new_accumulators",
         [] { return py::reinterpret_steal<py::list>(bridge::take_new_accumulators()); });

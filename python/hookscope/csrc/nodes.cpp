@@ -78,6 +78,25 @@ struct LeafEntry {
 std::unordered_map<c10::TensorImpl*, LeafEntry> g_leaves;
 std::vector<std::pair<uint64_t, at::Tensor>> g_new_accumulators;
 
+// DDP Reducers (owner ids) whose hooks the bridge knows: which parameter
+// index each AccumulateGrad is, and whether the Reducer prepared for the
+// backward in progress (DDP forward) — only then does its hook act.
+std::unordered_map<uint32_t, std::unordered_map<uint64_t, uint32_t>> g_reducers;
+std::vector<uint32_t> g_prepared;
+
+void emit_fire(const NodeState& s, const Foreign& f) {
+  trace::emit(EventKind::kHookFired, static_cast<uint8_t>(HookKind::kPost), s.id, f.key, 0, f.owner);
+  auto r = g_reducers.find(f.owner);
+  if (r == g_reducers.end()) return;
+  auto p = r->second.find(s.id);
+  if (std::find(g_prepared.begin(), g_prepared.end(), f.owner) == g_prepared.end()) {
+    trace::emit(EventKind::kAutogradHookNoop, 0, s.id, f.key, 0, f.owner);
+  } else if (p != r->second.end()) {
+    // The bucket is not known from Python in 1.13: 0.
+    trace::emit(EventKind::kMarkReady, 0, s.id, 0, p->second, f.owner, 0);
+  }
+}
+
 bool live(const NodeState& s) {
   return s.epoch == g_epoch.load(std::memory_order_relaxed) && trace::recording();
 }
@@ -114,10 +133,7 @@ struct ObserverPost : FunctionPostHook {
       if (hook.get() == this) break;
       const auto addr = reinterpret_cast<uintptr_t>(hook.get());
       for (const Foreign& f : state->post) {
-        if (f.addr == addr) {
-          trace::emit(EventKind::kHookFired, static_cast<uint8_t>(HookKind::kPost), state->id,
-                      f.key, 0, f.owner);
-        }
+        if (f.addr == addr) emit_fire(*state, f);
       }
     }
     trace::emit(EventKind::kApplyEnd, 0, state->id);
@@ -152,10 +168,6 @@ NodeState* find(Node* n) {
     return nullptr;
   }
   return it->second.state.get();
-}
-
-std::string node_label(Node* n) {
-  return "seq " + std::to_string(n->sequence_nr());
 }
 
 // Registers `root` and every unregistered Node below it, children first, so
@@ -215,8 +227,10 @@ uint64_t ensure(const std::shared_ptr<Node>& root) {
     // hookscope's runtime and PyTorch's Python repr use the bare name.
     std::string name = n->name();
     if (name.rfind("torch::autograd::", 0) == 0) name.erase(0, 17);
-    trace::emit(EventKind::kNodeCreated, flags, state->id, previous, trace::intern(name));
-    if (!acc) trace::emit(EventKind::kNodeLabel, 0, state->id, 0, trace::intern(node_label(n.get())));
+    // PyTorch's sequence number + 1 rides in actor (Note [Torch bridge node ids]);
+    // no label, so that Functions match those of hookscope's runtime in a diff.
+    trace::emit(EventKind::kNodeCreated, flags, state->id, previous, trace::intern(name), 0,
+                static_cast<uint32_t>(n->sequence_nr() + 1));
     for (const auto& edge : n->next_edges()) {
       if (!edge.function) continue;
       if (NodeState* c = find(edge.function.get())) {
@@ -306,9 +320,36 @@ void reset_registry() {
   g_nodes.clear();
   g_leaves.clear();
   g_new_accumulators.clear();
+  g_reducers.clear();
+  g_prepared.clear();
 }
 
 void set_rank(int rank) { g_rank = rank; }
+
+void set_reducer(uint32_t owner, const std::vector<uint64_t>& accumulators) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  if (accumulators.empty()) {
+    g_reducers.erase(owner);
+    return;
+  }
+  auto& m = g_reducers[owner];
+  m.clear();
+  for (size_t i = 0; i < accumulators.size(); ++i) {
+    if (accumulators[i]) m[accumulators[i]] = static_cast<uint32_t>(i);
+  }
+}
+
+void set_prepared(uint32_t owner, bool prepared) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  auto it = std::find(g_prepared.begin(), g_prepared.end(), owner);
+  if (prepared && it == g_prepared.end()) g_prepared.push_back(owner);
+  if (!prepared && it != g_prepared.end()) g_prepared.erase(it);
+}
+
+void clear_prepared() {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  g_prepared.clear();
+}
 
 uint64_t node_id(PyObject* obj) {
   std::shared_ptr<Node> n = to_node(obj);
