@@ -96,6 +96,8 @@ def test_deleted_ddp_is_clean():
         # The last DDP outlives the recording.
         tu.expect(kinds.count("reducer_destroyed") == REBUILDS, "every old Reducer destroyed")
         tu.expect(kinds.count("failure") == REBUILDS, "the failures are recorded")
+        tu.expect("autograd_hook_noop" not in kinds, "no lingering Reducer's hook fires")
+        tu.expect(kinds.count("mark_ready") > 0, "the live Reducer marks its parameters ready")
         with open(f"{prefix}.rank{r}.json") as f:
             counts = json.load(f)["counts"]
         # Only the live (last) Reducer's hook is left on each AccumulateGrad.
@@ -119,6 +121,9 @@ def test_kept_ddp_shows_every_reducer():
             text = worst[0]["message"]
             tu.expect(all(f"Reducer {i}" in text for i in range(1, REBUILDS + 2)),
                       f"the finding should name every Reducer: {text}")
+        noops = [e for e in tu.events(path) if e["kind"] == "autograd_hook_noop"]
+        tu.expect({e["owner_label"] for e in noops} == {f"Reducer {i}" for i in range(1, REBUILDS + 1)},
+                  "the forgotten Reducers' hooks keep firing and do nothing")
         with open(f"{prefix}.rank{r}.json") as f:
             got = json.load(f)
         in_trace = hooks_at_end(path)
