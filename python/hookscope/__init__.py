@@ -11,7 +11,14 @@ import contextlib
 
 import torch  # noqa: F401  (the extension needs torch's libraries loaded)
 
-from . import _C
+try:
+    from . import _C
+except ImportError as e:  # built against another libtorch, or not built
+    raise ImportError(
+        f"hookscope: cannot load its extension hookscope._C with PyTorch {torch.__version__} "
+        f"({e}). It is built by hookscope's CMake against Debian's libtorch 1.13 "
+        "(scripts/setup.sh, then cmake --build build); use /usr/bin/python3 and "
+        "PYTHONPATH=build/python") from e
 from ._recorder import Recorder, rank_path, running
 
 __all__ = ["recording", "start", "stop", "pause", "resume", "name_modules", "post_hook_count",

@@ -48,7 +48,8 @@ class TensorHook:
 
     def __call__(self, grad):
         i = self.info
-        _C.emit(_C.EV_hook_fire, sub=i.kind, node=i.current_node(), key=i.key, owner=i.owner)
+        if _C.recording():
+            _C.emit(_C.EV_hook_fire, sub=i.kind, node=i.current_node(), key=i.key, owner=i.owner)
         return self.fn(grad)
 
 
@@ -148,11 +149,11 @@ class PythonHooks:
 
         def remove(self):
             info = getattr(self, "_hookscope", None)
+            if info is not None and _C.recording() and not info.node and info.wrapper is not None:
+                rec.resolve_pending()  # find its Node while it is still on it
             orig_remove(self)
             if info is None or not _C.recording():
                 return
-            if not info.node and info.wrapper is not None:
-                rec.resolve_pending()
             if info.removed:
                 _C.emit(_C.EV_hook_remove_failed, sub=info.kind, node=info.current_node(),
                         key=info.key, actor=info.owner)

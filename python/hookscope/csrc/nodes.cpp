@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "bridge.h"
@@ -181,18 +182,17 @@ uint64_t ensure(const std::shared_ptr<Node>& root) {
     size_t next = 0;
   };
   std::vector<Frame> stack;
-  std::vector<Node*> on_stack;
+  std::unordered_set<Node*> on_stack;  // pushed and not yet registered
   stack.push_back({root});
-  on_stack.push_back(root.get());
+  on_stack.insert(root.get());
   while (!stack.empty()) {
     Frame& top = stack.back();
     const auto& edges = top.node->next_edges();
     if (top.next < edges.size()) {
       const auto& edge = edges[top.next++];
       Node* child = edge.function.get();
-      if (child && !find(child) &&
-          std::find(on_stack.begin(), on_stack.end(), child) == on_stack.end()) {
-        on_stack.push_back(child);
+      if (child && !on_stack.count(child) && !find(child)) {
+        on_stack.insert(child);
         stack.push_back({edge.function});
       }
       continue;
