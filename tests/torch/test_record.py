@@ -78,10 +78,12 @@ def test_recording_context_and_pause():
         (a * 3).sum().backward()   # not recorded
         hookscope.resume()
         h.remove()
+        torch.autograd.grad((a * 4).sum(), a)   # recorded, as autograd::grad (sub 1)
     tu.expect(rec.stats["events"] > 0, "stats")
     ev = tu.events(out)
     kinds = [e["kind"] for e in ev]
-    tu.expect(kinds.count("backward_begin") == 1, f"paused backward not recorded: {kinds}")
+    begins = [e for e in ev if e["kind"] == "backward_begin"]
+    tu.expect([e.get("sub", 0) for e in begins] == [0, 1], f"paused backward not recorded: {kinds}")
     tu.expect(kinds.count("hook_fire") == 1 and kinds.count("hook_remove") == 1, f"{kinds}")
     # After the recording, nothing is patched: hooks work as before.
     h2 = a.register_hook(lambda g: g)
