@@ -10,9 +10,8 @@ from test_module_hooks import record_25723
 
 
 def test_25723_check_reports_stale_fire():
-    out = os.path.join(tu.OUT, "issue25723.hstrace")
-    if not os.path.exists(out):
-        record_25723(out)
+    out = os.path.join(tu.OUT, "check_stale_fire.hstrace")
+    record_25723(out)
     ev = tu.events(out)
     fire = next(e for e in ev if e["kind"] == "hook_fire" and e.get("hook_kind") == "module_backward")
     code, report = tu.check_json(out)

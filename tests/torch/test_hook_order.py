@@ -129,10 +129,10 @@ def trace_fires(trace, keys):
             if e["kind"] == "hook_fire" and e.get("key") in label_of]
 
 
-def adds_by_kind(trace):
+def by_kind(trace, what):
     counts = {}
     for e in tu.events(trace):
-        if e["kind"] == "hook_add":
+        if e["kind"] == what:
             counts[e["hook_kind"]] = counts.get(e["hook_kind"], 0) + 1
     return counts
 
@@ -172,8 +172,10 @@ def compare(spec, name):
     for f in a:
         tu.expect(normalize(a[f]) == normalize(b[f]),
                   f"{name}: {f} fires differently:\n torch   {a[f]}\n runtime {b[f]}")
-    tu.expect(adds_by_kind(torch_trace) == adds_by_kind(runtime_trace),
-              f"{name}: hook adds differ: {adds_by_kind(torch_trace)} {adds_by_kind(runtime_trace)}")
+    for what in ("hook_add", "hook_fire"):   # hook_fire counts include retain_grad's
+        tu.expect(by_kind(torch_trace, what) == by_kind(runtime_trace, what),
+                  f"{name}: {what} by kind differs: {by_kind(torch_trace, what)} "
+                  f"{by_kind(runtime_trace, what)}")
     # hookscope-cli diff matches the Functions of both traces (by name and
     # the graph below them) and finds the same hooks on each at the end.
     code, out = tu.cli("diff", torch_trace, runtime_trace, "--format", "json")

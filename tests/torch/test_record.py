@@ -47,6 +47,7 @@ def test_record_module_cli():
     tu.expect(len(hooks("module_backward", "hook_fire")) == fired["backward"] == 3,
               "full backward hook fires")
     tu.expect(len(hooks("retain_grad", "hook_add")) == 3, "retain_grad hooks")
+    tu.expect(len(hooks("retain_grad", "hook_fire")) == 3, "retain_grad fires (a C++ pre hook)")
     tu.expect(len(hooks("post", "hook_remove")) == 3, "Node post hooks removed by handle")
     tu.expect(len(hooks("tensor_pre", "hook_remove")) == 1, "the weight hook removed once")
     tu.expect(fired["weight"] == 1, f"the weight hook ran only in step 0: {fired}")

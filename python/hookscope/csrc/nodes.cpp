@@ -38,10 +38,11 @@ using trace::HookKind;
 // Every Node the bridge registers gets one pre hook and one post hook of its
 // own, appended to PyTorch's lists; they never wrap or reorder the user's
 // hooks (C++ hooks' addresses are their owners' removal keys, as DDP's
-// Reducer uses them). The pre observer records kApplyBegin. The post observer
-// records kApplyEnd and a kHookFired for every C++ post hook before it in the
-// list (post hooks all run, in order, before it); each snapshot moves it back
-// to the end, which changes no other hook's position relative to the others.
+// Reducer uses them). Each observer records a kHookFired for every C++ hook
+// before it in its list (the engine runs a list's hooks all, in order), then
+// kApplyBegin (pre) or kApplyEnd (post); each snapshot moves the observers
+// back to the ends, which changes no other hook's position relative to the
+// others. (C++ pre hooks include 1.13's retain_grad hook.)
 // When the Node dies its post hook list is destroyed with it, so the post
 // observer's destructor records kNodeReleased at the moment PyTorch frees the
 // Node: the bridge holds Nodes only weakly. Observers are not hooks of the
@@ -51,6 +52,7 @@ struct Foreign {
   uintptr_t addr;
   uint64_t key;
   uint32_t owner;
+  HookKind kind;
 };
 
 struct NodeState {
@@ -109,10 +111,21 @@ void stamp_rank() {
 struct ObserverPre : FunctionPreHook {
   explicit ObserverPre(std::shared_ptr<NodeState> s) : state(std::move(s)) {}
   variable_list operator()(const variable_list& grads) override {
-    if (live(*state)) {
-      stamp_rank();
-      trace::emit(EventKind::kApplyBegin, 0, state->id);
+    if (!live(*state)) return grads;
+    stamp_rank();
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
+    // Every pre hook before this one has run (the engine runs them all, in order).
+    for (const auto& hook : state->node->pre_hooks()) {
+      if (hook.get() == this) break;
+      const auto addr = reinterpret_cast<uintptr_t>(hook.get());
+      for (const Foreign& f : state->pre) {
+        if (f.addr == addr) {
+          trace::emit(EventKind::kHookFired, static_cast<uint8_t>(f.kind), state->id, f.key, 0,
+                      f.owner);
+        }
+      }
     }
+    trace::emit(EventKind::kApplyBegin, 0, state->id);
     return grads;
   }
   std::shared_ptr<NodeState> state;
@@ -263,7 +276,7 @@ void diff_hooks(NodeState& s, const List& list, std::vector<Foreign>& known, Hoo
   }
   for (auto it = known.begin(); it != known.end();) {
     if (std::find(now.begin(), now.end(), it->addr) == now.end()) {
-      trace::emit(EventKind::kHookRemoved, static_cast<uint8_t>(kind), s.id, it->key,
+      trace::emit(EventKind::kHookRemoved, static_cast<uint8_t>(it->kind), s.id, it->key,
                   static_cast<uint64_t>(trace::RemoveCause::kByKey), it->owner, remove_actor);
       it = known.erase(it);
     } else {
@@ -273,17 +286,17 @@ void diff_hooks(NodeState& s, const List& list, std::vector<Foreign>& known, Hoo
   for (uintptr_t addr : now) {
     bool seen = std::any_of(known.begin(), known.end(), [&](const Foreign& f) { return f.addr == addr; });
     if (seen) continue;
-    Foreign f{addr, g_next_key++, add_owner};
+    Foreign f{addr, g_next_key++, add_owner, kind};
     known.push_back(f);
     trace::emit(EventKind::kHookAdded, static_cast<uint8_t>(kind), s.id, f.key, 0, add_owner);
   }
 }
 
-// Moves the post observer to the end of the list (Note [Observer hooks]).
-void keep_observer_last(Node& n) {
-  auto& hooks = n.post_hooks();
+// Moves the bridge's observers to the ends of their lists (Note [Observer hooks]).
+template <typename Observer, typename List>
+void keep_last(List& hooks) {
   auto it = std::find_if(hooks.begin(), hooks.end(), [](const auto& h) {
-    return dynamic_cast<const ObserverPost*>(h.get()) != nullptr;
+    return dynamic_cast<const Observer*>(h.get()) != nullptr;
   });
   if (it != hooks.end() && it + 1 != hooks.end()) std::rotate(it, it + 1, hooks.end());
 }
@@ -395,7 +408,8 @@ void snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
                [](const FunctionPostHook* h) { return is_python_post(h); });
     diff_hooks(*s, n->pre_hooks(), s->pre, static_cast<HookKind>(pre_kind), add_owner,
                remove_actor, [](const FunctionPreHook* h) { return is_python_pre(h); });
-    keep_observer_last(*n);
+    keep_last<ObserverPost>(n->post_hooks());
+    keep_last<ObserverPre>(n->pre_hooks());
   }
   // Nodes freed when `nodes` goes: their observers take the (recursive) lock.
   nodes.clear();
