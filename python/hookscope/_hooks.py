@@ -93,6 +93,7 @@ class PythonHooks:
         self.rec = rec
         self.saved = []
         self.pending = []   # NodeHook infos whose Node is not known yet
+        self.missing = []   # what this PyTorch lacks, so cannot be recorded
 
     def _patch(self, owner, name, value):
         self.saved.append((owner, name, owner.__dict__.get(name, _MISSING)))
@@ -104,9 +105,11 @@ class PythonHooks:
         orig_register = Tensor.register_hook
         orig_retain = Tensor.retain_grad
         orig_remove = _hooks_mod.RemovableHandle.remove
-        orig_node_register = _function_mod._HookMixin.__dict__["_register_hook"].__func__
-        orig_set_user_hook = _hooks_mod.BackwardHook._set_user_hook
-        orig_apply_on_tensors = _hooks_mod.BackwardHook._apply_on_tensors
+        mixin = getattr(_function_mod, "_HookMixin", None)
+        orig_node_register = getattr(mixin.__dict__.get("_register_hook"), "__func__", None) if mixin else None
+        backward_hook = getattr(_hooks_mod, "BackwardHook", None)
+        orig_set_user_hook = getattr(backward_hook, "_set_user_hook", None)
+        orig_apply_on_tensors = getattr(backward_hook, "_apply_on_tensors", None)
 
         def register_hook(self, hook):
             if _internal() or not _C.recording():
@@ -181,16 +184,29 @@ class PythonHooks:
 
         self._patch(Tensor, "register_hook", register_hook)
         self._patch(Tensor, "retain_grad", retain_grad)
-        self._patch(_function_mod._HookMixin, "_register_hook", staticmethod(node_register))
         self._patch(_hooks_mod.RemovableHandle, "remove", remove)
-        self._patch(_hooks_mod.BackwardHook, "_set_user_hook", set_user_hook)
-        self._patch(_hooks_mod.BackwardHook, "_apply_on_tensors", apply_on_tensors)
+        # PyTorch internals as of 1.13: another version may lack them; then
+        # that part is not recorded, and start() says which (docs/torch-bridge.md).
+        if orig_node_register is not None:
+            self._patch(mixin, "_register_hook", staticmethod(node_register))
+        else:
+            self.missing.append("Node hooks (grad_fn.register_hook / register_prehook): "
+                                "torch.autograd.function._HookMixin._register_hook not found")
+        if orig_set_user_hook is not None and orig_apply_on_tensors is not None:
+            self._patch(backward_hook, "_set_user_hook", set_user_hook)
+            self._patch(backward_hook, "_apply_on_tensors", apply_on_tensors)
+        else:
+            self.missing.append("the Node of module full backward hook fires: "
+                                "torch.utils.hooks.BackwardHook differs from 1.13")
         Module = torch.nn.Module
         for name, kind in (("register_forward_pre_hook", _C.HOOK_module_forward_pre),
                            ("register_forward_hook", _C.HOOK_module_forward),
                            ("register_full_backward_hook", _C.HOOK_module_backward),
                            ("register_backward_hook", _C.HOOK_module_legacy_backward)):
-            self._patch(Module, name, self._module_register(Module.__dict__[name], kind))
+            if name in Module.__dict__:
+                self._patch(Module, name, self._module_register(Module.__dict__[name], kind))
+            else:
+                self.missing.append(f"Module.{name}")
 
     def _module_register(self, orig, kind):
         rec = self

@@ -68,6 +68,10 @@ class Recorder:
         except Exception:
             self.finish()
             raise
+        if self.hooks.missing:
+            import warnings
+            warnings.warn(f"hookscope: with PyTorch {torch.__version__} these are not recorded: "
+                          + "; ".join(self.hooks.missing))
         return self
 
     def finish(self):

@@ -126,6 +126,32 @@ def test_bad_use_gives_clear_errors():
         tu.expect("/nonexistent-dir/x.hstrace" in str(e), str(e))
 
 
+def test_missing_internals_are_named_not_fatal():
+    # As with a PyTorch whose internals differ from 1.13: the part that
+    # cannot be recorded is named, the rest is recorded.
+    import warnings
+    import torch
+    import torch.utils.hooks as hooks_mod
+    import hookscope
+    saved = hooks_mod.BackwardHook._set_user_hook
+    del hooks_mod.BackwardHook._set_user_hook
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = os.path.join(tu.OUT, "missing.hstrace")
+            with hookscope.recording(out):
+                a = torch.ones(2, requires_grad=True)
+                a.register_hook(lambda g: g)
+                (a * 2).sum().backward()
+    finally:
+        hooks_mod.BackwardHook._set_user_hook = saved
+    said = " ".join(str(w.message) for w in caught)
+    tu.expect("module full backward hook" in said, f"the warning names what is missing: {said}")
+    kinds = [e["kind"] for e in tu.events(out)]
+    tu.expect(kinds.count("hook_fire") == 1, f"the rest is recorded: {kinds}")
+
+
 if __name__ == "__main__":
     tu.main([test_record_module_cli, test_recording_context_and_pause,
-             test_killed_program_leaves_readable_trace, test_bad_use_gives_clear_errors])
+             test_killed_program_leaves_readable_trace, test_bad_use_gives_clear_errors,
+             test_missing_internals_are_named_not_fatal])
