@@ -214,7 +214,6 @@ class PythonHooks:
         def register(self, hook, *args, **kwargs):
             if not _C.recording():
                 return orig(self, hook, *args, **kwargs)
-            rec.rec.owners.new_pass()
             info = _HookInfo(_C.new_key(), 0, kind, rec.rec.owners.module(self))
             handle = orig(self, ModuleHook(hook, info), *args, **kwargs)
             handle._hookscope = info

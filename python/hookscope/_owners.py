@@ -22,8 +22,9 @@ class Owners:
         self._sites = {}        # "file:line" -> owner id
         self._named = {}        # id(module) -> (weakref, path) known from a root
         self._params = {}       # id(tensor) -> (weakref, name)
-        self._not_params = {}   # id(tensor) -> (weakref, True): leaves that are no parameter
-        self._scanned = False
+        self._all = None        # WeakSet of every module alive (after the first scan)
+        self._dirty = True      # modules were created since the last naming pass
+        self._pruned_at = 0
         self.cpp = self.create(_C.OWNER_user, "c++ hooks")
 
     def create(self, kind, label):
@@ -40,6 +41,8 @@ class Owners:
     def name_modules(self, root, prefix="", keep=False):
         """Remembers the qualified names of `root`'s submodules and parameters
         (keep: names already known win)."""
+        if len(self._params) > 2 * self._pruned_at + 64:
+            self._prune()
         for name, m in root.named_modules(prefix=prefix):
             if not (keep and id(m) in self._named):
                 self._named[id(m)] = (weakref.ref(m), name or "(root)")
@@ -47,26 +50,40 @@ class Owners:
             if not (keep and id(p) in self._params):
                 self._params[id(p)] = (weakref.ref(p), name)
 
+    def _prune(self):
+        for table in (self._named, self._params):
+            for k in [k for k, (ref, _) in table.items() if ref() is None]:
+                del table[k]
+        self._pruned_at = len(self._params)
+
     def _lookup(self, table, obj):
         hit = table.get(id(obj))
         return hit[1] if hit is not None and hit[0]() is obj else None
 
     def _scan(self):
-        """Names every module and parameter alive, from the root modules
-        (those no other module holds): one pass over the heap, done only when
-        something unnamed is met, at most once per backward."""
-        if self._scanned:
+        """Names every module and parameter alive from the root modules (those
+        no other module holds). The first time it finds the modules with one
+        pass over the heap (tens of ms); later only when modules were created
+        since (module_created, from the patched nn.Module.__init__)."""
+        if not self._dirty:
             return
-        self._scanned = True
-        module_type = torch.nn.Module  # type(): isinstance would run __class__ properties
-        mods = [o for o in gc.get_objects() if issubclass(type(o), module_type)]
+        self._dirty = False
+        if self._all is None:
+            self._all = weakref.WeakSet()
+            module_type = torch.nn.Module  # type(): isinstance would run __class__ properties
+            for o in gc.get_objects():
+                if issubclass(type(o), module_type):
+                    self._all.add(o)
+        mods = list(self._all)
         children = {id(c) for m in mods for c in m.children()}
         for m in mods:
             if id(m) not in children:
                 self.name_modules(m, keep=True)
 
-    def new_pass(self):
-        self._scanned = False
+    def module_created(self, module):
+        if self._all is not None:
+            self._all.add(module)
+        self._dirty = True
 
     def module_path(self, module):
         path = self._lookup(self._named, module)
@@ -77,11 +94,9 @@ class Owners:
 
     def param_name(self, tensor):
         name = self._lookup(self._params, tensor)
-        if name is None and self._lookup(self._not_params, tensor) is None:
+        if name is None and self._dirty:
             self._scan()
             name = self._lookup(self._params, tensor)
-            if name is None:
-                self._not_params[id(tensor)] = (weakref.ref(tensor), True)
         return name
 
     def param_label(self, tensor):

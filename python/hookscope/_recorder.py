@@ -108,7 +108,6 @@ class Recorder:
             _C.emit(_C.EV_node_label, node=node, arg=_C.intern(self.owners.param_label(tensor)))
 
     def before_backward(self, roots, is_grad):
-        self.owners.new_pass()
         _C.observe_graph(roots)
         self.label_accumulators()
         self.hooks.resolve_pending()
@@ -175,6 +174,14 @@ class Recorder:
             rec.after_backward(None)
             return result
 
+        orig_module_init = torch.nn.Module.__init__
+
+        def module_init(self, *args, **kwargs):
+            orig_module_init(self, *args, **kwargs)
+            if _running is rec:
+                rec.owners.module_created(self)
+
+        self._patch(torch.nn.Module, "__init__", module_init)
         self._patch(torch.autograd, "backward", backward)
         self._patch(torch.autograd, "grad", grad)
         from . import _ddp
