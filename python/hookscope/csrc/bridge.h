@@ -1,7 +1,8 @@
 #pragma once
-// The torch side of the bridge (nodes.cpp, compiled against libtorch 1.13),
-// seen from the pybind11 module (module.cpp) through plain CPython types so
-// that only one translation unit includes torch's headers (compile time).
+// The torch side of the bridge (nodes.cpp, observers.cpp, compiled against
+// libtorch 1.13), seen from the pybind11 module (module.cpp) through plain
+// CPython types so that only those two translation units include torch's
+// headers (compile time).
 // See docs/torch-bridge.md and Note [Observer hooks].
 
 #include <Python.h>

@@ -1,6 +1,7 @@
-// The torch side of the bridge: autograd Nodes, their C++ hooks and the
-// observer hooks that record executions, C++ hook fires and releases.
-// The only translation unit that includes torch's headers (bridge.h).
+// The torch side of the bridge: the registry of autograd Nodes (held
+// weakly), the graph walk, and snapshots of the C++ hooks on them. With
+// observers.cpp, the only translation units that include torch's headers
+// (bridge.h).
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
@@ -20,53 +21,20 @@
 #include <vector>
 
 #include "bridge.h"
+#include "nodes_state.h"
 #include "trace/emit.h"
 #include "trace/strings.h"
 
 namespace hookscope::bridge {
-namespace {
-
-using torch::autograd::FunctionPostHook;
-using torch::autograd::FunctionPreHook;
-using torch::autograd::Node;
-using torch::autograd::variable_list;
-using trace::EventKind;
-using trace::HookKind;
-
-// Note [Observer hooks]
-// ~~~~~~~~~~~~~~~~~~~~~
-// Every Node the bridge registers gets one pre hook and one post hook of its
-// own, appended to PyTorch's lists; they never wrap or reorder the user's
-// hooks (C++ hooks' addresses are their owners' removal keys, as DDP's
-// Reducer uses them). Each observer records a kHookFired for every C++ hook
-// before it in its list (the engine runs a list's hooks all, in order), then
-// kApplyBegin (pre) or kApplyEnd (post); each snapshot moves the observers
-// back to the ends, which changes no other hook's position relative to the
-// others. (C++ pre hooks include 1.13's retain_grad hook.)
-// When the Node dies its post hook list is destroyed with it, so the post
-// observer's destructor records kNodeReleased at the moment PyTorch frees the
-// Node: the bridge holds Nodes only weakly. Observers are not hooks of the
-// user: they are never reported, and post_hook_count() leaves them out.
-
-struct Foreign {
-  uintptr_t addr;
-  uint64_t key;
-  uint32_t owner;
-  HookKind kind;
-};
-
-struct NodeState {
-  uint64_t id = 0;
-  uint64_t epoch = 0;
-  Node* node = nullptr;
-  std::vector<Foreign> post, pre;  // C++ hooks seen at the last snapshot
-};
 
 std::recursive_mutex g_mutex;
 std::atomic<uint64_t> g_epoch{1};
+int g_rank = 0;
+
+namespace {
+
 std::atomic<uint64_t> g_next_key{1};
 uint64_t g_next_node = 1;
-int g_rank = 0;
 
 struct Entry {
   std::weak_ptr<Node> weak;
@@ -80,81 +48,6 @@ struct LeafEntry {
 };
 std::unordered_map<c10::TensorImpl*, LeafEntry> g_leaves;
 std::vector<std::pair<uint64_t, at::Tensor>> g_new_accumulators;
-
-// DDP Reducers (owner ids) whose hooks the bridge knows: which parameter
-// index each AccumulateGrad is, and whether the Reducer prepared for the
-// backward in progress (DDP forward) — only then does its hook act.
-std::unordered_map<uint32_t, std::unordered_map<uint64_t, uint32_t>> g_reducers;
-std::vector<uint32_t> g_prepared;
-
-void emit_fire(const NodeState& s, const Foreign& f) {
-  trace::emit(EventKind::kHookFired, static_cast<uint8_t>(HookKind::kPost), s.id, f.key, 0, f.owner);
-  auto r = g_reducers.find(f.owner);
-  if (r == g_reducers.end()) return;
-  auto p = r->second.find(s.id);
-  if (std::find(g_prepared.begin(), g_prepared.end(), f.owner) == g_prepared.end()) {
-    trace::emit(EventKind::kAutogradHookNoop, 0, s.id, f.key, 0, f.owner);
-  } else if (p != r->second.end()) {
-    // The bucket is not known from Python in 1.13: 0.
-    trace::emit(EventKind::kMarkReady, 0, s.id, 0, p->second, f.owner, 0);
-  }
-}
-
-bool live(const NodeState& s) {
-  return s.epoch == g_epoch.load(std::memory_order_relaxed) && trace::recording();
-}
-
-void stamp_rank() {
-  if (trace::thread_rank() != g_rank) trace::set_thread_rank(static_cast<uint16_t>(g_rank));
-}
-
-struct ObserverPre : FunctionPreHook {
-  explicit ObserverPre(std::shared_ptr<NodeState> s) : state(std::move(s)) {}
-  variable_list operator()(const variable_list& grads) override {
-    if (!live(*state)) return grads;
-    stamp_rank();
-    std::lock_guard<std::recursive_mutex> lock(g_mutex);
-    // Every pre hook before this one has run (the engine runs them all, in order).
-    for (const auto& hook : state->node->pre_hooks()) {
-      if (hook.get() == this) break;
-      const auto addr = reinterpret_cast<uintptr_t>(hook.get());
-      for (const Foreign& f : state->pre) {
-        if (f.addr == addr) {
-          trace::emit(EventKind::kHookFired, static_cast<uint8_t>(f.kind), state->id, f.key, 0,
-                      f.owner);
-        }
-      }
-    }
-    trace::emit(EventKind::kApplyBegin, 0, state->id);
-    return grads;
-  }
-  std::shared_ptr<NodeState> state;
-};
-
-struct ObserverPost : FunctionPostHook {
-  explicit ObserverPost(std::shared_ptr<NodeState> s) : state(std::move(s)) {}
-  ~ObserverPost() override {
-    std::lock_guard<std::recursive_mutex> lock(g_mutex);
-    if (live(*state)) trace::emit(EventKind::kNodeReleased, 0, state->id);
-    auto it = g_nodes.find(state->node);
-    if (it != g_nodes.end() && it->second.state == state) g_nodes.erase(it);
-  }
-  variable_list operator()(const variable_list& outputs, const variable_list& inputs) override {
-    if (!live(*state)) return outputs;
-    stamp_rank();
-    std::lock_guard<std::recursive_mutex> lock(g_mutex);
-    for (const auto& hook : state->node->post_hooks()) {
-      if (hook.get() == this) break;
-      const auto addr = reinterpret_cast<uintptr_t>(hook.get());
-      for (const Foreign& f : state->post) {
-        if (f.addr == addr) emit_fire(*state, f);
-      }
-    }
-    trace::emit(EventKind::kApplyEnd, 0, state->id);
-    return outputs;
-  }
-  std::shared_ptr<NodeState> state;
-};
 
 std::shared_ptr<Node> to_node(PyObject* obj) {
   if (obj == nullptr || obj == Py_None) return nullptr;
@@ -325,6 +218,11 @@ std::shared_ptr<Node> node_or_accumulator(PyObject* obj) {
 
 }  // namespace
 
+void forget_node(const NodeState& state) {
+  auto it = g_nodes.find(state.node);
+  if (it != g_nodes.end() && it->second.state.get() == &state) g_nodes.erase(it);
+}
+
 uint64_t new_key() { return g_next_key++; }
 
 void reset_registry() {
@@ -333,36 +231,10 @@ void reset_registry() {
   g_nodes.clear();
   g_leaves.clear();
   g_new_accumulators.clear();
-  g_reducers.clear();
-  g_prepared.clear();
+  clear_reducers();
 }
 
 void set_rank(int rank) { g_rank = rank; }
-
-void set_reducer(uint32_t owner, const std::vector<uint64_t>& accumulators) {
-  std::lock_guard<std::recursive_mutex> lock(g_mutex);
-  if (accumulators.empty()) {
-    g_reducers.erase(owner);
-    return;
-  }
-  auto& m = g_reducers[owner];
-  m.clear();
-  for (size_t i = 0; i < accumulators.size(); ++i) {
-    if (accumulators[i]) m[accumulators[i]] = static_cast<uint32_t>(i);
-  }
-}
-
-void set_prepared(uint32_t owner, bool prepared) {
-  std::lock_guard<std::recursive_mutex> lock(g_mutex);
-  auto it = std::find(g_prepared.begin(), g_prepared.end(), owner);
-  if (prepared && it == g_prepared.end()) g_prepared.push_back(owner);
-  if (!prepared && it != g_prepared.end()) g_prepared.erase(it);
-}
-
-void clear_prepared() {
-  std::lock_guard<std::recursive_mutex> lock(g_mutex);
-  g_prepared.clear();
-}
 
 uint64_t node_id(PyObject* obj) {
   std::shared_ptr<Node> n = to_node(obj);
