@@ -122,10 +122,13 @@ class PythonHooks:
                 info.tensor = weakref.ref(self)
                 rec.rec.label_accumulators()
             wrapper = TensorHook(hook, info)
-            handle = orig_register(self, wrapper)
-            handle._hookscope = info
-            _C.emit(_C.EV_hook_add, sub=info.kind, node=node, key=info.key,
-                    arg=0 if leaf else self.output_nr, owner=info.owner)
+            try:
+                handle = orig_register(self, wrapper)
+                handle._hookscope = info
+                _C.emit(_C.EV_hook_add, sub=info.kind, node=node, key=info.key,
+                        arg=0 if leaf else self.output_nr, owner=info.owner)
+            finally:
+                _C.release_held()  # the AccumulateGrad made for it goes, as in PyTorch
             return handle
 
         def retain_grad(self):

@@ -34,8 +34,10 @@ void reset_registry();
 uint64_t node_id(PyObject* obj);
 
 // Id of a leaf tensor's AccumulateGrad: the live one, or (create) a new one as
-// PyTorch's grad_accumulator() makes it. 0 when there is none.
+// PyTorch's grad_accumulator() makes it, held until release_held(). 0 when
+// there is none.
 uint64_t accumulator_id(PyObject* tensor, bool create);
+void release_held();
 
 // Registers the graphs below `roots` (a sequence of grad_fns / None).
 void observe_graph(PyObject* roots);

@@ -91,6 +91,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("accumulator_id", [](py::handle t, bool create) {
     return bridge::accumulator_id(borrowed(t), create);
   });
+  m.def("release_held", &bridge::release_held);
   m.def("observe_graph", [](py::handle roots) { bridge::observe_graph(borrowed(roots)); });
   m.def("snapshot", &bridge::snapshot, py::arg("add_owner"), py::arg("remove_actor"),
         py::arg("pre_kind") = static_cast<int>(trace::HookKind::kPre));

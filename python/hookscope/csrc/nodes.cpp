@@ -48,6 +48,7 @@ struct LeafEntry {
 };
 std::unordered_map<c10::TensorImpl*, LeafEntry> g_leaves;
 std::vector<std::pair<uint64_t, at::Tensor>> g_new_accumulators;
+std::vector<std::shared_ptr<Node>> g_held;  // accumulator_id(create) until release_held()
 
 std::shared_ptr<Node> to_node(PyObject* obj) {
   if (obj == nullptr || obj == Py_None) return nullptr;
@@ -231,6 +232,7 @@ void reset_registry() {
   g_nodes.clear();
   g_leaves.clear();
   g_new_accumulators.clear();
+  g_held.clear();
   clear_reducers();
 }
 
@@ -249,13 +251,20 @@ uint64_t accumulator_id(PyObject* tensor, bool create) {
                                      : torch::autograd::impl::try_get_grad_accumulator(*t);
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   const uint64_t id = ensure(acc);
-  if (acc) {
-    // Dropping the last reference here frees a Node made just now, as
-    // PyTorch would; do it outside the lock's critical section is not
-    // needed: the observer takes a recursive mutex.
-    acc.reset();
-  }
+  // One made here lives until release_held(): the caller records the hook
+  // it registers on it first, as hookscope's runtime does (created, hook
+  // added, released when nothing else holds it, as PyTorch frees it).
+  if (create && acc) g_held.push_back(std::move(acc));
   return id;
+}
+
+void release_held() {
+  std::vector<std::shared_ptr<Node>> held;
+  {
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
+    held.swap(g_held);
+  }
+  held.clear();  // observers of Nodes freed here take the (recursive) lock
 }
 
 void observe_graph(PyObject* roots) {
