@@ -40,7 +40,18 @@ def init_group(rank, world):
 
 def run_ranks(fn, world=2, args=(), timeout=90):
     """Runs fn(rank, world, *args) in `world` processes; fails the test when
-    one fails or they take longer than `timeout` seconds (then kills them)."""
+    one fails or they take longer than `timeout` seconds (then kills them).
+    Once more on another port when the one picked was taken meanwhile (tests
+    run in parallel)."""
+    try:
+        _run_ranks(fn, world, args, timeout)
+    except AssertionError as e:
+        if "Address already in use" not in str(e):
+            raise
+        _run_ranks(fn, world, args, timeout)
+
+
+def _run_ranks(fn, world, args, timeout):
     ctx = multiprocessing.get_context("spawn")
     errors = ctx.Queue()
     port = free_port()
