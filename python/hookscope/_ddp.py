@@ -81,8 +81,10 @@ def install(rec):
         try:
             out = orig_forward(self, *args, **kwargs)
         except RuntimeError as e:
-            # The previous backward left parameters without gradient and DDP
-            # had no find_unused_parameters: it says which at this forward.
+            # A collective of DDP's forward failed (a rank died), or the
+            # previous backward left parameters without gradient and DDP had
+            # no find_unused_parameters: it says which at this forward.
+            rec.record_failure(e)
             m = _NO_GRAD.search(str(e))
             if m:
                 for index in (int(i) for i in re.findall(r"\d+", m.group(1))):

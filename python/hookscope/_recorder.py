@@ -115,19 +115,26 @@ class Recorder:
         _C.emit(_C.EV_backward_begin, sub=1 if is_grad else 0, arg=len(roots))
 
     def after_backward(self, error):
-        if error is not None and not getattr(error, "_hookscope_seen", False):
-            # A reentrant backward (checkpoint) raises through its outer
-            # backward too: record the error once.
-            try:
-                error._hookscope_seen = True
-            except AttributeError:
-                pass
-            _C.emit(_C.EV_failure, sub=0, actor=max(self.rank, 0),
-                    arg=_C.intern(f"{type(error).__name__}: {error}"[:500]))
+        if error is not None and self.record_failure(error):
             self.on_backward_error(error)
         _C.emit(_C.EV_backward_end)
         _C.clear_prepared()
         _C.snapshot(self.owners.cpp, self.owners.cpp)
+
+    def record_failure(self, error):
+        """An exception out of backward or out of a DDP collective (a rank
+        failed): a failure event with its message, once per exception (a
+        reentrant backward raises it through its outer backward too).
+        Returns whether it was new."""
+        if getattr(error, "_hookscope_seen", False):
+            return False
+        try:
+            error._hookscope_seen = True
+        except AttributeError:
+            pass
+        _C.emit(_C.EV_failure, sub=0, actor=max(self.rank, 0),
+                arg=_C.intern(f"{type(error).__name__}: {error}"[:500]))
+        return True
 
     def on_backward_error(self, error):
         from . import _ddp

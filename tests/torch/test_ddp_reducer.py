@@ -1,7 +1,8 @@
 """What a real DDP Reducer says about parameters, on 2 ranks (gloo):
 PyTorch #57776 / #22436 (which parameters did DDP see as unused?) with and
 without find_unused_parameters, and "marked ready twice" (the same layer
-under two reentrant checkpoints). The trace names the parameter, and
+under two reentrant checkpoints), and a rank that dies (the survivor's DDP
+collective fails). The trace names the parameter, and
 `check` reports it."""
 
 import os
@@ -54,6 +55,17 @@ def worker(rank, world, case, prefix):
                 raise AssertionError("DDP should refuse this forward")
             except RuntimeError as e:
                 assert "did not receive grad" in str(e), str(e)
+        elif case == "rank_dies":
+            ddp = DDP(TwoHeads().head_a, device_ids=None)
+            ddp(x[:, :6]).sum().backward()
+            if rank == 1:
+                os._exit(0)   # the rank dies, as if killed, inside its recording
+            try:
+                ddp(x).sum().backward()   # DDP's collectives find the peer gone
+                raise AssertionError("the survivor should see the failure")
+            except RuntimeError as e:
+                assert "Connection" in str(e) or "gloo" in str(e), str(e)
+            return
         else:
             ddp = DDP(Checkpointed(), find_unused_parameters=True)
             try:
@@ -109,6 +121,16 @@ def test_marked_ready_twice():
     tu.expect(found and "l1.bias" in found[0]["message"], f"check names it: {found}")
 
 
+def test_a_rank_dies():
+    paths = run("rank_dies")
+    failures = [e for e in tu.events(paths[0]) if e["kind"] == "failure"]
+    tu.expect(len(failures) == 1 and "RuntimeError" in failures[0].get("text", ""),
+              f"the survivor's trace has the failure: {failures}")
+    # The dead rank's trace ends without a footer and is still read.
+    code, info = tu.cli("info", *paths)
+    tu.expect(code == 0, f"both ranks open together: {info}")
+
+
 if __name__ == "__main__":
     tu.main([test_unused_parameters_found, test_unused_parameters_without_find_unused,
-             test_marked_ready_twice])
+             test_marked_ready_twice, test_a_rank_dies])
