@@ -25,7 +25,8 @@ enum class EventKind : uint8_t {
   kNone = 0,
   // node = Function id, arg = name string id, sub = flags (kNodeIsLeafAccumulator),
   // key = the previous AccumulateGrad of the same leaf (0 if none; Note [Leaf
-  // hooks live on the tensor])
+  // hooks live on the tensor]), actor = PyTorch's sequence number + 1 in
+  // traces of the torch bridge (0: none; Note [Torch bridge node ids])
   kNodeCreated = 1,
   // node = Function id, arg = next Function id, actor = input_nr on the next Function
   kNodeEdge = 2,

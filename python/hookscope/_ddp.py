@@ -1,0 +1,190 @@
+"""DDP and process groups in a recording: each DistributedDataParallel's
+Reducer is an owner ("Reducer N") whose C++ hooks on the AccumulateGrads are
+found by snapshots of Node::post_hooks() right after construction and right
+after destruction (docs/torch-bridge.md)."""
+
+import re
+import weakref
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from . import _C
+
+_DESTROY_BY_KEY = 0
+
+
+class _ReducerSentinel:
+    """Stored in the DDP object's __dict__ after the Reducer, so that it is
+    released after it: by then the Reducer's destructor has removed its
+    hooks, and a snapshot sees them go (Python frees a dict's values in
+    insertion order)."""
+
+    def __init__(self, owner, nparams):
+        self.owner, self.nparams = owner, nparams
+
+    def __del__(self):
+        from ._recorder import running
+        rec = running()
+        if rec is None or not _C.is_running():
+            return
+        _C.snapshot(rec.owners.cpp, self.owner)
+        _C.set_reducer(self.owner, [])
+        _C.emit(_C.EV_reducer_destroyed, arg=_DESTROY_BY_KEY, owner=self.owner)
+        _C.emit(_C.EV_owner_destroyed, owner=self.owner)
+
+
+def install(rec):
+    orig_init = DistributedDataParallel.__init__
+    orig_forward = DistributedDataParallel.forward
+    orig_init_pg = dist.init_process_group
+    orig_destroy_pg = dist.destroy_process_group
+
+    def init(self, module, *args, **kwargs):
+        recording = _C.recording()
+        if recording:
+            # C++ hooks already there belong to whoever was there before
+            # (earlier Reducers are known already); new ones are this Reducer's.
+            for p in module.parameters():
+                if p.requires_grad:
+                    _C.accumulator_id(p, False)
+            _C.snapshot(rec.owners.cpp, rec.owners.cpp)
+        orig_init(self, module, *args, **kwargs)
+        if not recording:
+            return
+        rec.reducers += 1
+        owner = rec.owners.create(_C.OWNER_reducer, f"Reducer {rec.reducers}")
+        rec.owners.name_modules(module)
+        params = [p for p in module.parameters() if p.requires_grad]
+        object.__setattr__(self, "_hookscope_reducer", owner)
+        object.__setattr__(self, "_hookscope_backward", 0)
+        names = {id(p): n for n, p in module.named_parameters()}
+        object.__setattr__(self, "_hookscope_params",
+                           [(names.get(id(p), f"parameter {i}"), weakref.ref(p))
+                            for i, p in enumerate(params)])
+        accumulators = [_C.accumulator_id(p, False) for p in params]
+        rec.label_accumulators()
+        _C.snapshot(owner, rec.owners.cpp)
+        _C.set_reducer(owner, accumulators)
+        try:
+            buckets = len(self._get_ddp_logging_data().get("bucket_sizes", "").split(","))
+        except Exception:
+            buckets = 0
+        _C.emit(_C.EV_reducer_constructed, arg=len(params), actor=buckets, owner=owner)
+        object.__setattr__(self, "_hookscope_sentinel", _ReducerSentinel(owner, len(params)))
+
+    def forward(self, *args, **kwargs):
+        owner = self.__dict__.get("_hookscope_reducer")
+        if not owner or not _C.recording():
+            return orig_forward(self, *args, **kwargs)
+        try:
+            out = orig_forward(self, *args, **kwargs)
+        except RuntimeError as e:
+            # A collective of DDP's forward failed (a rank died), or the
+            # previous backward left parameters without gradient and DDP had
+            # no find_unused_parameters: it says which at this forward.
+            rec.record_failure(e)
+            m = _NO_GRAD.search(str(e))
+            if m:
+                for index in (int(i) for i in re.findall(r"\d+", m.group(1))):
+                    _unused(self, owner, index, handled=False)
+            raise
+        import torch
+        if self.training and self.require_backward_grad_sync and torch.is_grad_enabled():
+            n = self.__dict__["_hookscope_backward"] + 1
+            object.__setattr__(self, "_hookscope_backward", n)
+            rec.last_ddp = weakref.ref(self)
+            _C.emit(_C.EV_prepare_for_backward, arg=n, owner=owner)
+            _C.set_prepared(owner, True)
+            if self.find_unused_parameters:
+                reached = _reached_leaves(out)
+                for index, (name, ref) in enumerate(self.__dict__["_hookscope_params"]):
+                    if id(ref()) not in reached:
+                        _unused(self, owner, index, handled=True)
+        return out
+
+    def init_process_group(*args, **kwargs):
+        result = orig_init_pg(*args, **kwargs)
+        if _C.recording():
+            rec.groups += 1
+            _C.emit(_C.EV_process_group_created, arg=dist.get_world_size(), actor=rec.groups,
+                    key=rec.groups)
+        return result
+
+    def destroy_process_group(*args, **kwargs):
+        result = orig_destroy_pg(*args, **kwargs)
+        if _C.recording() and rec.groups:
+            _C.emit(_C.EV_process_group_destroyed, key=rec.groups)
+        return result
+
+    rec._patch(DistributedDataParallel, "__init__", init)
+    rec._patch(DistributedDataParallel, "forward", forward)
+    rec._patch(dist, "init_process_group", init_process_group)
+    rec._patch(dist, "destroy_process_group", destroy_process_group)
+
+
+_NO_GRAD = re.compile(r"Parameter indices which did not receive grad for rank \d+: ([\d ]+)")
+
+
+def _reached_leaves(out):
+    """ids of the leaf tensors whose AccumulateGrad the graph of `out`
+    reaches: what DDP's find_unused_parameters search finds."""
+    stack, seen, leaves = [], set(), set()
+
+    def add_tensors(x):
+        if isinstance(x, torch.Tensor):
+            if x.grad_fn is not None:
+                stack.append(x.grad_fn)
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                add_tensors(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                add_tensors(y)
+    add_tensors(out)
+    keep = []
+    while stack:
+        fn = stack.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        keep.append(fn)
+        variable = getattr(fn, "variable", None)
+        if variable is not None:
+            leaves.add(id(variable))
+        for nxt, _ in fn.next_functions:
+            if nxt is not None:
+                stack.append(nxt)
+    return leaves
+
+
+def _unused(ddp, owner, index, handled):
+    params = ddp.__dict__["_hookscope_params"]
+    if index >= len(params):
+        return
+    name, ref = params[index]
+    p = ref()
+    node = _C.accumulator_id(p, False) if p is not None else 0
+    _C.emit(_C.EV_unused_parameter, node=node, arg=_C.intern(name), owner=owner, actor=index)
+    if handled:  # find_unused_parameters: the Reducer marks it ready at once
+        _C.emit(_C.EV_mark_ready, node=node, arg=index, owner=owner)
+
+
+_TWICE = re.compile(r"Parameter at index (\d+)(?: with name ([\w.]+))? has been marked as ready twice")
+
+
+def on_backward_error(rec, error):
+    """DDP's 'marked ready twice' error names the parameter's index: record it
+    against the DDP that prepared this backward."""
+    m = _TWICE.search(str(error))
+    ddp = rec.last_ddp() if getattr(rec, "last_ddp", None) else None
+    if not m or ddp is None:
+        return
+    index = int(m.group(1))
+    params = ddp.__dict__.get("_hookscope_params", [])
+    name, ref = params[index] if index < len(params) else (m.group(2) or f"parameter {index}", None)
+    p = ref() if ref else None
+    node = _C.accumulator_id(p, False) if p is not None else 0
+    _C.emit(_C.EV_marked_twice, node=node, arg=_C.intern(name), actor=index,
+            owner=ddp.__dict__["_hookscope_reducer"])

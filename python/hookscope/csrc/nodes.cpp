@@ -1,0 +1,364 @@
+// The torch side of the bridge: the registry of autograd Nodes (held
+// weakly), the graph walk, and snapshots of the C++ hooks on them. With
+// observers.cpp, the only translation units that include torch's headers
+// (bridge.h).
+
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/accumulate_grad.h>
+#include <torch/csrc/autograd/python_cpp_function.h>
+#include <torch/csrc/autograd/python_function.h>
+#include <torch/csrc/autograd/python_hook.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "bridge.h"
+#include "nodes_state.h"
+#include "trace/emit.h"
+#include "trace/strings.h"
+
+namespace hookscope::bridge {
+
+std::recursive_mutex g_mutex;
+std::atomic<uint64_t> g_epoch{1};
+int g_rank = 0;
+
+namespace {
+
+std::atomic<uint64_t> g_next_key{1};
+uint64_t g_next_node = 1;
+
+struct Entry {
+  std::weak_ptr<Node> weak;
+  std::shared_ptr<NodeState> state;
+};
+std::unordered_map<Node*, Entry> g_nodes;
+// The last AccumulateGrad of each leaf (Note [Leaf hooks live on the tensor]).
+struct LeafEntry {
+  c10::weak_intrusive_ptr<c10::TensorImpl> weak;
+  uint64_t last_accumulator = 0;
+};
+std::unordered_map<c10::TensorImpl*, LeafEntry> g_leaves;
+std::vector<std::pair<uint64_t, at::Tensor>> g_new_accumulators;
+std::vector<std::shared_ptr<Node>> g_held;  // accumulator_id(create) until release_held()
+
+std::shared_ptr<Node> to_node(PyObject* obj) {
+  if (obj == nullptr || obj == Py_None) return nullptr;
+  if (torch::autograd::THPCppFunction_Check(obj)) {
+    return reinterpret_cast<torch::autograd::THPCppFunction*>(obj)->cdata;
+  }
+  if (THPFunction_Check(obj)) {
+    return std::static_pointer_cast<Node>(reinterpret_cast<THPFunction*>(obj)->cdata.lock());
+  }
+  PyErr_Clear();
+  return nullptr;
+}
+
+const at::Tensor* to_tensor(PyObject* obj) {
+  if (obj == nullptr || !THPVariable_Check(obj)) return nullptr;
+  return &THPVariable_Unpack(obj);
+}
+
+// The Node's state if registered in this epoch (caller holds g_mutex).
+NodeState* find(Node* n) {
+  auto it = g_nodes.find(n);
+  if (it == g_nodes.end()) return nullptr;
+  if (it->second.weak.expired() || it->second.state->epoch != g_epoch.load()) {
+    g_nodes.erase(it);
+    return nullptr;
+  }
+  return it->second.state.get();
+}
+
+// Registers `root` and every unregistered Node below it, children first, so
+// that every kNodeEdge names Nodes already created. Caller holds the GIL
+// (a Python Function's name() calls Python) and g_mutex.
+uint64_t ensure(const std::shared_ptr<Node>& root) {
+  if (!root) return 0;
+  if (NodeState* s = find(root.get())) return s->id;
+  struct Frame {
+    std::shared_ptr<Node> node;
+    size_t next = 0;
+  };
+  std::vector<Frame> stack;
+  std::unordered_set<Node*> on_stack;  // pushed and not yet registered
+  stack.push_back({root});
+  on_stack.insert(root.get());
+  while (!stack.empty()) {
+    Frame& top = stack.back();
+    const auto& edges = top.node->next_edges();
+    if (top.next < edges.size()) {
+      const auto& edge = edges[top.next++];
+      Node* child = edge.function.get();
+      if (child && !on_stack.count(child) && !find(child)) {
+        on_stack.insert(child);
+        stack.push_back({edge.function});
+      }
+      continue;
+    }
+    std::shared_ptr<Node> n = top.node;
+    stack.pop_back();
+    auto state = std::make_shared<NodeState>();
+    state->id = g_next_node++;
+    state->epoch = g_epoch.load();
+    state->node = n.get();
+    uint8_t flags = 0;
+    uint64_t previous = 0;
+    auto* acc = dynamic_cast<torch::autograd::AccumulateGrad*>(n.get());
+    if (acc && acc->variable.defined()) {
+      flags = trace::kNodeIsLeafAccumulator;
+      c10::TensorImpl* impl = acc->variable.unsafeGetTensorImpl();
+      auto it = g_leaves.find(impl);
+      if (it != g_leaves.end() && it->second.weak.expired()) {
+        g_leaves.erase(it);
+        it = g_leaves.end();
+      }
+      if (it == g_leaves.end()) {
+        it = g_leaves.emplace(impl, LeafEntry{c10::weak_intrusive_ptr<c10::TensorImpl>(
+                                               acc->variable.getIntrusivePtr()),
+                                           0}).first;
+      }
+      previous = it->second.last_accumulator;
+      it->second.last_accumulator = state->id;
+      g_new_accumulators.emplace_back(state->id, acc->variable);
+    }
+    // C++ Functions' names carry their namespace ("torch::autograd::AccumulateGrad");
+    // hookscope's runtime and PyTorch's Python repr use the bare name.
+    std::string name = n->name();
+    if (name.rfind("torch::autograd::", 0) == 0) name.erase(0, 17);
+    // PyTorch's sequence number + 1 rides in actor (Note [Torch bridge node ids]);
+    // no label, so that Functions match those of hookscope's runtime in a diff.
+    trace::emit(EventKind::kNodeCreated, flags, state->id, previous, trace::intern(name), 0,
+                static_cast<uint32_t>(n->sequence_nr() + 1));
+    for (const auto& edge : n->next_edges()) {
+      if (!edge.function) continue;
+      if (NodeState* c = find(edge.function.get())) {
+        trace::emit(EventKind::kNodeEdge, 0, state->id, 0, c->id, 0, edge.input_nr);
+      }
+    }
+    n->add_pre_hook(std::make_unique<ObserverPre>(state));
+    n->add_post_hook(std::make_unique<ObserverPost>(state));
+    g_nodes[n.get()] = Entry{n, state};
+  }
+  return find(root.get())->id;
+}
+
+bool is_python_pre(const FunctionPreHook* h) {
+  return dynamic_cast<const torch::autograd::PyFunctionPreHook*>(h) ||
+         dynamic_cast<const torch::autograd::PyFunctionTensorPreHook*>(h) ||
+         dynamic_cast<const ObserverPre*>(h);
+}
+bool is_python_post(const FunctionPostHook* h) {
+  return dynamic_cast<const torch::autograd::PyFunctionPostHook*>(h) ||
+         dynamic_cast<const ObserverPost*>(h);
+}
+
+template <typename List, typename Skip>
+void diff_hooks(NodeState& s, const List& list, std::vector<Foreign>& known, HookKind kind,
+                uint32_t add_owner, uint32_t remove_actor, Skip skip) {
+  std::vector<uintptr_t> now;
+  for (const auto& h : list) {
+    if (!skip(h.get())) now.push_back(reinterpret_cast<uintptr_t>(h.get()));
+  }
+  for (auto it = known.begin(); it != known.end();) {
+    if (std::find(now.begin(), now.end(), it->addr) == now.end()) {
+      trace::emit(EventKind::kHookRemoved, static_cast<uint8_t>(it->kind), s.id, it->key,
+                  static_cast<uint64_t>(trace::RemoveCause::kByKey), it->owner, remove_actor);
+      it = known.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (uintptr_t addr : now) {
+    bool seen = std::any_of(known.begin(), known.end(), [&](const Foreign& f) { return f.addr == addr; });
+    if (seen) continue;
+    Foreign f{addr, g_next_key++, add_owner, kind};
+    known.push_back(f);
+    trace::emit(EventKind::kHookAdded, static_cast<uint8_t>(kind), s.id, f.key, 0, add_owner);
+  }
+}
+
+// Moves the bridge's observers to the ends of their lists (Note [Observer hooks]).
+template <typename Observer, typename List>
+void keep_last(List& hooks) {
+  auto it = std::find_if(hooks.begin(), hooks.end(), [](const auto& h) {
+    return dynamic_cast<const Observer*>(h.get()) != nullptr;
+  });
+  if (it != hooks.end() && it + 1 != hooks.end()) std::rotate(it, it + 1, hooks.end());
+}
+
+std::vector<std::shared_ptr<Node>> live_nodes() {
+  std::vector<std::shared_ptr<Node>> out;
+  for (auto it = g_nodes.begin(); it != g_nodes.end();) {
+    auto n = it->second.weak.lock();
+    if (!n || it->second.state->epoch != g_epoch.load()) {
+      it = g_nodes.erase(it);
+    } else {
+      out.push_back(std::move(n));
+      ++it;
+    }
+  }
+  return out;
+}
+
+std::shared_ptr<Node> node_or_accumulator(PyObject* obj) {
+  if (auto n = to_node(obj)) return n;
+  if (const at::Tensor* t = to_tensor(obj)) {
+    return torch::autograd::impl::try_get_grad_accumulator(*t);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void forget_node(const NodeState& state) {
+  auto it = g_nodes.find(state.node);
+  if (it != g_nodes.end() && it->second.state.get() == &state) g_nodes.erase(it);
+}
+
+uint64_t new_key() { return g_next_key++; }
+
+void reset_registry() {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  g_epoch++;
+  g_nodes.clear();
+  g_leaves.clear();
+  g_new_accumulators.clear();
+  g_held.clear();
+  clear_reducers();
+}
+
+void set_rank(int rank) { g_rank = rank; }
+
+uint64_t node_id(PyObject* obj) {
+  std::shared_ptr<Node> n = to_node(obj);
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  return ensure(n);
+}
+
+uint64_t accumulator_id(PyObject* tensor, bool create) {
+  const at::Tensor* t = to_tensor(tensor);
+  if (!t || !t->requires_grad() || !t->is_leaf()) return 0;
+  std::shared_ptr<Node> acc = create ? torch::autograd::impl::grad_accumulator(*t)
+                                     : torch::autograd::impl::try_get_grad_accumulator(*t);
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  const uint64_t id = ensure(acc);
+  // One made here lives until release_held(): the caller records the hook
+  // it registers on it first, as hookscope's runtime does (created, hook
+  // added, released when nothing else holds it, as PyTorch frees it).
+  if (create && acc) g_held.push_back(std::move(acc));
+  return id;
+}
+
+void release_held() {
+  std::vector<std::shared_ptr<Node>> held;
+  {
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
+    held.swap(g_held);
+  }
+  held.clear();  // observers of Nodes freed here take the (recursive) lock
+}
+
+void observe_graph(PyObject* roots) {
+  PyObject* seq = PySequence_Fast(roots, "roots must be a sequence");
+  if (!seq) throw std::runtime_error("observe_graph: roots must be a sequence");
+  std::vector<std::shared_ptr<Node>> nodes;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); ++i) {
+    if (auto n = to_node(PySequence_Fast_GET_ITEM(seq, i))) nodes.push_back(std::move(n));
+  }
+  Py_DECREF(seq);
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  for (const auto& n : nodes) ensure(n);
+}
+
+void snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  std::vector<std::shared_ptr<Node>> nodes = live_nodes();
+  for (const auto& n : nodes) {
+    NodeState* s = find(n.get());
+    if (!s) continue;
+    diff_hooks(*s, n->post_hooks(), s->post, HookKind::kPost, add_owner, remove_actor,
+               [](const FunctionPostHook* h) { return is_python_post(h); });
+    diff_hooks(*s, n->pre_hooks(), s->pre, static_cast<HookKind>(pre_kind), add_owner,
+               remove_actor, [](const FunctionPreHook* h) { return is_python_pre(h); });
+    keep_last<ObserverPost>(n->post_hooks());
+    keep_last<ObserverPre>(n->pre_hooks());
+  }
+  // Nodes freed when `nodes` goes: their observers take the (recursive) lock.
+  nodes.clear();
+}
+
+std::vector<uint64_t> cpp_post_hook_keys(PyObject* obj) {
+  std::shared_ptr<Node> n = node_or_accumulator(obj);
+  std::vector<uint64_t> out;
+  if (!n) return out;
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  NodeState* s = find(n.get());
+  if (!s) return out;
+  for (const auto& h : n->post_hooks()) {
+    const auto addr = reinterpret_cast<uintptr_t>(h.get());
+    for (const Foreign& f : s->post) {
+      if (f.addr == addr) out.push_back(f.key);
+    }
+  }
+  return out;
+}
+
+size_t post_hook_count(PyObject* obj) {
+  std::shared_ptr<Node> n = node_or_accumulator(obj);
+  if (!n) return 0;
+  size_t count = 0;
+  for (const auto& h : n->post_hooks()) {
+    if (!dynamic_cast<const ObserverPost*>(h.get())) ++count;
+  }
+  return count;
+}
+
+PyObject* python_hook_dicts() {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  std::vector<std::shared_ptr<Node>> nodes = live_nodes();
+  PyObject* out = PyList_New(0);
+  for (const auto& n : nodes) {
+    NodeState* s = find(n.get());
+    if (!s) continue;
+    auto add = [&](PyObject* dict, HookKind kind) {
+      PyObject* item = Py_BuildValue("(KiO)", static_cast<unsigned long long>(s->id),
+                                     static_cast<int>(kind), dict);
+      PyList_Append(out, item);
+      Py_DECREF(item);
+    };
+    for (const auto& h : n->pre_hooks()) {
+      if (auto* p = dynamic_cast<torch::autograd::PyFunctionPreHook*>(h.get())) add(p->dict, HookKind::kPre);
+    }
+    for (const auto& h : n->post_hooks()) {
+      if (auto* p = dynamic_cast<torch::autograd::PyFunctionPostHook*>(h.get())) add(p->dict, HookKind::kPost);
+    }
+  }
+  nodes.clear();
+  return out;
+}
+
+PyObject* take_new_accumulators() {
+  std::vector<std::pair<uint64_t, at::Tensor>> taken;
+  {
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
+    taken.swap(g_new_accumulators);
+  }
+  PyObject* out = PyList_New(0);
+  for (auto& [id, t] : taken) {
+    PyObject* item = Py_BuildValue("(KN)", static_cast<unsigned long long>(id), THPVariable_Wrap(t));
+    PyList_Append(out, item);
+    Py_DECREF(item);
+  }
+  return out;
+}
+
+}  // namespace hookscope::bridge

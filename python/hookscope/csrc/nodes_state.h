@@ -1,0 +1,82 @@
+#pragma once
+// Inside the torch side of the bridge: the per-Node state shared by the
+// registry (nodes.cpp) and the observer hooks (observers.cpp). Includes
+// torch's headers: only those two translation units include it.
+
+#include <torch/csrc/autograd/function.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "trace/event.h"
+
+namespace hookscope::bridge {
+
+using torch::autograd::FunctionPostHook;
+using torch::autograd::FunctionPreHook;
+using torch::autograd::Node;
+using torch::autograd::variable_list;
+using trace::EventKind;
+using trace::HookKind;
+
+// A C++ hook the bridge found on a Node (not its own, not a Python one).
+struct Foreign {
+  uintptr_t addr;
+  uint64_t key;
+  uint32_t owner;
+  HookKind kind;
+};
+
+// What the bridge knows of one registered Node.
+struct NodeState {
+  uint64_t id = 0;
+  uint64_t epoch = 0;
+  Node* node = nullptr;
+  std::vector<Foreign> post, pre;  // C++ hooks seen at the last snapshot
+};
+
+// Guards every registry and NodeState; recursive, because freeing a Node
+// (its observer's destructor) can happen while it is held.
+extern std::recursive_mutex g_mutex;
+// Bumped by each new recording: observers of older Nodes go quiet.
+extern std::atomic<uint64_t> g_epoch;
+extern int g_rank;
+
+// Note [Observer hooks]
+// ~~~~~~~~~~~~~~~~~~~~~
+// Every Node the bridge registers gets one pre hook and one post hook of its
+// own, appended to PyTorch's lists; they never wrap or reorder the user's
+// hooks (C++ hooks' addresses are their owners' removal keys, as DDP's
+// Reducer uses them). Each observer records a kHookFired for every C++ hook
+// before it in its list (the engine runs a list's hooks all, in order), then
+// kApplyBegin (pre) or kApplyEnd (post); each snapshot moves the observers
+// back to the ends, which changes no other hook's position relative to the
+// others. (C++ pre hooks include 1.13's retain_grad hook.)
+// When the Node dies its post hook list is destroyed with it, so the post
+// observer's destructor records kNodeReleased at the moment PyTorch frees the
+// Node: the bridge holds Nodes only weakly. Observers are not hooks of the
+// user: they are never reported, and post_hook_count() leaves them out.
+
+struct ObserverPre : FunctionPreHook {
+  explicit ObserverPre(std::shared_ptr<NodeState> s) : state(std::move(s)) {}
+  variable_list operator()(const variable_list& grads) override;
+  std::shared_ptr<NodeState> state;
+};
+
+struct ObserverPost : FunctionPostHook {
+  explicit ObserverPost(std::shared_ptr<NodeState> s) : state(std::move(s)) {}
+  ~ObserverPost() override;
+  variable_list operator()(const variable_list& outputs, const variable_list& inputs) override;
+  std::shared_ptr<NodeState> state;
+};
+
+// The Node died (its observer goes with it): drop it from the registry
+// (nodes.cpp). Caller holds g_mutex.
+void forget_node(const NodeState& state);
+// Forget every Reducer (a new recording). Caller holds g_mutex.
+void clear_reducers();
+
+}  // namespace hookscope::bridge

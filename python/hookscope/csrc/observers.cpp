@@ -1,0 +1,115 @@
+// The bridge's observer hooks on every registered Node (Note [Observer
+// hooks]): executions, C++ hook fires (with what a DDP Reducer's fire
+// means), and the Node's release.
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+#include "bridge.h"
+#include "nodes_state.h"
+#include "trace/emit.h"
+
+namespace hookscope::bridge {
+namespace {
+
+// DDP Reducers (owner ids) whose hooks the bridge knows: which parameter
+// index each AccumulateGrad is, and whether the Reducer prepared for the
+// backward in progress (DDP forward) — only then does its hook act.
+std::unordered_map<uint32_t, std::unordered_map<uint64_t, uint32_t>> g_reducers;
+std::vector<uint32_t> g_prepared;
+
+void emit_fire(const NodeState& s, const Foreign& f) {
+  trace::emit(EventKind::kHookFired, static_cast<uint8_t>(HookKind::kPost), s.id, f.key, 0, f.owner);
+  auto r = g_reducers.find(f.owner);
+  if (r == g_reducers.end()) return;
+  auto p = r->second.find(s.id);
+  if (std::find(g_prepared.begin(), g_prepared.end(), f.owner) == g_prepared.end()) {
+    trace::emit(EventKind::kAutogradHookNoop, 0, s.id, f.key, 0, f.owner);
+  } else if (p != r->second.end()) {
+    // The bucket is not known from Python in 1.13: 0.
+    trace::emit(EventKind::kMarkReady, 0, s.id, 0, p->second, f.owner, 0);
+  }
+}
+
+bool live(const NodeState& s) {
+  return s.epoch == g_epoch.load(std::memory_order_relaxed) && trace::recording();
+}
+
+void stamp_rank() {
+  if (trace::thread_rank() != g_rank) trace::set_thread_rank(static_cast<uint16_t>(g_rank));
+}
+
+}  // namespace
+
+variable_list ObserverPre::operator()(const variable_list& grads) {
+  if (!live(*state)) return grads;
+  stamp_rank();
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  // Every pre hook before this one has run (the engine runs them all, in order).
+  for (const auto& hook : state->node->pre_hooks()) {
+    if (hook.get() == this) break;
+    const auto addr = reinterpret_cast<uintptr_t>(hook.get());
+    for (const Foreign& f : state->pre) {
+      if (f.addr == addr) {
+        trace::emit(EventKind::kHookFired, static_cast<uint8_t>(f.kind), state->id, f.key, 0,
+                    f.owner);
+      }
+    }
+  }
+  trace::emit(EventKind::kApplyBegin, 0, state->id);
+  return grads;
+}
+
+ObserverPost::~ObserverPost() {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  if (live(*state)) trace::emit(EventKind::kNodeReleased, 0, state->id);
+  forget_node(*state);
+}
+
+variable_list ObserverPost::operator()(const variable_list& outputs, const variable_list& inputs) {
+  if (!live(*state)) return outputs;
+  stamp_rank();
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  for (const auto& hook : state->node->post_hooks()) {
+    if (hook.get() == this) break;
+    const auto addr = reinterpret_cast<uintptr_t>(hook.get());
+    for (const Foreign& f : state->post) {
+      if (f.addr == addr) emit_fire(*state, f);
+    }
+  }
+  trace::emit(EventKind::kApplyEnd, 0, state->id);
+  return outputs;
+}
+
+void clear_reducers() {
+  g_reducers.clear();
+  g_prepared.clear();
+}
+
+void set_reducer(uint32_t owner, const std::vector<uint64_t>& accumulators) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  if (accumulators.empty()) {
+    g_reducers.erase(owner);
+    return;
+  }
+  auto& m = g_reducers[owner];
+  m.clear();
+  for (size_t i = 0; i < accumulators.size(); ++i) {
+    if (accumulators[i]) m[accumulators[i]] = static_cast<uint32_t>(i);
+  }
+}
+
+void set_prepared(uint32_t owner, bool prepared) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  auto it = std::find(g_prepared.begin(), g_prepared.end(), owner);
+  if (prepared && it == g_prepared.end()) g_prepared.push_back(owner);
+  if (!prepared && it != g_prepared.end()) g_prepared.erase(it);
+}
+
+void clear_prepared() {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  g_prepared.clear();
+}
+
+}  // namespace hookscope::bridge

@@ -1,0 +1,43 @@
+"""Record a whole script, like `python -m cProfile`:
+
+    /usr/bin/python3 -m hookscope.record -o run.hstrace train.py ARGS...
+"""
+
+import argparse
+import os
+import runpy
+import sys
+
+import hookscope
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m hookscope.record",
+        description="Run a PyTorch script and record its autograd graph, hooks and DDP "
+                    "events to a .hstrace file (open it with hookscope or hookscope-cli).")
+    parser.add_argument("-o", "--output", default="run.hstrace",
+                        help="trace file (under torch.distributed: PREFIX.rank<r>.hstrace)")
+    parser.add_argument("script", help="the Python script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    opts = parser.parse_args(argv)
+    if not os.path.isfile(opts.script):
+        parser.error(f"no such script: {opts.script}")
+    sys.argv = [opts.script] + opts.args
+    sys.path.insert(0, os.path.dirname(os.path.abspath(opts.script)))
+    rec = hookscope.start(opts.output, scenario="python " + " ".join(sys.argv))
+    code = 0
+    try:
+        runpy.run_path(opts.script, run_name="__main__")
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        stats = rec.finish()
+        if stats:
+            print(f"hookscope: {stats['events']} events, {stats['bytes']} bytes -> {stats['path']}",
+                  file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

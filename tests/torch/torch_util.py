@@ -1,0 +1,119 @@
+"""Helpers for the torch bridge tests (tests/torch/): run ranks as processes
+(gloo on 127.0.0.1, a free port, every wait bounded), and run hookscope-cli."""
+
+import datetime
+import json
+import multiprocessing
+import os
+import socket
+import subprocess
+import sys
+import traceback
+
+CLI = os.environ.get("HOOKSCOPE_CLI", "hookscope-cli")
+OUT = os.environ.get("HOOKSCOPE_TEST_OUT", "/tmp/hookscope-torch-tests")
+os.makedirs(OUT, exist_ok=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _child(fn, rank, world, port, args, errors):
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port))
+    try:
+        fn(rank, world, *args)
+    except BaseException:
+        errors.put(f"rank {rank}:\n{traceback.format_exc()}")
+        raise
+
+
+def init_group(rank, world):
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}",
+                            rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=30))
+
+
+def run_ranks(fn, world=2, args=(), timeout=90):
+    """Runs fn(rank, world, *args) in `world` processes; fails the test when
+    one fails or they take longer than `timeout` seconds (then kills them).
+    Once more on another port when the one picked was taken meanwhile (tests
+    run in parallel)."""
+    try:
+        _run_ranks(fn, world, args, timeout)
+    except AssertionError as e:
+        if "Address already in use" not in str(e):
+            raise
+        _run_ranks(fn, world, args, timeout)
+
+
+def _run_ranks(fn, world, args, timeout):
+    ctx = multiprocessing.get_context("spawn")
+    errors = ctx.Queue()
+    port = free_port()
+    procs = [ctx.Process(target=_child, args=(fn, r, world, port, args, errors))
+             for r in range(world)]
+    for p in procs:
+        p.start()
+    deadline = timeout
+    import time
+    start = time.monotonic()
+    for p in procs:
+        p.join(max(1.0, deadline - (time.monotonic() - start)))
+    hung = [p for p in procs if p.is_alive()]
+    for p in hung:
+        p.kill()
+        p.join(5)
+    msgs = []
+    while not errors.empty():
+        msgs.append(errors.get())
+    if hung:
+        raise AssertionError(f"{len(hung)} rank(s) still running after {timeout} s: killed\n"
+                             + "\n".join(msgs))
+    bad = [p.exitcode for p in procs if p.exitcode != 0]
+    if bad:
+        raise AssertionError(f"ranks failed (exit codes {bad}):\n" + "\n".join(msgs))
+
+
+def cli(*args, check=None):
+    """Runs hookscope-cli; returns (exit code, stdout)."""
+    r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=60)
+    if check is not None and r.returncode != check:
+        raise AssertionError(f"hookscope-cli {' '.join(map(str, args))}: exit {r.returncode}, "
+                             f"wanted {check}\n{r.stdout}\n{r.stderr}")
+    return r.returncode, r.stdout
+
+
+def events(path):
+    """The trace's events as dicts (hookscope-cli export --format jsonl)."""
+    out = os.path.join(OUT, os.path.basename(path) + ".jsonl")
+    cli("export", path, "--format", "jsonl", "-o", out, check=0)
+    with open(out) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def check_json(path):
+    code, out = cli("check", path, "--format", "json")
+    return code, json.loads(out)
+
+
+def expect(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def main(tests):
+    """Runs the test functions given; exit status 1 when one fails."""
+    failed = 0
+    for t in tests:
+        try:
+            t()
+            print(f"PASS {t.__name__}")
+        except Exception:
+            failed += 1
+            print(f"FAIL {t.__name__}\n{traceback.format_exc()}")
+    sys.exit(1 if failed else 0)
