@@ -1,6 +1,6 @@
 // hookscope-cli record / launch: run a built-in scenario and record it.
 #include <fmt/format.h>
-#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +11,9 @@
 
 #include "analysis/summary.h"
 #include "cli.h"
+#include "launch.h"
+#include "trace/emit.h"
+#include "trace/strings.h"
 #include "ddp/reducer.h"
 #include "scenarios/autograd_demo.h"
 #include "trace/recorder.h"
@@ -86,6 +89,8 @@ std::vector<std::string> child_arguments(const ScenarioArgs& a) {
   add("--store-dir", a.store_dir);
   add("--generation", std::to_string(a.generation));
   add("--start-step", std::to_string(a.start_step));
+  if (!a.store.empty()) add("--store", a.store);
+  if (!a.run_id.empty()) add("--run-id", a.run_id);
   if (!a.output.empty()) add("-o", a.output);
   return v;
 }
@@ -110,6 +115,8 @@ scenarios::DdpScenarioOptions to_ddp_options(const ScenarioArgs& a) {
   o.backend = a.backend;
   o.rank = a.rank;
   o.store_dir = a.store_dir;
+  o.store = a.store;
+  o.run_id = a.run_id;
   o.generation = a.generation;
   o.start_step = a.start_step;
   return o;
@@ -143,7 +150,11 @@ class Recording {
       memory_->finish();
       events_ = memory_->events();
     } else {
-      file_->finish();
+      try {
+        file_->finish();
+      } catch (const std::exception& e) {  // disk full, file-size limit: an I/O error
+        throw CliError(kExitUsage, e.what());
+      }
     }
   }
   // The summary: from memory, or (for a file) the writer's counts.
@@ -172,6 +183,10 @@ std::string describe(const ScenarioArgs& a) {
 }  // namespace
 
 int run_record(const ScenarioArgs& a) {
+  // A peer's closed socket is an error Gloo reports, never a silent death
+  // (Note [Launch protocol]).
+  ::signal(SIGPIPE, SIG_IGN);
+  check_rank_process_args(a);
   if (a.scenario == "autograd-demo") {
     scenarios::AutogradDemoOptions demo;
     demo.steps = a.steps > 0 ? a.steps : 5;
@@ -199,125 +214,40 @@ int run_record(const ScenarioArgs& a) {
     throw CliError(kExitUsage, e.what());
   }
   Recording rec(a, describe(a));
-  auto result = scenarios::run_ddp_scenario(o);
+  if (o.rank < 0) {
+    auto result = scenarios::run_ddp_scenario(o);
+    rec.finish();
+    fmt::print("{}", scenarios::format_result(o, result));
+    fmt::print("{}", rec.summary());
+    return kExitOk;
+  }
+  // One rank of a multi-process run: a rank that stops before the end
+  // records why (kFailure) and exits 1, so that its launcher (or the person
+  // running it) knows the run did not finish.
+  trace::set_thread_rank(static_cast<uint16_t>(o.rank));
+  auto fail = [&](const std::string& what) {
+    trace::emit(trace::EventKind::kFailure, static_cast<uint8_t>(trace::FailureMode::kThrow), 0,
+                0, trace::intern(what), 0, static_cast<uint32_t>(o.rank));
+  };
+  scenarios::DdpScenarioResult result;
+  try {
+    result = scenarios::run_ddp_scenario(o);
+  } catch (const std::exception& e) {
+    const std::string what = fmt::format("rank {} could not run: {}", o.rank, e.what());
+    fail(what);
+    rec.finish();
+    throw CliError(kExitFindings, what);
+  }
+  std::string error;
+  for (const auto& r : result.ranks) {
+    if (!r.error.empty() && error.empty()) error = fmt::format("rank {} stopped: {}", r.rank, r.error);
+  }
+  if (!error.empty()) fail(error);
   rec.finish();
   fmt::print("{}", scenarios::format_result(o, result));
   fmt::print("{}", rec.summary());
+  if (!error.empty()) throw CliError(kExitFindings, error);
   return kExitOk;
-}
-
-// ---- launch: one process per rank ------------------------------------------------
-
-namespace {
-
-struct Child {
-  int rank = 0;
-  int generation = 0;
-  std::string trace;
-  std::string log;
-};
-
-pid_t spawn(const ScenarioArgs& args, const std::string& log) {
-  std::vector<std::string> argv = child_arguments(args);
-  argv.insert(argv.begin(), "/proc/self/exe");
-  std::fflush(nullptr);  // or the child inherits our unflushed output
-  pid_t pid = ::fork();
-  if (pid < 0) throw CliError(kExitFindings, "fork failed: " + std::string(std::strerror(errno)));
-  if (pid == 0) {
-    FILE* f = std::freopen(log.c_str(), "w", stdout);
-    if (f) ::dup2(::fileno(stdout), 2);
-    std::vector<char*> cargv;
-    for (auto& s : argv) cargv.push_back(s.data());
-    cargv.push_back(nullptr);
-    ::execv("/proc/self/exe", cargv.data());
-    std::_Exit(127);
-  }
-  return pid;
-}
-
-std::string trace_path(const std::string& prefix, int rank, int generation) {
-  return generation == 0 ? fmt::format("{}.rank{}.hstrace", prefix, rank)
-                         : fmt::format("{}.rank{}.gen{}.hstrace", prefix, rank, generation);
-}
-
-}  // namespace
-
-int run_launch(const ScenarioArgs& base, int nproc) {
-  if (base.output.empty()) throw CliError(kExitUsage, "launch needs -o PREFIX for the per-rank traces");
-  ScenarioArgs a = base;
-  a.world_size = nproc;
-  try {
-    auto o = to_ddp_options(a);
-    o.rank = 0;  // validate as a process-mode run
-    scenarios::validate(o);
-  } catch (const std::invalid_argument& e) {
-    throw CliError(kExitUsage, e.what());
-  }
-  char tmpl[] = "/tmp/hookscope-rendezvous-XXXXXX";
-  if (!::mkdtemp(tmpl)) throw CliError(kExitFindings, "cannot create a rendezvous directory in /tmp");
-  const std::string store_dir = tmpl;
-
-  std::map<pid_t, Child> running;
-  std::vector<Child> finished;
-  auto start = [&](int rank, int generation, int start_step) {
-    ScenarioArgs c = a;
-    c.rank = rank;
-    c.generation = generation;
-    c.start_step = start_step;
-    c.store_dir = store_dir;
-    c.output = trace_path(a.output, rank, generation);
-    Child ch{rank, generation, c.output, c.output.substr(0, c.output.size() - 8) + ".log"};
-    running[spawn(c, ch.log)] = ch;
-  };
-  for (int r = 0; r < nproc; ++r) start(r, 0, 0);
-
-  int failed_runs = 0;
-  while (!running.empty()) {
-    int status = 0;
-    pid_t pid = ::waitpid(-1, &status, 0);
-    if (pid < 0) break;
-    auto it = running.find(pid);
-    if (it == running.end()) continue;
-    Child ch = it->second;
-    running.erase(it);
-    const std::string note =
-        fmt::format("{}/failed.rank{}.gen{}", store_dir, ch.rank, ch.generation);
-    std::ifstream in(note);
-    int step = 0, group_generation = 0;
-    const bool injected = static_cast<bool>(in >> step >> group_generation);
-    if (WIFSIGNALED(status)) {
-      fmt::print("rank {} (pid {}) was killed by signal {}{}\n", ch.rank, pid, WTERMSIG(status),
-                 injected ? fmt::format(" at step {} (injected)", step) : "");
-    } else if (WEXITSTATUS(status) != 0 && !injected) {
-      fmt::print("rank {} (pid {}) exited with status {}; see {}\n", ch.rank, pid,
-                 WEXITSTATUS(status), ch.log);
-      ++failed_runs;
-    }
-    finished.push_back(ch);
-    if (injected) {
-      fmt::print("starting a replacement for rank {} (generation {}) from step {}\n", ch.rank,
-                 group_generation + 1, step);
-      start(ch.rank, group_generation + 1, step);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::remove_all(store_dir, ec);
-
-  std::sort(finished.begin(), finished.end(), [](const Child& x, const Child& y) {
-    return x.rank != y.rank ? x.rank < y.rank : x.generation < y.generation;
-  });
-  fmt::print("\ntraces:\n");
-  for (const Child& ch : finished) {
-    fmt::print("  {}\n", ch.trace);
-    std::ifstream log(ch.log);
-    std::string line;
-    while (std::getline(log, line)) {
-      if (line.rfind("  rank", 0) == 0 || line.find("error") != std::string::npos) {
-        fmt::print("    {}\n", line);
-      }
-    }
-  }
-  return failed_runs ? kExitFindings : kExitOk;
 }
 
 }  // namespace hookscope::cli

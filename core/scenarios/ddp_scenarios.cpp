@@ -103,6 +103,7 @@ class RankRun {
         pg = form_group();
         ddp = make_ddp(pg);
         if (o_.name == "shared-module") second = make_ddp(pg);
+        replacement_ = false;  // it holds the group's parameters now
         if (gen_ > 0) {
           recovery_step(RecoveryStep::kDdpRebuilt, "DDP rebuilt on the same module");
           recovery_step(RecoveryStep::kResumed, fmt::format("training resumes at step {}", step_));
@@ -124,7 +125,9 @@ class RankRun {
         destroy_group(pg, true);
         return rep_;
       } catch (const ddp::CollectiveError& e) {
-        if (o_.name != "recovery" || rep_.recoveries >= o_.recoveries + 1) {
+        // Room for failures nobody injected (a rank killed from outside,
+        // Note [Launch protocol]) besides the planned ones.
+        if (o_.name != "recovery" || rep_.recoveries >= o_.recoveries + 3) {
           rep_.error = e.what();
           if (pg) pg->abort();
           return rep_;
@@ -138,7 +141,6 @@ class RankRun {
         recovery_step(RecoveryStep::kGroupDestroyed, "process group destroyed");
         ++gen_;
         ++rep_.recoveries;
-        replacement_ = false;
       } catch (const std::exception& e) {
         rep_.error = e.what();
         if (pg) pg->abort();
@@ -155,6 +157,7 @@ class RankRun {
   std::shared_ptr<ddp::ProcessGroup> form_group() {
     ddp::ProcessGroupOptions opts;
     opts.timeout = o_.timeout;
+    write_note("progress", fmt::format("{} {}", gen_, step_));
     auto store = ddp::prefixed(store_, fmt::format("g{}/", gen_));
     auto pg = resolve_backend(o_) == "nccl"
                   ? ddp::make_nccl_process_group(store, rep_.rank, o_.world_size, opts)
@@ -166,10 +169,27 @@ class RankRun {
       recovery_step(RecoveryStep::kGroupFormed,
                     fmt::format("new process group (generation {}) of {} ranks", gen_,
                                 o_.world_size));
-      // Parameters come from a rank that survived, not from a fresh replacement.
-      auto roles = pg->allgather(replacement_ ? "new" : "old");
-      root_ = static_cast<int>(std::find(roles.begin(), roles.end(), "old") - roles.begin());
-      if (root_ >= o_.world_size) root_ = 0;
+      // Parameters come from a rank that survived, not from a fresh
+      // replacement: the one furthest on (a peer's death can end one
+      // survivor's allreduce and not another's, so survivors may be a step
+      // apart); every rank continues at that rank's step (Note [Launch
+      // protocol]).
+      auto roles = pg->allgather(replacement_ ? "new" : fmt::format("old:{}", step_));
+      root_ = -1;
+      int root_step = -1;
+      for (size_t r = 0; r < roles.size(); ++r) {
+        if (roles[r].rfind("old:", 0) != 0) continue;
+        const int s = std::stoi(roles[r].substr(4));
+        if (s > root_step) {
+          root_step = s;
+          root_ = static_cast<int>(r);
+        }
+      }
+      if (root_ < 0) {
+        root_ = 0;
+      } else {
+        step_ = root_step;
+      }
     }
     return pg;
   }
@@ -221,8 +241,17 @@ class RankRun {
 
   // Tells the launcher where this incarnation died, so it can start a replacement.
   void write_failure_note() {
+    if (o_.store_dir.empty()) return;
     std::ofstream(fmt::format("{}/failed.rank{}.gen{}", o_.store_dir, rep_.rank, rep_.generation))
         << step_ << " " << gen_ << "\n";
+  }
+
+  // Note [Launch protocol]: "progress.rank<r>" holds "<group generation> <step>".
+  void write_note(const char* name, const std::string& text) {
+    if (o_.store_dir.empty() || o_.rank < 0) return;
+    const std::string path = fmt::format("{}/{}.rank{}", o_.store_dir, name, rep_.rank);
+    std::ofstream(path + ".tmp") << text << "\n";
+    std::rename((path + ".tmp").c_str(), path.c_str());
   }
 
   void train(nn::SGD& sgd, std::unique_ptr<ddp::DistributedDataParallel>& ddp,
@@ -250,6 +279,7 @@ class RankRun {
       uint32_t bits;
       std::memcpy(&bits, &l, sizeof(bits));
       trace::emit(EventKind::kTrainStep, 0, 0, bits, static_cast<uint64_t>(step_));
+      write_note("progress", fmt::format("{} {}", gen_, step_ + 1));
     }
   }
 
@@ -343,7 +373,7 @@ DdpScenarioResult run_ddp_scenario(const DdpScenarioOptions& o) {
   };
   if (o.rank >= 0) {
     // One rank of a multi-process launch: this incarnation only.
-    auto store = ddp::make_file_store(o.store_dir);
+    auto store = o.store.empty() ? ddp::make_file_store(o.store_dir) : ddp::make_store(o.store, o.run_id);
     RankRun run(o, store, o.rank, o.generation, o.generation, o.start_step);
     record(run.run());
   } else {
