@@ -46,6 +46,7 @@ struct ScenarioArgs {
   std::string store_dir;
   std::string store;   // --store: redis://HOST:PORT or a directory (Note [Rendezvous store specs])
   std::string run_id;  // --run-id: prefix of the run's keys in the store
+  std::string bind;    // --bind: address or interface of this rank's TCP connections
   int generation = 0;
   int start_step = 0;
 };

@@ -91,6 +91,7 @@ std::vector<std::string> child_arguments(const ScenarioArgs& a) {
   add("--start-step", std::to_string(a.start_step));
   if (!a.store.empty()) add("--store", a.store);
   if (!a.run_id.empty()) add("--run-id", a.run_id);
+  if (!a.bind.empty()) add("--bind", a.bind);
   if (!a.output.empty()) add("-o", a.output);
   return v;
 }
@@ -117,6 +118,7 @@ scenarios::DdpScenarioOptions to_ddp_options(const ScenarioArgs& a) {
   o.store_dir = a.store_dir;
   o.store = a.store;
   o.run_id = a.run_id;
+  o.bind = a.bind;
   o.generation = a.generation;
   o.start_step = a.start_step;
   return o;

@@ -375,6 +375,9 @@ void add_store_options(CLI::App* app, ScenarioArgs& a, bool launcher) {
                            : "prefix of this run's keys in the store: the same on every rank, new "
                              "for each run (required with a Redis store)");
   if (!launcher) {
+    app->add_option("--bind", a.bind,
+                    "address or network interface this rank's Gloo connections use (default "
+                    "127.0.0.1; another host's ranks must reach it)");
     if (auto* rank = app->get_option_no_throw("--rank")) {
       rank->description("this process's rank, 0..world size - 1 (with --store)")->group("Options");
     }
@@ -384,9 +387,9 @@ void add_store_options(CLI::App* app, ScenarioArgs& a, bool launcher) {
 void check_rank_process_args(const ScenarioArgs& a) {
   auto usage = [](const std::string& m) { throw CliError(kExitUsage, m); };
   if (a.rank < 0) {
-    if (!a.store.empty() || !a.store_dir.empty() || !a.run_id.empty()) {
-      usage("--store, --store-dir and --run-id are for one rank per process: give --rank R and "
-            "--world-size N too (or use `hookscope-cli launch`)");
+    if (!a.store.empty() || !a.store_dir.empty() || !a.run_id.empty() || !a.bind.empty()) {
+      usage("--store, --store-dir, --run-id and --bind are for one rank per process: give --rank "
+            "R and --world-size N too (or use `hookscope-cli launch`)");
     }
     return;
   }
@@ -394,6 +397,11 @@ void check_rank_process_args(const ScenarioArgs& a) {
   if (a.rank >= a.world_size) {
     usage(fmt::format("--rank {} is not a rank of a world of {} (--world-size)", a.rank,
                       a.world_size));
+  }
+  if (a.fail_mode == "kill" && a.store_dir.empty() && a.scenario == "recovery") {
+    usage("--fail-mode kill with --rank: no launcher would start a replacement for the killed "
+          "rank; use `hookscope-cli launch`, or --fail-mode throw|timeout (the process then "
+          "replaces its failed rank itself)");
   }
   if (a.store.empty() && a.store_dir.empty()) {
     usage("--rank needs a rendezvous store: --store redis://HOST:PORT --run-id ID (or a shared "

@@ -12,6 +12,7 @@ packages=(
   doctest-dev libbenchmark-dev libgloo-dev
   libimgui-dev libstb-dev libglfw3-dev python3-glad
   xvfb xauth fonts-dejavu-core
+  redis-server procps python3
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(graphviz python3-torch clang libclang-rt-14-dev)

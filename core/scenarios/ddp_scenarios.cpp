@@ -157,6 +157,13 @@ class RankRun {
   std::shared_ptr<ddp::ProcessGroup> form_group() {
     ddp::ProcessGroupOptions opts;
     opts.timeout = o_.timeout;
+    if (!o_.bind.empty()) {  // an interface name, else an address
+      if (std::ifstream("/sys/class/net/" + o_.bind + "/ifindex")) {
+        opts.iface = o_.bind;
+      } else {
+        opts.hostname = o_.bind;
+      }
+    }
     write_note("progress", fmt::format("{} {}", gen_, step_));
     auto store = ddp::prefixed(store_, fmt::format("g{}/", gen_));
     auto pg = resolve_backend(o_) == "nccl"
@@ -374,8 +381,19 @@ DdpScenarioResult run_ddp_scenario(const DdpScenarioOptions& o) {
   if (o.rank >= 0) {
     // One rank of a multi-process launch: this incarnation only.
     auto store = o.store.empty() ? ddp::make_file_store(o.store_dir) : ddp::make_store(o.store, o.run_id);
-    RankRun run(o, store, o.rank, o.generation, o.generation, o.start_step);
-    record(run.run());
+    // Without a launcher (no store_dir for its notes) the process starts
+    // its own replacement after an injected failure, as the threads do.
+    int incarnation = o.generation, start = o.start_step;
+    for (;;) {
+      RankRun run(o, store, o.rank, incarnation, incarnation, start);
+      RankReport rep = run.run();
+      const bool failed = rep.failed;
+      const int failed_at = failed ? failure_steps(o)[static_cast<size_t>(incarnation)] : 0;
+      record(std::move(rep));
+      if (!failed || !o.store_dir.empty()) break;
+      ++incarnation;
+      start = failed_at;
+    }
   } else {
     auto store = ddp::make_hash_store();
     std::vector<std::thread> threads;

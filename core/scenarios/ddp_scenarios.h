@@ -43,6 +43,7 @@ struct DdpScenarioOptions {
   // a directory, keys prefixed by run_id (Note [Rendezvous store specs]).
   std::string store;
   std::string run_id;
+  std::string bind;                   // address or interface for Gloo's TCP (default 127.0.0.1)
   int generation = 0;                 // > 0: this process replaces a failed rank
   int start_step = 0;
 };
