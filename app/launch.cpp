@@ -144,8 +144,9 @@ class Launcher {
  public:
   Launcher(const ScenarioArgs& a, int nproc, std::string store_dir)
       : a_(a), nproc_(nproc), store_dir_(std::move(store_dir)),
-        stall_limit_(std::chrono::seconds(60) + 4 * std::chrono::milliseconds(a.timeout_ms) +
-                     std::chrono::seconds(20)) {}
+        // Ranks write progress at least once per rendezvous (at most 180 s,
+        // Note [Rendezvous timeouts]) and per step.
+        stall_limit_(std::chrono::seconds(200) + 4 * std::chrono::milliseconds(a.timeout_ms)) {}
 
   // Runs to the end; returns the reason the run did not finish ("" if it did).
   std::string run() {

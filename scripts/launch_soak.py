@@ -7,6 +7,8 @@ one of these failures, on a random rank and step:
   kill      an injected SIGKILL of a rank (the rank kills itself)
   timeout   an injected hang: peers time out
   external  a rank process killed with SIGKILL from outside, at a random time
+  external2 two rank processes killed at once (with 2 ranks: no survivor)
+  interrupt the launcher stopped with SIGTERM mid-run: it must exit non-zero
   error     a rank that cannot run at all (an unreachable redis store):
             the run cannot finish and launch must say so
 A run is SILENT when it fails without saying so:
@@ -76,15 +78,21 @@ def one_run(args, rng, index, workdir):
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     killed = None
-    if mode == "external":
+    if mode in ("external", "external2"):
         time.sleep(rng.uniform(0.02, 0.4))
         pids = rank_pids(proc.pid)
-        if pids:
-            killed = rng.choice(pids)
+        victims = rng.sample(pids, min(len(pids), 1 if mode == "external" else 2))
+        for pid in victims:
             try:
-                os.kill(killed, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
+                killed = f"{killed},{pid}" if killed else str(pid)
             except ProcessLookupError:
-                killed = None
+                pass
+    elif mode == "interrupt":
+        time.sleep(rng.uniform(0.05, 0.3))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            killed = "the launcher"
     try:
         out, _ = proc.communicate(timeout=args.run_timeout)
         rc = proc.returncode
@@ -101,7 +109,7 @@ def one_run(args, rng, index, workdir):
     summary = trace_summary(args.cli, files) if files else None
     what = f"nproc {nproc} steps {steps} {mode} rank {fail_rank} step {fail_step}"
     if killed:
-        what += f" (killed pid {killed})"
+        what += f" (killed {killed})"
     verdict, why = "ok", ""
     if rc is None:
         verdict, why = "SILENT", f"stalled: no exit within {args.run_timeout} s"
@@ -120,6 +128,8 @@ def one_run(args, rng, index, workdir):
             verdict = "failed-loudly"
     if verdict == "ok" and mode == "error":
         verdict, why = "SILENT", "an unreachable store, yet exit 0"
+    if verdict == "ok" and mode == "interrupt" and killed:
+        verdict, why = "SILENT", "interrupted, yet exit 0"
     if args.check and rc not in (None, 0):
         chk = subprocess.run([args.cli, "check"] + files, capture_output=True, text=True)
         why += f" (check exit {chk.returncode})"
@@ -133,8 +143,8 @@ def main():
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--budget", type=float, default=0, help="stop starting runs after this many seconds (0: none)")
-    p.add_argument("--run-timeout", type=float, default=150)
-    p.add_argument("--modes", default="throw,kill,timeout,external,error")
+    p.add_argument("--run-timeout", type=float, default=240)
+    p.add_argument("--modes", default="throw,kill,timeout,external,external,external2,interrupt,error")
     p.add_argument("--check", action="store_true", help="also run `check` on failed runs")
     p.add_argument("--keep", action="store_true", help="keep the traces (printed directory)")
     args = p.parse_args()

@@ -96,7 +96,10 @@ class RankRun {
     if (o_.device == Device::kCUDA) cuda_set_device(rep_.rank % cuda_device_count());
     module_ = build_model(o_);
     nn::SGD sgd(module_->parameters(), o_.lr);
-    while (step_ < o_.steps) {
+    // Even with no step left (a replacement of a rank that died after its
+    // last step) the rank joins the group and its final barrier: its peers
+    // wait for it.
+    for (;;) {
       std::shared_ptr<ddp::ProcessGroup> pg;
       std::unique_ptr<ddp::DistributedDataParallel> ddp, second;
       try {
@@ -150,13 +153,19 @@ class RankRun {
         return rep_;
       }
     }
-    return rep_;
   }
 
  private:
   std::shared_ptr<ddp::ProcessGroup> form_group() {
     ddp::ProcessGroupOptions opts;
     opts.timeout = o_.timeout;
+    // Note [Rendezvous timeouts]: a rank that dies while a group forms is
+    // noticed by its peers only when their rendezvous times out; they then
+    // form the next generation, where its replacement may already wait. Later
+    // generations, and a replacement more so, wait longer, so that the ranks
+    // meet instead of chasing each other from generation to generation.
+    opts.rendezvous_timeout = std::min<std::chrono::milliseconds>(
+        std::chrono::seconds(20) * (1 + gen_ + (replacement_ ? 1 : 0)), std::chrono::seconds(180));
     if (!o_.bind.empty()) {  // an interface name, else an address
       if (std::ifstream("/sys/class/net/" + o_.bind + "/ifindex")) {
         opts.iface = o_.bind;
@@ -181,22 +190,22 @@ class RankRun {
       // survivor's allreduce and not another's, so survivors may be a step
       // apart); every rank continues at that rank's step (Note [Launch
       // protocol]).
-      auto roles = pg->allgather(replacement_ ? "new" : fmt::format("old:{}", step_));
-      root_ = -1;
-      int root_step = -1;
+      // With no survivor (every rank replaced) all start from the same
+      // seeded weights, at the furthest step any was told.
+      auto roles = pg->allgather(fmt::format("{}:{}", replacement_ ? "new" : "old", step_));
+      int best_old = -1, best_new = -1, step_old = -1, step_new = -1;
       for (size_t r = 0; r < roles.size(); ++r) {
-        if (roles[r].rfind("old:", 0) != 0) continue;
+        const bool old = roles[r].rfind("old:", 0) == 0;
         const int s = std::stoi(roles[r].substr(4));
-        if (s > root_step) {
-          root_step = s;
-          root_ = static_cast<int>(r);
+        int& best = old ? best_old : best_new;
+        int& best_step = old ? step_old : step_new;
+        if (s > best_step) {
+          best_step = s;
+          best = static_cast<int>(r);
         }
       }
-      if (root_ < 0) {
-        root_ = 0;
-      } else {
-        step_ = root_step;
-      }
+      root_ = best_old >= 0 ? best_old : std::max(best_new, 0);
+      step_ = best_old >= 0 ? step_old : std::max(step_new, step_);
     }
     return pg;
   }
