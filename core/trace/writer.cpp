@@ -59,8 +59,8 @@ TraceFileWriter::TraceFileWriter(const std::string& path, TraceHeader header, Wr
   renamed_ = special;
   fd_ = ::open(write_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    throw std::runtime_error("cannot create trace file '" + write_path_ + "': " +
-                             std::strerror(errno) +
+    throw std::runtime_error("cannot create trace file '" + path + "' (written first as '" +
+                             write_path_ + "'): " + std::strerror(errno) +
                              "; check that the directory exists and is writable");
   }
   buffer_ = encode_file_start(header_);
