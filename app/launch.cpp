@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -146,7 +147,12 @@ class Launcher {
       : a_(a), nproc_(nproc), store_dir_(std::move(store_dir)),
         // Ranks write progress at least once per rendezvous (at most 180 s,
         // Note [Rendezvous timeouts]) and per step.
-        stall_limit_(std::chrono::seconds(200) + 4 * std::chrono::milliseconds(a.timeout_ms)) {}
+        stall_limit_(std::chrono::seconds(200) + 4 * std::chrono::milliseconds(a.timeout_ms)) {
+    // A shorter watchdog (tests, scripts/launch_soak.py).
+    if (const char* s = std::getenv("HOOKSCOPE_LAUNCH_STALL_S")) {
+      if (std::atoi(s) > 0) stall_limit_ = std::chrono::seconds(std::atoi(s));
+    }
+  }
 
   // Runs to the end; returns the reason the run did not finish ("" if it did).
   std::string run() {
@@ -328,7 +334,7 @@ class Launcher {
   const ScenarioArgs& a_;
   const int nproc_;
   const std::string store_dir_;
-  const Clock::duration stall_limit_;
+  Clock::duration stall_limit_;
   std::map<pid_t, Child> running_;
   std::map<int, bool> finished_;
   std::map<int, int> finished_generation_;  // rank -> its last group generation

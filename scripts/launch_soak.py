@@ -76,7 +76,8 @@ def one_run(args, rng, index, workdir):
     if mode == "error":
         cmd += ["--store", "redis://127.0.0.1:1", "--run-id", f"soak{index}"]
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = dict(os.environ, HOOKSCOPE_LAUNCH_STALL_S=str(args.stall))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     killed = None
     if mode in ("external", "external2"):
         time.sleep(rng.uniform(0.02, 0.4))
@@ -144,6 +145,9 @@ def main():
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--budget", type=float, default=0, help="stop starting runs after this many seconds (0: none)")
     p.add_argument("--run-timeout", type=float, default=240)
+    p.add_argument("--stall", type=int, default=60,
+                   help="launch's watchdog: no rank progress for this many seconds ends the run "
+                        "(HOOKSCOPE_LAUNCH_STALL_S; launch's own default is 200 s + 4 timeouts)")
     p.add_argument("--modes", default="throw,kill,timeout,external,external,external2,interrupt,error")
     p.add_argument("--check", action="store_true", help="also run `check` on failed runs")
     p.add_argument("--keep", action="store_true", help="keep the traces (printed directory)")

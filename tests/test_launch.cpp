@@ -229,6 +229,26 @@ TEST_CASE("SIGKILL of the launcher: its ranks die with it; the next launch remov
   CHECK_FALSE(fs::exists(rendezvous));  // ...until the next launch
 }
 
+TEST_CASE("a rank that hangs (SIGSTOP): the launcher's watchdog ends the run, exit 1") {
+  TempDir dir("hookscope-launch-stall");
+  const std::string prefix = (dir.path / "run").string();
+  ::setenv("HOOKSCOPE_LAUNCH_STALL_S", "4", 1);
+  pid_t launcher = start_cli({"launch", "--nproc", "2", "recovery", "--steps", "1000000",
+                              "--fail-step", "999990", "--timeout-ms", "1000", "-o", prefix},
+                             (dir.path / "launch.out").string());
+  ::unsetenv("HOOKSCOPE_LAUNCH_STALL_S");
+  auto ranks = wait_for_ranks(launcher, 2);
+  REQUIRE(ranks.size() == 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(ranks[1], SIGSTOP);  // alive, silent: its peer waits for it in rendezvous
+  const int rc = wait_exit(launcher, std::chrono::seconds(60));
+  const std::string out = slurp(dir.path / "launch.out");
+  CAPTURE(out);
+  CHECK(rc == 1);
+  CHECK(out.find("no rank made progress for 4 s (stalled)") != std::string::npos);
+  CHECK(all_dead(ranks));
+}
+
 TEST_CASE("a rank that cannot run ends the run at once: exit 1, the failure in the traces") {
   TempDir dir("hookscope-launch-error");
   const std::string prefix = (dir.path / "run").string();
