@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "cli.h"
+#include "launch.h"
 
 int main(int argc, char** argv) {
   using namespace hookscope::cli;
@@ -16,12 +17,14 @@ int main(int argc, char** argv) {
   ScenarioArgs record_args, launch_args;
   auto* record = app.add_subcommand("record", "run a built-in scenario and record its events");
   add_scenario_options(record, record_args, false);
+  add_store_options(record, record_args, false);
 
   int nproc = 2;
   auto* launch = app.add_subcommand(
       "launch", "run a DDP scenario with one process per rank (FileStore rendezvous)");
   launch->add_option("--nproc", nproc, "number of rank processes")->check(CLI::Range(2, 64));
   add_scenario_options(launch, launch_args, true);
+  add_store_options(launch, launch_args, true);
 
   std::vector<std::string> files;
   auto add_files = [&files](CLI::App* verb) {

@@ -1,6 +1,6 @@
 // hookscope-cli record / launch: run a built-in scenario and record it.
 #include <fmt/format.h>
-#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,7 +11,10 @@
 
 #include "analysis/summary.h"
 #include "cli.h"
+#include "launch.h"
 #include "scenario_options.h"
+#include "trace/emitters_ddp.h"
+#include "trace/strings.h"
 #include "trace/recorder.h"
 #include "trace/writer.h"
 
@@ -30,6 +33,12 @@ void add_scenario_options(CLI::App* app, ScenarioArgs& a, bool launcher) {
 std::vector<std::string> child_arguments(const ScenarioArgs& a) {
   std::vector<std::string> v = {"record", a.scenario};
   for (std::string& arg : scenarios::to_arguments(a)) v.push_back(std::move(arg));
+  // the rendezvous store of ranks that do not meet in a directory (add_store_options)
+  for (auto [flag, value] : {std::pair{"--store", &a.store}, {"--run-id", &a.run_id}, {"--bind", &a.bind}}) {
+    if (value->empty()) continue;
+    v.push_back(flag);
+    v.push_back(*value);
+  }
   if (!a.output.empty()) {
     v.push_back("-o");
     v.push_back(a.output);
@@ -65,7 +74,11 @@ class Recording {
       memory_->finish();
       events_ = memory_->events();
     } else {
-      file_->finish();
+      try {
+        file_->finish();
+      } catch (const std::exception& e) {  // disk full, file-size limit: an I/O error
+        throw CliError(kExitUsage, e.what());
+      }
     }
   }
   // The summary: from memory, or (for a file) the writer's counts.
@@ -94,129 +107,50 @@ std::string describe(const ScenarioArgs& a) {
 }  // namespace
 
 int run_record(const ScenarioArgs& a) {
+  // A peer's closed socket is an error Gloo reports, never a silent death
+  // (Note [Launch protocol]).
+  ::signal(SIGPIPE, SIG_IGN);
+  check_rank_process_args(a);
   try {
     scenarios::validate(a, a.rank >= 0 ? scenarios::RunMode::kProcesses : scenarios::RunMode::kThreads);
   } catch (const std::invalid_argument& e) {
     throw CliError(kExitUsage, e.what());
   }
   Recording rec(a, describe(a));
-  const std::string result = scenarios::run_scenario(a);
-  rec.finish();
-  fmt::print("{}", result);
-  fmt::print("{}", rec.summary());
-  return kExitOk;
-}
-
-// ---- launch: one process per rank ------------------------------------------------
-
-namespace {
-
-struct Child {
-  int rank = 0;
-  int generation = 0;
-  std::string trace;
-  std::string log;
-};
-
-pid_t spawn(const ScenarioArgs& args, const std::string& log) {
-  std::vector<std::string> argv = child_arguments(args);
-  argv.insert(argv.begin(), "/proc/self/exe");
-  std::fflush(nullptr);  // or the child inherits our unflushed output
-  pid_t pid = ::fork();
-  if (pid < 0) throw CliError(kExitFindings, "fork failed: " + std::string(std::strerror(errno)));
-  if (pid == 0) {
-    FILE* f = std::freopen(log.c_str(), "w", stdout);
-    if (f) ::dup2(::fileno(stdout), 2);
-    std::vector<char*> cargv;
-    for (auto& s : argv) cargv.push_back(s.data());
-    cargv.push_back(nullptr);
-    ::execv("/proc/self/exe", cargv.data());
-    std::_Exit(127);
+  if (a.rank < 0 || !scenarios::is_ddp_scenario(a.scenario)) {
+    const std::string result = scenarios::run_scenario(a);
+    rec.finish();
+    fmt::print("{}", result);
+    fmt::print("{}", rec.summary());
+    return kExitOk;
   }
-  return pid;
-}
-
-std::string trace_path(const std::string& prefix, int rank, int generation) {
-  return generation == 0 ? fmt::format("{}.rank{}.hstrace", prefix, rank)
-                         : fmt::format("{}.rank{}.gen{}.hstrace", prefix, rank, generation);
-}
-
-}  // namespace
-
-int run_launch(const ScenarioArgs& base, int nproc) {
-  if (base.output.empty()) throw CliError(kExitUsage, "launch needs -o PREFIX for the per-rank traces");
-  ScenarioArgs a = base;
-  a.world_size = nproc;
-  try {
-    scenarios::validate(a, scenarios::RunMode::kProcesses);
-  } catch (const std::invalid_argument& e) {
-    throw CliError(kExitUsage, e.what());
-  }
-  char tmpl[] = "/tmp/hookscope-rendezvous-XXXXXX";
-  if (!::mkdtemp(tmpl)) throw CliError(kExitFindings, "cannot create a rendezvous directory in /tmp");
-  const std::string store_dir = tmpl;
-
-  std::map<pid_t, Child> running;
-  std::vector<Child> finished;
-  auto start = [&](int rank, int generation, int start_step) {
-    ScenarioArgs c = a;
-    c.rank = rank;
-    c.generation = generation;
-    c.start_step = start_step;
-    c.store_dir = store_dir;
-    c.output = trace_path(a.output, rank, generation);
-    Child ch{rank, generation, c.output, c.output.substr(0, c.output.size() - 8) + ".log"};
-    running[spawn(c, ch.log)] = ch;
+  // One rank of a multi-process run: a rank that stops before the end
+  // records why (kFailure) and exits 1, so that its launcher (or the person
+  // running it) knows the run did not finish.
+  const scenarios::DdpScenarioOptions o = scenarios::to_ddp_options(a);
+  trace::set_thread_rank(static_cast<uint16_t>(o.rank));
+  auto fail = [&](const std::string& what) {
+    trace::emit_failure(trace::FailureMode::kThrow, static_cast<uint32_t>(o.rank), trace::intern(what));
   };
-  for (int r = 0; r < nproc; ++r) start(r, 0, 0);
-
-  int failed_runs = 0;
-  while (!running.empty()) {
-    int status = 0;
-    pid_t pid = ::waitpid(-1, &status, 0);
-    if (pid < 0) break;
-    auto it = running.find(pid);
-    if (it == running.end()) continue;
-    Child ch = it->second;
-    running.erase(it);
-    const std::string note =
-        fmt::format("{}/failed.rank{}.gen{}", store_dir, ch.rank, ch.generation);
-    std::ifstream in(note);
-    int step = 0, group_generation = 0;
-    const bool injected = static_cast<bool>(in >> step >> group_generation);
-    if (WIFSIGNALED(status)) {
-      fmt::print("rank {} (pid {}) was killed by signal {}{}\n", ch.rank, pid, WTERMSIG(status),
-                 injected ? fmt::format(" at step {} (injected)", step) : "");
-    } else if (WEXITSTATUS(status) != 0 && !injected) {
-      fmt::print("rank {} (pid {}) exited with status {}; see {}\n", ch.rank, pid,
-                 WEXITSTATUS(status), ch.log);
-      ++failed_runs;
-    }
-    finished.push_back(ch);
-    if (injected) {
-      fmt::print("starting a replacement for rank {} (generation {}) from step {}\n", ch.rank,
-                 group_generation + 1, step);
-      start(ch.rank, group_generation + 1, step);
-    }
+  scenarios::DdpScenarioResult result;
+  try {
+    result = scenarios::run_ddp_scenario(o);
+  } catch (const std::exception& e) {
+    const std::string what = fmt::format("rank {} could not run: {}", o.rank, e.what());
+    fail(what);
+    rec.finish();
+    throw CliError(kExitFindings, what);
   }
-  std::error_code ec;
-  std::filesystem::remove_all(store_dir, ec);
-
-  std::sort(finished.begin(), finished.end(), [](const Child& x, const Child& y) {
-    return x.rank != y.rank ? x.rank < y.rank : x.generation < y.generation;
-  });
-  fmt::print("\ntraces:\n");
-  for (const Child& ch : finished) {
-    fmt::print("  {}\n", ch.trace);
-    std::ifstream log(ch.log);
-    std::string line;
-    while (std::getline(log, line)) {
-      if (line.rfind("  rank", 0) == 0 || line.find("error") != std::string::npos) {
-        fmt::print("    {}\n", line);
-      }
-    }
+  std::string error;
+  for (const auto& r : result.ranks) {
+    if (!r.error.empty() && error.empty()) error = fmt::format("rank {} stopped: {}", r.rank, r.error);
   }
-  return failed_runs ? kExitFindings : kExitOk;
+  if (!error.empty()) fail(error);
+  rec.finish();
+  fmt::print("{}", scenarios::format_result(o, result));
+  fmt::print("{}", rec.summary());
+  if (!error.empty()) throw CliError(kExitFindings, error);
+  return kExitOk;
 }
 
 }  // namespace hookscope::cli

@@ -13,6 +13,7 @@ packages=(
   libimgui-dev libstb-dev libglfw3-dev python3-glad
   xvfb xauth fonts-dejavu-core help2man
   libtorch-dev python3-torch pybind11-dev python3-dev
+  redis-server procps python3
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(graphviz python3-torch clang libclang-rt-14-dev)

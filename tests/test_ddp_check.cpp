@@ -92,7 +92,11 @@ TEST_CASE("process mode: a rank killed with SIGKILL; survivors recover; every tr
     if (e.path().extension() == ".hstrace") files.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());
-  REQUIRE(files.size() == 4);  // ranks 0, 1, 2 and rank 1's replacement
+  // ranks 0, 1, 2, rank 1's replacement and the launcher's record of the kill
+  REQUIRE(files.size() == 5);
+  CHECK(std::count_if(files.begin(), files.end(), [](const std::string& f) {
+          return f.find(".launch.hstrace") != std::string::npos;
+        }) == 1);
   size_t killed_events = 0;
   for (const auto& f : files) {
     auto t = trace::read_trace(f);  // the killed rank's file reads up to its last block

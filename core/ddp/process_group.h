@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,6 +30,27 @@ std::shared_ptr<Store> make_hash_store();
 std::shared_ptr<Store> make_file_store(const std::string& directory);
 std::shared_ptr<Store> make_redis_store(const std::string& host, int port);
 std::shared_ptr<Store> prefixed(std::shared_ptr<Store> store, const std::string& prefix);
+
+// Note [Rendezvous store specs]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A store named by a string, as `record --store` / `launch --store` take it:
+// "redis://HOST:PORT" is a RedisStore, "file://DIR" or a plain DIR a
+// FileStore directory. With a run id every key starts with "run-RUN_ID/":
+// Gloo sets keys such as "rank_0" once per store, so two runs on one Redis
+// server collide ("Key 'rank_0' already set") unless their run ids differ;
+// a Redis store therefore needs one. make_store throws std::invalid_argument
+// for a malformed spec or run id, std::runtime_error when the server cannot
+// be reached.
+struct RedisAddress {
+  std::string host;
+  int port = 6379;
+};
+// The parts of a "redis://HOST:PORT" spec; nullopt for anything else; throws
+// std::invalid_argument for a malformed one.
+std::optional<RedisAddress> parse_redis_spec(const std::string& spec);
+// Throws std::invalid_argument unless empty or 1-200 of [A-Za-z0-9._-].
+void check_run_id(const std::string& run_id);
+std::shared_ptr<Store> make_store(const std::string& spec, const std::string& run_id);
 
 // A collective failed (a peer died or reset the connection), timed out, or
 // the group was aborted. Survivors catch it to start recovery.

@@ -91,13 +91,17 @@ class RankRun {
     if (o_.device == Device::kCUDA) cuda_set_device(rep_.rank % cuda_device_count());
     module_ = build_model(o_);
     nn::SGD sgd(module_->parameters(), o_.lr);
-    while (step_ < o_.steps) {
+    // Even with no step left (a replacement of a rank that died after its
+    // last step) the rank joins the group and its final barrier: its peers
+    // wait for it.
+    for (;;) {
       std::shared_ptr<ddp::ProcessGroup> pg;
       std::unique_ptr<ddp::DistributedDataParallel> ddp, second;
       try {
         pg = form_group();
         ddp = make_ddp(pg);
         if (o_.name == "shared-module") second = make_ddp(pg);
+        replacement_ = false;  // it holds the group's parameters now
         if (gen_ > 0) {
           recovery_step(RecoveryStep::kDdpRebuilt, "DDP rebuilt on the same module");
           recovery_step(RecoveryStep::kResumed, fmt::format("training resumes at step {}", step_));
@@ -118,7 +122,9 @@ class RankRun {
         destroy_group(pg, true);
         return rep_;
       } catch (const ddp::CollectiveError& e) {
-        if (o_.name != "recovery" || rep_.recoveries >= o_.recoveries + 1) {
+        // Room for failures nobody injected (a rank killed from outside,
+        // Note [Launch protocol]) besides the planned ones.
+        if (o_.name != "recovery" || rep_.recoveries >= o_.recoveries + 3) {
           rep_.error = e.what();
           if (pg) pg->abort();
           return rep_;
@@ -132,7 +138,6 @@ class RankRun {
         recovery_step(RecoveryStep::kGroupDestroyed, "process group destroyed");
         ++gen_;
         ++rep_.recoveries;
-        replacement_ = false;
       } catch (const std::exception& e) {
         rep_.error = e.what();
         if (pg) pg->abort();
@@ -142,13 +147,27 @@ class RankRun {
         return rep_;
       }
     }
-    return rep_;
   }
 
  private:
   std::shared_ptr<ddp::ProcessGroup> form_group() {
     ddp::ProcessGroupOptions opts;
     opts.timeout = o_.timeout;
+    // Note [Rendezvous timeouts]: a rank that dies while a group forms is
+    // noticed by its peers only when their rendezvous times out; they then
+    // form the next generation, where its replacement may already wait. Later
+    // generations, and a replacement more so, wait longer, so that the ranks
+    // meet instead of chasing each other from generation to generation.
+    opts.rendezvous_timeout = std::min<std::chrono::milliseconds>(
+        std::chrono::seconds(20) * (1 + gen_ + (replacement_ ? 1 : 0)), std::chrono::seconds(180));
+    if (!o_.bind.empty()) {  // an interface name, else an address
+      if (std::ifstream("/sys/class/net/" + o_.bind + "/ifindex")) {
+        opts.iface = o_.bind;
+      } else {
+        opts.hostname = o_.bind;
+      }
+    }
+    write_note("progress", fmt::format("{} {}", gen_, step_));
     auto store = ddp::prefixed(store_, fmt::format("g{}/", gen_));
     auto pg = resolve_backend(o_) == "nccl"
                   ? ddp::make_nccl_process_group(store, rep_.rank, o_.world_size, opts)
@@ -160,10 +179,27 @@ class RankRun {
       recovery_step(RecoveryStep::kGroupFormed,
                     fmt::format("new process group (generation {}) of {} ranks", gen_,
                                 o_.world_size));
-      // Parameters come from a rank that survived, not from a fresh replacement.
-      auto roles = pg->allgather(replacement_ ? "new" : "old");
-      root_ = static_cast<int>(std::find(roles.begin(), roles.end(), "old") - roles.begin());
-      if (root_ >= o_.world_size) root_ = 0;
+      // Parameters come from a rank that survived, not from a fresh
+      // replacement: the one furthest on (a peer's death can end one
+      // survivor's allreduce and not another's, so survivors may be a step
+      // apart); every rank continues at that rank's step (Note [Launch
+      // protocol]).
+      // With no survivor (every rank replaced) all start from the same
+      // seeded weights, at the furthest step any was told.
+      auto roles = pg->allgather(fmt::format("{}:{}", replacement_ ? "new" : "old", step_));
+      int best_old = -1, best_new = -1, step_old = -1, step_new = -1;
+      for (size_t r = 0; r < roles.size(); ++r) {
+        const bool old = roles[r].rfind("old:", 0) == 0;
+        const int s = std::stoi(roles[r].substr(4));
+        int& best = old ? best_old : best_new;
+        int& best_step = old ? step_old : step_new;
+        if (s > best_step) {
+          best_step = s;
+          best = static_cast<int>(r);
+        }
+      }
+      root_ = best_old >= 0 ? best_old : std::max(best_new, 0);
+      step_ = best_old >= 0 ? step_old : std::max(step_new, step_);
     }
     return pg;
   }
@@ -214,8 +250,17 @@ class RankRun {
 
   // Tells the launcher where this incarnation died, so it can start a replacement.
   void write_failure_note() {
+    if (o_.store_dir.empty()) return;
     std::ofstream(fmt::format("{}/failed.rank{}.gen{}", o_.store_dir, rep_.rank, rep_.generation))
         << step_ << " " << gen_ << "\n";
+  }
+
+  // Note [Launch protocol]: "progress.rank<r>" holds "<group generation> <step>".
+  void write_note(const char* name, const std::string& text) {
+    if (o_.store_dir.empty() || o_.rank < 0) return;
+    const std::string path = fmt::format("{}/{}.rank{}", o_.store_dir, name, rep_.rank);
+    std::ofstream(path + ".tmp") << text << "\n";
+    std::rename((path + ".tmp").c_str(), path.c_str());
   }
 
   void train(nn::SGD& sgd, std::unique_ptr<ddp::DistributedDataParallel>& ddp,
@@ -243,6 +288,7 @@ class RankRun {
       uint32_t bits;
       std::memcpy(&bits, &l, sizeof(bits));
       trace::emit_train_step(static_cast<uint64_t>(step_), bits);
+      write_note("progress", fmt::format("{} {}", gen_, step_ + 1));
     }
   }
 
@@ -341,9 +387,20 @@ DdpScenarioResult run_ddp_scenario(const DdpScenarioOptions& o) {
   };
   if (o.rank >= 0) {
     // One rank of a multi-process launch: this incarnation only.
-    auto store = ddp::make_file_store(o.store_dir);
-    RankRun run(o, store, o.rank, o.generation, o.generation, o.start_step);
-    record(run.run());
+    auto store = o.store.empty() ? ddp::make_file_store(o.store_dir) : ddp::make_store(o.store, o.run_id);
+    // Without a launcher (no store_dir for its notes) the process starts
+    // its own replacement after an injected failure, as the threads do.
+    int incarnation = o.generation, start = o.start_step;
+    for (;;) {
+      RankRun run(o, store, o.rank, incarnation, incarnation, start);
+      RankReport rep = run.run();
+      const bool failed = rep.failed;
+      const int failed_at = failed ? failure_steps(o)[static_cast<size_t>(incarnation)] : 0;
+      record(std::move(rep));
+      if (!failed || !o.store_dir.empty()) break;
+      ++incarnation;
+      start = failed_at;
+    }
   } else {
     auto store = ddp::make_hash_store();
     std::vector<std::thread> threads;

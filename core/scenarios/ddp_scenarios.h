@@ -40,7 +40,12 @@ struct DdpScenarioOptions {
 
   // Process mode (one rank per process). rank < 0: all ranks as threads.
   int rank = -1;
-  std::string store_dir;              // FileStore rendezvous directory
+  std::string store_dir;              // FileStore rendezvous directory; the launcher's notes
+  // Rendezvous store when not a FileStore in store_dir: "redis://HOST:PORT" or
+  // a directory, keys prefixed by run_id (Note [Rendezvous store specs]).
+  std::string store;
+  std::string run_id;
+  std::string bind;                   // address or interface for Gloo's TCP (default 127.0.0.1)
   int generation = 0;                 // > 0: this process replaces a failed rank
   int start_step = 0;
 };

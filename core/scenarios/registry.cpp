@@ -216,6 +216,9 @@ DdpScenarioOptions to_ddp_options(const ScenarioArgs& a) {
   o.backend = a.backend;
   o.rank = a.rank;
   o.store_dir = a.store_dir;
+  o.store = a.store;
+  o.run_id = a.run_id;
+  o.bind = a.bind;
   o.generation = a.generation;
   o.start_step = a.start_step;
   return o;

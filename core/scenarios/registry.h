@@ -45,6 +45,9 @@ struct ScenarioArgs {
   // Process mode (set by `launch` for its children).
   int rank = -1;
   std::string store_dir;
+  std::string store;   // --store: redis://HOST:PORT (Note [Rendezvous store specs])
+  std::string run_id;  // --run-id: prefix of the run's keys in the store
+  std::string bind;    // --bind: address or interface of this rank's TCP connections
   int generation = 0;
   int start_step = 0;
 };

@@ -1,6 +1,7 @@
 #include "trace/writer.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -49,9 +50,17 @@ TraceFileWriter::TraceFileWriter(const std::string& path, TraceHeader header, Wr
       codec_(options_.zstd_level) {
   if (options_.queue_chunks == 0) options_.queue_chunks = 1;
   fill_header_defaults(header_);
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (path.empty()) throw std::runtime_error("the trace file name is empty; give a path such as run.hstrace");
+  // Note [Safe trace writes]: a regular file (or none) is written under a
+  // temporary name; a FIFO, /dev/stdout, ... is written in place.
+  struct stat st;
+  const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  write_path_ = special ? path : temporary_name(path, ::getpid());
+  renamed_ = special;
+  fd_ = ::open(write_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    throw std::runtime_error("cannot create trace file '" + path + "': " + std::strerror(errno) +
+    throw std::runtime_error("cannot create trace file '" + path + "' (written first as '" +
+                             write_path_ + "'): " + std::strerror(errno) +
                              "; check that the directory exists and is writable");
   }
   buffer_ = encode_file_start(header_);
@@ -59,6 +68,7 @@ TraceFileWriter::TraceFileWriter(const std::string& path, TraceHeader header, Wr
   if (failed_) {
     std::string err = error_;
     ::close(fd_);
+    if (!renamed_) ::unlink(write_path_.c_str());
     throw std::runtime_error(err);
   }
   thread_ = std::thread([this] { run(); });
@@ -119,6 +129,7 @@ void TraceFileWriter::run() {
     }
     batch.clear();  // frees the chunks before the (slow) write
     flush_buffer();
+    if (!renamed_ && !failed_ && events_written_ > 0) publish();
     WriterStats s;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -195,8 +206,11 @@ void TraceFileWriter::flush_buffer() {
     ssize_t n = ::write(fd_, p, left);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      fail("writing trace file '" + path_ + "' failed: " + std::strerror(errno) +
-           "; the file holds the events up to byte " + std::to_string(offset_));
+      const int err = n < 0 ? errno : ENOSPC;
+      fail("writing trace file '" + path_ + "' failed: " + std::strerror(err) +
+           (renamed_ ? "; the file holds the events up to byte " + std::to_string(offset_)
+                     : std::string("; nothing was recorded and an existing file of that name "
+                                   "is unchanged")));
       buffer_.clear();
       return;
     }
@@ -205,6 +219,22 @@ void TraceFileWriter::flush_buffer() {
     offset_ += static_cast<uint64_t>(n);
   }
   buffer_.clear();
+}
+
+std::string TraceFileWriter::temporary_name(const std::string& path, long pid) {
+  return path + ".tmp-" + std::to_string(pid);
+}
+
+void TraceFileWriter::publish() {
+  if (::fdatasync(fd_) != 0 && errno != EINVAL) {
+    fail("writing trace file '" + path_ + "' failed: " + std::strerror(errno));
+    return;
+  }
+  if (::rename(write_path_.c_str(), path_.c_str()) != 0) {
+    fail("cannot rename '" + write_path_ + "' to '" + path_ + "': " + std::strerror(errno));
+    return;
+  }
+  renamed_ = true;
 }
 
 void TraceFileWriter::fail(const std::string& what) {
@@ -250,10 +280,13 @@ void TraceFileWriter::close_nothrow() {
   append_block(buffer_, static_cast<uint32_t>(BlockType::kFooter), payload_);
   buffer_ += encode_trailer(footer_offset);
   flush_buffer();
+  if (!renamed_ && !failed_) publish();
   if (::close(fd_) != 0 && !failed_) {
     fail("closing trace file '" + path_ + "' failed: " + std::strerror(errno));
   }
   fd_ = -1;
+  // Nothing reached the file durably: the temporary goes, an old trace stays.
+  if (!renamed_) ::unlink(write_path_.c_str());
 
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.events_written = events_written_;

@@ -58,9 +58,23 @@ struct WriterOptions {
 // chunks that use it, then the footer (index) at close().
 class TraceFileWriter : public ChunkSink {
  public:
-  // Creates (truncates) `path` and writes the header. Header fields left
-  // empty/zero are filled in: hookscope version, host, pid, start times.
-  // Throws std::runtime_error when the file cannot be created.
+  // Note [Safe trace writes]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~
+  // A trace is written to temporary_name(path) ("PATH.tmp-PID", same
+  // directory) and renamed to `path` as soon as its first block of events
+  // is on disk (fdatasync), or at close() if none came earlier. So an
+  // existing trace of that name is replaced only once the new recording has
+  // recorded something: a run that fails to start, or is killed before its
+  // first block, leaves the old file as it was (and a killed one its
+  // temporary, which `launch` renames for its dead ranks); a run killed later
+  // leaves its new trace readable up to its last block. A failed write (disk
+  // full, file-size limit) before the rename removes the temporary. A path
+  // that exists and is not a regular file (a FIFO, /dev/stdout) is written
+  // in place.
+  //
+  // Writes the header. Header fields left empty/zero are filled in: hookscope
+  // version, host, pid, start times. Throws std::runtime_error when the file
+  // cannot be created.
   TraceFileWriter(const std::string& path, TraceHeader header, WriterOptions options = {});
   ~TraceFileWriter() override;  // close()s; errors are dropped, call close() to see them
   TraceFileWriter(const TraceFileWriter&) = delete;
@@ -78,6 +92,8 @@ class TraceFileWriter : public ChunkSink {
 
   WriterStats stats() const;
   const std::string& path() const { return path_; }
+  // Where process `pid` writes a trace for `path` until it is renamed.
+  static std::string temporary_name(const std::string& path, long pid);
   const TraceHeader& header() const { return header_; }
   // Empty unless writing failed.
   std::string error() const;
@@ -97,8 +113,11 @@ class TraceFileWriter : public ChunkSink {
   void append_chunk(const Chunk& chunk);
   void flush_buffer();
   void fail(const std::string& what);
+  void publish();  // fdatasync, rename the temporary to path_
 
   std::string path_;
+  std::string write_path_;  // temporary until renamed_
+  bool renamed_ = false;    // writer thread (and the constructor, close() after the join)
   TraceHeader header_;
   WriterOptions options_;
   int fd_ = -1;

@@ -1,0 +1,163 @@
+// Trace files are never lost to a failed re-record (Note [Safe trace
+// writes]); I/O errors such as a full disk exit 2 and leave a readable file.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "test_util.h"
+#include "trace/emit.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
+
+using namespace hookscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kCli = HOOKSCOPE_CLI_PATH;
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name)
+      : path(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Runs the CLI with a file-size limit of `bytes` (SIGXFSZ ignored, so a
+// write past it fails with EFBIG as on a full disk); its output (through a
+// pipe, which the limit does not touch) goes to `out`. Returns the exit status.
+int run_with_file_limit(const std::string& args, rlim_t bytes, std::string& out) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    ::close(fds[0]);
+    struct rlimit lim = {bytes, bytes};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    ::execl("/bin/sh", "sh", "-c", (kCli + " " + args).c_str(), static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  ::close(fds[1]);
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+TEST_SUITE("safe_write") {
+
+TEST_CASE("a trace is written under a temporary name and replaces the old one only once it has events") {
+  TempDir dir("hookscope-safe-write");
+  const std::string path = (dir.path / "t.hstrace").string();
+  {
+    std::ofstream(path) << "old trace";
+  }
+  trace::TraceFileWriter writer(path, trace::TraceHeader{});
+  const std::string tmp = trace::TraceFileWriter::temporary_name(path, ::getpid());
+  CHECK(fs::exists(tmp));
+  CHECK(slurp(path) == "old trace");  // nothing recorded yet: the old file stands
+  auto chunk = std::make_unique<trace::Chunk>();
+  chunk->count = 1;
+  chunk->events[0].kind = trace::EventKind::kBackwardBegin;
+  chunk->events[0].t_ns = trace::now_ns();
+  writer.on_chunk(std::move(chunk));
+  // The writer thread renames once the block is on disk.
+  for (int i = 0; i < 500 && fs::exists(tmp); ++i) ::usleep(2000);
+  CHECK_FALSE(fs::exists(tmp));
+  CHECK(slurp(path) != "old trace");
+  writer.close();
+  auto t = trace::read_trace(path);
+  CHECK(t.events.size() == 1);
+  CHECK(t.truncation.empty());
+}
+
+TEST_CASE("a recorder that dies before its first block leaves the old trace as it was") {
+  TempDir dir("hookscope-safe-write-kill");
+  const std::string path = (dir.path / "t.hstrace").string();
+  {
+    std::ofstream(path) << "old trace";
+  }
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    trace::TraceFileWriter writer(path, trace::TraceHeader{});
+    ::kill(::getpid(), SIGKILL);  // as an interrupted re-record
+    std::_Exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK(WIFSIGNALED(status));
+  CHECK(slurp(path) == "old trace");
+  CHECK(fs::exists(trace::TraceFileWriter::temporary_name(path, pid)));
+}
+
+TEST_CASE("a failed recording before any block: old trace kept, temporary removed, exit 2") {
+  TempDir dir("hookscope-safe-write-fail");
+  const std::string path = (dir.path / "t.hstrace").string();
+  {
+    std::ofstream(path) << "old trace";
+  }
+  // 100 bytes: not even the header fits.
+  std::string out;
+  const int rc = run_with_file_limit("record recovery --steps 4 -o " + path, 100, out);
+  CAPTURE(out);
+  CHECK(rc == 2);
+  CHECK(out.find("File too large") != std::string::npos);
+  CHECK(slurp(path) == "old trace");
+  size_t files = 0;
+  for (auto& e : fs::directory_iterator(dir.path)) files += e.is_regular_file();
+  CHECK(files == 1);  // no temporary left behind
+}
+
+TEST_CASE("disk full mid-run: exit 2, the trace reads up to its last block") {
+  TempDir dir("hookscope-safe-write-full");
+  const std::string path = (dir.path / "t.hstrace").string();
+  // recovery over 300 steps writes about 100 KB; 48 KB holds its first blocks.
+  std::string out;
+  const int rc = run_with_file_limit("record recovery --steps 300 -o " + path, 48 * 1024, out);
+  CAPTURE(out);
+  CHECK(rc == 2);
+  CHECK(out.find("writing trace file") != std::string::npos);
+  CHECK(out.find("File too large") != std::string::npos);
+  CHECK(out.find("holds the events up to byte") != std::string::npos);
+  REQUIRE(fs::exists(path));
+  auto t = trace::read_trace(path);
+  CHECK(t.events.size() > 0);
+  CHECK_FALSE(t.truncation.empty());
+  auto info = testing::run_command(kCli + " info " + path);
+  CHECK(info.exit == 0);
+}
+
+TEST_CASE("-o '' is a usage error; nothing is recorded") {
+  for (const char* verb : {"record recovery", "record autograd-demo", "launch recovery"}) {
+    auto r = testing::run_command(kCli + " " + verb + " -o ''");
+    CAPTURE(verb);
+    CAPTURE(r.out);
+    CHECK(r.exit == 2);
+    CHECK(r.out.find("the output path is empty") != std::string::npos);
+  }
+}
+
+}  // TEST_SUITE
