@@ -7,6 +7,7 @@
 
 #include "scenarios/autograd_demo.h"
 #include "scenarios/ddp_scenarios.h"
+#include "render/colors.h"
 #include "trace/strings.h"
 
 namespace hookscope::app {
@@ -62,6 +63,7 @@ void App::setup_style(float scale) {
     config.SizePixels = 13.f * scale;
     io.Fonts->AddFontDefault(&config);
   }
+  render::set_light_palette(args_.light);  // Note [Canvas palettes]
   if (args_.light) {
     ImGui::StyleColorsLight();
   } else {
@@ -127,6 +129,15 @@ void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_posi
   size_t at = 0;
   if (!keep_position && args_.at >= 0) {
     at = static_cast<size_t>(args_.at);
+    if (model && at >= model->num_events()) {  // a user error: say so (exit 2 when headless)
+      const std::string what = fmt::format("--at {}: the trace has events 0 to {}; give an event in that range",
+                                           args_.at, model->num_events() == 0 ? 0 : model->num_events() - 1);
+      if (args_.headless_frames()) {
+        fmt::print(stderr, "hookscope: {}\n", what);
+        request_quit(2);
+      }
+      warning_ = what;
+    }
     args_.at = -1;  // only for the first trace opened
   } else if (!keep_position && model && model->num_events() > 0) {
     // Open at the end, as a debugger opens at the last frame; but a run that
@@ -148,7 +159,12 @@ void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_posi
       }
     }
     if (session_.selected_function() == analysis::kNoIndex) {
-      warning_ = fmt::format("--select {}: no Function with that id in the trace", args_.select);
+      warning_ = fmt::format("--select {}: no Function with that id in the trace (ids are the #N on the boxes)",
+                             args_.select);
+      if (args_.headless_frames()) {
+        fmt::print(stderr, "hookscope: {}\n", warning_);
+        request_quit(2);
+      }
     }
     args_.select = -1;
   }
@@ -259,11 +275,40 @@ std::string App::describe_view() const {
   const render::GraphDrawStats& g = graph_.stats();
   const size_t i = session_.current();
   const auto counts = analysis::count_findings(findings_.findings);
-  return fmt::format("event {} of {} ({}): {} Functions live, {} hooks attached; graph drew {} boxes, "
+  return fmt::format("event {} / {} ({}): {} Functions live, {} hooks attached; graph drew {} boxes, "
                      "{} as alarms; {} errors, {} warnings found",
-                     i, m->num_events(), trace::to_string(m->event(i).kind),
+                     i, m->num_events() - 1, trace::to_string(m->event(i).kind),
                      session_.state().functions.size(), session_.state().num_hooks(), g.boxes,
                      g.alarms, counts.errors, counts.warnings);
+}
+
+// Note [Draw report]: what the last frame drew, measured, for tests (the
+// screenshot tests read it beside the PNG: HOOKSCOPE_DRAW_REPORT=FILE).
+bool App::write_draw_report(const std::string& path) const {
+  const render::GraphDrawStats& g = graph_.stats();
+  auto rect = [](const render::GraphDrawStats::Rect& r) { return fmt::format("[{},{},{},{}]", r.x0, r.y0, r.x1, r.y1); };
+  std::string boxes, columns, banners;
+  for (const auto& r : g.box_rects) boxes += (boxes.empty() ? "" : ",") + rect(r);
+  for (const auto& [rank, r] : g.rank_columns) {
+    columns += fmt::format("{}{{\"rank\":{},\"rect\":{}}}", columns.empty() ? "" : ",", rank, rect(r));
+  }
+  for (size_t i = 0; i < g.banners.size(); ++i) {
+    banners += fmt::format("{}{{\"rank\":{},\"failed\":{},\"rect\":{}}}", banners.empty() ? "" : ",",
+                           g.banners[i].first, g.banner_failed[i] ? "true" : "false", rect(g.banners[i].second));
+  }
+  const render::TimelineDrawStats& t = timeline_.stats();
+  const std::string json = fmt::format(
+      "{{\"event\":{},\"compact\":{},\"zoom\":{},\"min_text_px\":{},\"small_texts\":{},\"texts\":{},"
+      "\"boxes\":[{}],\"rank_columns\":[{}],\"banners\":[{}],\"minimap_shown\":{},\"minimap\":{},"
+      "\"content\":{},\"stale_chips\":{},\"ghost_chips\":{},\"removal_boxes\":{},\"alarms\":{},"
+      "\"timeline_markers\":{},\"timeline_marker_labels\":{}}}\n",
+      session_.current(), graph_.compact() ? "true" : "false", graph_.zoom(), g.min_text_px, g.small_texts, g.texts,
+      boxes, columns, banners, g.minimap_shown ? "true" : "false", rect(g.minimap), rect(g.content), g.stale_chips,
+      g.ghost_chips, g.removal_boxes, g.alarms, t.markers, t.marker_labels);
+  std::FILE* out = std::fopen(path.c_str(), "w");
+  if (!out) return false;
+  const bool ok = std::fwrite(json.data(), 1, json.size(), out) == json.size();
+  return std::fclose(out) == 0 && ok;
 }
 
 bool App::settled() const {

@@ -112,6 +112,8 @@ class App {
   // Blocks until loads and diagnostics finish (tests, screenshots).
   // One line saying what the window shows (printed with --screenshot).
   std::string describe_view() const;
+  // Note [Draw report]: the last frame's measured drawing as JSON.
+  bool write_draw_report(const std::string& path) const;
 
   Session& session() { return session_; }
   const Session& session() const { return session_; }
@@ -169,6 +171,7 @@ class App {
   render::GraphView graph_;
   render::TimelineView timeline_;
   EventRows rows_;
+  render::CollectiveNames collective_names_;  // the Events panel's names for collectives
   FindingsState findings_;
   CompareState compare_;
   RecentFiles recent_;

@@ -14,7 +14,7 @@ namespace hookscope::app {
 
 namespace {
 
-namespace colors = render::colors;
+using render::palette;
 using analysis::Finding;
 using analysis::FindingKind;
 using analysis::kNoIndex;
@@ -28,11 +28,11 @@ constexpr uint32_t kOkColor = render::rgba(110, 200, 120);
 
 uint32_t severity_color(Severity s) {
   switch (s) {
-    case Severity::kError: return colors::kAlarm;
+    case Severity::kError: return palette().alarm;
     case Severity::kWarning: return kWarningColor;
     case Severity::kInfo: return kInfoColor;
   }
-  return colors::kText;
+  return palette().text;
 }
 
 // What `count` counts, per kind.

@@ -15,7 +15,7 @@ namespace hookscope::app {
 
 namespace {
 
-namespace colors = render::colors;
+using render::palette;
 using analysis::kNever;
 using analysis::kNoIndex;
 
@@ -46,12 +46,12 @@ bool App::event_link(size_t event) {
   char text[24];
   std::snprintf(text, sizeof(text), "#%zu", event);
   const bool here = event == session_.current();
-  ImGui::PushStyleColor(ImGuiCol_Text, col(here ? colors::kSelected : colors::kTextLabel));
+  ImGui::PushStyleColor(ImGuiCol_Text, col(here ? palette().selected : palette().text_label));
   ImGui::TextUnformatted(text);
   ImGui::PopStyleColor();
   if (!m || event >= m->num_events() || !ImGui::IsItemHovered()) return false;
   const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
-  ImGui::GetWindowDrawList()->AddLine(ImVec2(a.x, b.y), b, colors::kTextLabel);
+  ImGui::GetWindowDrawList()->AddLine(ImVec2(a.x, b.y), b, palette().text_label);
   ImGui::SetMouseCursor(ImGuiMouseCursor_Hand);
   ImGui::BeginTooltip();
   ImGui::TextUnformatted(m->describe(event).c_str());
@@ -73,13 +73,13 @@ void App::owner_label(analysis::OwnerIndex owner, bool dead) {
   const ImVec2 p = ImGui::GetCursorScreenPos();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 a(p.x + 1.f, p.y + (h - side) * 0.5f), b(a.x + side, a.y + side);
-  if (dead) dl->AddRectFilled(ImVec2(a.x - 1.5f, a.y - 1.5f), ImVec2(b.x + 1.5f, b.y + 1.5f), colors::kAlarm);
-  dl->AddRectFilled(a, b, render::owner_color(owner));
+  if (dead) dl->AddRectFilled(ImVec2(a.x - 1.5f, a.y - 1.5f), ImVec2(b.x + 1.5f, b.y + 1.5f), palette().alarm);
+  dl->AddRectFilled(a, b, render::owner_color(*session_.model(), owner));
   if (owner == session_.selected_owner()) dl->AddRect(ImVec2(a.x - 1.f, a.y - 1.f), ImVec2(b.x + 1.f, b.y + 1.f), IM_COL32_WHITE);
   ImGui::Dummy(ImVec2(side + 3.f, h));
   ImGui::SameLine(0.f, 2.f);
   const std::string name = m->owner_name(owner);
-  if (dead) ImGui::PushStyleColor(ImGuiCol_Text, col(colors::kAlarm));
+  if (dead) ImGui::PushStyleColor(ImGuiCol_Text, col(palette().alarm));
   ImGui::TextUnformatted(name.c_str());
   if (dead) ImGui::PopStyleColor();
   if (ImGui::IsItemHovered()) {
@@ -152,7 +152,7 @@ void App::draw_inspector_panel() {
     if (o && o->destroyed_at != kNever) {
       ImGui::SameLine();
       if (dead) {
-        ImGui::TextColored(col(colors::kAlarm), "destroyed");
+        ImGui::TextColored(col(palette().alarm), "destroyed");
       } else {
         ImGui::TextDisabled("destroyed later");
       }
@@ -160,7 +160,20 @@ void App::draw_inspector_panel() {
       event_link(o->destroyed_at);
     }
     ImGui::TableNextColumn();
-    ImGui::Text("%u", r.fires);
+    // Fires before and after the owner's destruction (after: stale, Note [Run story]).
+    const uint32_t stale = dead ? m->fires_until(r.hook, now) - m->fires_until(r.hook, o->destroyed_at) : 0;
+    if (stale > 0) {
+      ImGui::Text("%u", r.fires - std::min(r.fires, stale));
+      ImGui::SameLine(0.f, 4.f);
+      ImGui::TextColored(col(palette().stale), "+ %u stale", stale);
+      if (ImGui::IsItemHovered()) {
+        ImGui::SetTooltip("%u fire%s before %s was destroyed at #%u, %u after it (stale fires)",
+                          r.fires - std::min(r.fires, stale), r.fires - std::min(r.fires, stale) == 1 ? "" : "s",
+                          m->owner_name(h.owner).c_str(), o->destroyed_at, stale);
+      }
+    } else {
+      ImGui::Text("%u", r.fires);
+    }
     ImGui::TableNextColumn();
     event_link(r.from);
     if (r.from != h.added_at) {
@@ -239,7 +252,7 @@ void App::draw_inspector_panel() {
       ImGui::TextDisabled("· never destroyed");
     } else {
       if (dead) {
-        ImGui::TextColored(col(colors::kAlarm), "· destroyed");
+        ImGui::TextColored(col(palette().alarm), "· destroyed");
       } else {
         ImGui::TextDisabled("· destroyed later");
       }
@@ -274,10 +287,10 @@ void App::draw_inspector_panel() {
       ImGui::TextDisabled("No hooks of %s attached at #%zu.", m->owner_name(o).c_str(), now);
     } else {
       if (dead) {
-        ImGui::TextColored(col(colors::kAlarm), "%zu hooks still attached after their owner was destroyed (leaked):",
-                           hooks.size());
+        ImGui::TextColored(col(palette().alarm), "%zu hook%s still attached after their owner was destroyed (leaked):",
+                           hooks.size(), hooks.size() == 1 ? "" : "s");
       } else {
-        ImGui::Text("%zu hooks attached at #%zu:", hooks.size(), now);
+        ImGui::Text("%zu hook%s attached at #%zu:", hooks.size(), hooks.size() == 1 ? "" : "s", now);
       }
       if (ImGui::BeginTable("owner_hooks", 5, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg |
                                                   ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV)) {
@@ -373,7 +386,7 @@ void App::draw_inspector_panel() {
   } else if (fa->num_hooks() == 0) {
     ImGui::TextDisabled("No hooks at #%zu.", now);
   } else {
-    ImGui::Text("%zu hooks at #%zu, in firing order:", fa->num_hooks(), now);
+    ImGui::Text("%zu hook%s at #%zu, in firing order:", fa->num_hooks(), fa->num_hooks() == 1 ? "" : "s", now);
     if (begin_hook_table("hooks", "on since")) {
       // Note [Hook firing order]: tensor pre, retain_grad, pre, (apply), post, post-accumulate.
       for (int k = 0; k < trace::kNumHookKinds; ++k) {
