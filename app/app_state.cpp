@@ -442,12 +442,14 @@ void App::frame() {
   draw_menu();
   // Note [Default layout]: the graph is the largest panel, top left; what
   // describes the selection is to its right; time runs along the bottom.
-  constexpr float kLeft = 0.62f, kTop = 0.52f, kTimeline = 0.27f;
+  // The Function panel takes most of the right column (its hook table and
+  // history need the room at 1280x800); the Reducers panel scrolls below it.
+  constexpr float kLeft = 0.62f, kTop = 0.52f, kTimeline = 0.27f, kFunction = 0.34f;
   place(0.f, 0.f, kLeft, kTop);
   draw_graph_panel();
-  place(kLeft, 0.f, 1.f - kLeft, 0.27f);
+  place(kLeft, 0.f, 1.f - kLeft, kFunction);
   draw_inspector_panel();
-  place(kLeft, 0.27f, 1.f - kLeft, kTop - 0.27f);
+  place(kLeft, kFunction, 1.f - kLeft, kTop - kFunction);
   draw_reducers_panel();
   place(0.f, kTop, 1.f, kTimeline);
   draw_timeline_panel();

@@ -48,13 +48,18 @@ void GraphView::draw_tag(Frame& f, uint32_t unit, const char* text, uint32_t col
 void GraphView::draw_rank_captions(Frame& f) {
   if (f.header_h <= 0.f) return;
   const float fs = ImGui::GetFontSize();
+  std::string left_of, right_of;  // ranks whose columns are off screen
   for (const RankBounds& b : rank_bounds_) {
     const ImVec2 lo = f.to_screen(b.min), hi = f.to_screen(b.max);
     stats_.rank_columns.push_back({b.rank, {lo.x, lo.y, hi.x, hi.y}});
     if (rank_bounds_.size() < 2) continue;
-    const float x0 = std::max(lo.x, f.canvas_min.x), x1 = std::min(hi.x, f.canvas_max.x);
-    if (x1 - x0 < 12.f) continue;
+    float x0 = std::max(lo.x, f.canvas_min.x), x1 = std::min(hi.x, f.canvas_max.x);
     std::string caption = fmt::format("rank {}", b.rank);
+    if (x1 - x0 < 12.f) {  // off screen: named at the edge it is beyond (pan, or use the minimap)
+      std::string& side = lo.x >= f.canvas_max.x ? right_of : left_of;
+      side += fmt::format("{}{}", side.empty() ? "rank " : ", ", b.rank);
+      continue;
+    }
     // A rank recorded by several processes (replacements): which one is live.
     uint32_t sources = 0, live_source = UINT32_MAX;
     for (const auto& [rank, source] : rank_sources_) {
@@ -68,6 +73,15 @@ void GraphView::draw_rank_captions(Frame& f) {
     if (sources > 1 && live_source != UINT32_MAX) caption += fmt::format(" · process gen {} of {}", live_source, sources);
     const float clip[4] = {x0, f.panel_min.y, x1, f.panel_min.y + fs * 1.5f};
     put_text(f, fs, x0 + 4.f, f.panel_min.y + fs * 0.2f, palette().text_dim, caption.c_str(), nullptr, clip);
+  }
+  if (!right_of.empty()) {
+    right_of += " >>";
+    const float w = text_width(fs, right_of.c_str());
+    put_text(f, fs, f.canvas_max.x - w - 6.f, f.panel_min.y + fs * 0.2f, palette().text_dim, right_of.c_str());
+  }
+  if (!left_of.empty()) {
+    left_of = "<< " + left_of;
+    put_text(f, fs, f.canvas_min.x + 4.f, f.panel_min.y + fs * 0.2f, palette().text_dim, left_of.c_str());
   }
 }
 
@@ -114,38 +128,52 @@ void GraphView::draw_banners(Frame& f) {
 void GraphView::draw_legend(const analysis::State& state) {
   const analysis::Model& model = *model_;
   const Palette& pal = palette();
-  int shown = 0, more = 0;
+  // One entry per owner identity (Note [Owner colours]): "Reducer 1" of every rank together.
+  struct Entry {
+    std::string tag, name;
+    uint32_t color = 0;
+    uint32_t live = 0, dead = 0, hooks = 0;
+    std::string ranks;
+  };
+  std::vector<Entry> entries;
   for (const analysis::OwnerAt& o : state.owners) {
     if (!o.live && o.hooks == 0) continue;
-    if (shown == 10) {
-      ++more;
-      continue;
-    }
+    const std::string name = model.owner_name(o.owner);
+    auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; });
+    if (it == entries.end()) it = entries.insert(entries.end(), {scene_->owner_tag(o.owner), name, scene_->owner_color(o.owner)});
+    (o.live ? it->live : it->dead) += 1;
+    it->hooks += o.hooks;
+    it->ranks += fmt::format("{}{}", it->ranks.empty() ? "" : ", ", model.owners()[o.owner].rank);
+  }
+  int shown = 0;
+  for (const Entry& e : entries) {
+    if (shown == 10) break;
     if (shown++ > 0) ImGui::SameLine(0.f, 10.f);
     const float h = ImGui::GetTextLineHeight(), side = h * 0.75f;
     const ImVec2 p = ImGui::GetCursorScreenPos();
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 a{p.x + 1.f, p.y + (h - side) * 0.5f + 1.f}, b{a.x + side, a.y + side};
-    if (!o.live) dl->AddRectFilled({a.x - 2.f, a.y - 2.f}, {b.x + 2.f, b.y + 2.f}, pal.alarm);
-    dl->AddRectFilled(a, b, scene_->owner_color(o.owner));
+    const bool dead = e.live == 0;
+    if (dead) dl->AddRectFilled({a.x - 2.f, a.y - 2.f}, {b.x + 2.f, b.y + 2.f}, pal.alarm);
+    dl->AddRectFilled(a, b, e.color);
     ImGui::Dummy({side + 3.f, h});
     ImGui::SameLine(0.f, 2.f);
-    const std::string label = scene_->owner_tag(o.owner) + (o.live ? "" : " destroyed");
-    if (o.live) {
-      ImGui::TextUnformatted(label.c_str());
-    } else {
+    const std::string label = e.tag + (dead ? " destroyed" : e.dead ? " (part destroyed)" : "");
+    if (dead) {
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pal.alarm), "%s", label.c_str());
+    } else {
+      ImGui::TextUnformatted(label.c_str());
     }
     if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip("%s, rank %u: %s, %u hook%s attached", model.owner_name(o.owner).c_str(),
-                        model.owners()[o.owner].rank, o.live ? "alive" : "destroyed", o.hooks, o.hooks == 1 ? "" : "s");
+      ImGui::SetTooltip("%s on rank%s %s: %u alive, %u destroyed; %u hook%s attached", e.name.c_str(),
+                        e.live + e.dead == 1 ? "" : "s", e.ranks.c_str(), e.live, e.dead, e.hooks, e.hooks == 1 ? "" : "s");
     }
   }
-  if (more > 0) {
+  if (entries.size() > 10) {
     ImGui::SameLine();
-    ImGui::TextDisabled("+%d more", more);
+    ImGui::TextDisabled("+%zu more", entries.size() - 10);
   }
-  if (shown == 0) ImGui::TextDisabled("no hook owners");
+  if (entries.empty()) ImGui::TextDisabled("no hook owners");
 }
 
 // Where fit looks when everything does not fit readably: the selection,

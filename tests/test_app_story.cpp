@@ -156,7 +156,7 @@ TEST_CASE("gui story: at the failure the failed rank's banner is drawn in its co
   }
 }
 
-TEST_CASE("gui story: at fit every label is at least 10 px; the minimap covers no box; rank columns are disjoint" *
+TEST_CASE("gui story: at fit every label is at least 10 px, the minimap covers no box, rank columns are disjoint" *
           doctest::test_suite("gui")) {
   if (no_xvfb()) return;
   const std::string recovery = record("recovery --policy none --recoveries 2", "recovery_none");
