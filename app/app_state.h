@@ -209,7 +209,7 @@ class App {
   int exit_code_ = 0;
 
   // ---- Function / Reducers / Diagnostics / Compare panels: shared helpers
-  // (defined in panel_inspector.cpp) and what they keep between frames ----
+  // (defined in panel_common.cpp) and what they keep between frames ----
   // "#i" drawn as a link: hover describes event i, a click jumps there
   // (keeping the selection). True when clicked.
   bool event_link(size_t event);
@@ -218,6 +218,15 @@ class App {
   void owner_label(analysis::OwnerIndex owner, bool dead);
   void select_owner(analysis::OwnerIndex owner);
   void select_function(analysis::FunctionIndex function);  // and focus it in the graph
+  // The Function panel's sections (panel_inspector.cpp).
+  struct HookRow;
+  HookRow hook_row(const analysis::HookAt& at, bool on_tensor) const;
+  void hook_cells(const HookRow& row, bool show_kind, bool grey);
+  void inspector_owner(analysis::OwnerIndex owner);
+  void inspector_owner_hooks(analysis::OwnerIndex owner);
+  bool inspector_function_header(analysis::FunctionIndex function);
+  void inspector_hooks_now(analysis::FunctionIndex function);
+  void inspector_history(analysis::FunctionIndex function);
   struct OwnerHooksCache {  // the selected owner's attached hooks at one event
     const analysis::Model* model = nullptr;
     size_t at = SIZE_MAX;

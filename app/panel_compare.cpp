@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "app_state.h"
+#include "panel_common.h"
 #include "render/colors.h"
 
 namespace hookscope::app {
@@ -17,7 +18,6 @@ namespace {
 using render::palette;
 using analysis::kNoIndex;
 
-ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packed); }
 
 constexpr uint32_t kDiffer = render::rgba(230, 180, 80);
 constexpr uint32_t kDifferRow = render::rgba(230, 180, 80, 28);

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "app_state.h"
+#include "panel_common.h"
 #include "render/colors.h"
 
 namespace hookscope::app {
@@ -20,7 +21,6 @@ using analysis::FindingKind;
 using analysis::kNoIndex;
 using analysis::Severity;
 
-ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packed); }
 
 constexpr uint32_t kWarningColor = render::rgba(230, 180, 80);
 constexpr uint32_t kInfoColor = render::rgba(120, 170, 230);

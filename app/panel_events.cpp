@@ -6,25 +6,11 @@
 #include <algorithm>
 
 #include "app_state.h"
+#include "panel_common.h"
 #include "render/colors.h"
 #include "render/story.h"
 
 namespace hookscope::app {
-
-// Events rows coloured by severity (Note [Run story]): failure, stale fire,
-// destruction, failed removal; lifecycle steps tinted lightly.
-uint32_t severity_color(render::Severity s) {
-  const render::Palette& p = render::palette();
-  switch (s) {
-    case render::Severity::kFailure: return p.alarm;
-    case render::Severity::kStaleFire: return p.stale;
-    case render::Severity::kDestruction: return p.destroyed;
-    case render::Severity::kFailedRemoval: return p.warning;
-    case render::Severity::kLifecycle: return p.running;
-    case render::Severity::kNone: break;
-  }
-  return 0;
-}
 
 void App::draw_events_panel() {
   const bool open = ImGui::Begin("Events");

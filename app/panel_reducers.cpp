@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "app_state.h"
+#include "panel_common.h"
 #include "render/colors.h"
 
 namespace hookscope::app {
@@ -19,7 +20,6 @@ using analysis::BucketStatus;
 using analysis::kNever;
 using analysis::kNoIndex;
 
-ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packed); }
 
 constexpr uint32_t kPendingColor = render::rgba(92, 98, 110);
 constexpr uint32_t kReadyColor = render::rgba(220, 170, 90);
