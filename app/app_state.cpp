@@ -153,7 +153,6 @@ void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_posi
       const auto f = model->find_function(s, static_cast<uint64_t>(args_.select));
       if (f != analysis::kNoIndex) {
         session_.select_function(f);
-        graph_.select_function(f);
         graph_.focus(f);
         break;
       }
@@ -380,7 +379,6 @@ void App::jump_to(size_t event, analysis::FunctionIndex select) {
   session_.go_to(event);
   if (select != analysis::kNoIndex) {
     session_.select_function(select);
-    graph_.select_function(select);
     graph_.focus(select);
   }
 }

@@ -87,12 +87,10 @@ void App::owner_label(analysis::OwnerIndex owner, bool dead) {
 
 void App::select_owner(analysis::OwnerIndex owner) {
   session_.select_owner(owner);
-  graph_.select_owner(owner);
 }
 
 void App::select_function(analysis::FunctionIndex function) {
   session_.select_function(function);
-  graph_.select_function(function);
   if (function != kNoIndex) graph_.focus(function);
 }
 

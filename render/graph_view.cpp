@@ -252,6 +252,13 @@ void GraphView::relayout() {
 // the minimap, reserved only while the view does not show everything (and
 // the user has not closed it). Nothing is drawn over a box but the tags of
 // the current event ("stale fire", "hook removed"), in the gap above it.
+GraphViewResult GraphView::draw(const analysis::State& state, analysis::FunctionIndex selected_function,
+                                analysis::OwnerIndex selected_owner) {
+  selected_function_ = selected_function;
+  selected_owner_ = selected_owner;
+  return draw(state);
+}
+
 GraphViewResult GraphView::draw(const analysis::State& state) {
   poll_layout();
   Frame& f = *frame_;

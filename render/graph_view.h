@@ -88,6 +88,12 @@ class GraphView {
   // Draws into the current window's remaining content region. `state` is
   // the state right after the current event (state.index).
   GraphViewResult draw(const analysis::State& state);
+  // The same, with the selection owned by the caller (the app's Session,
+  // issue 11): the view draws `selected_function` / `selected_owner` and
+  // returns a click's new selection as an intent (selection_changed), which
+  // the caller applies or not; the view keeps no selection of its own.
+  GraphViewResult draw(const analysis::State& state, analysis::FunctionIndex selected_function,
+                       analysis::OwnerIndex selected_owner);
 
   // ---- commands (take effect in the next draw) ----
   void fit();  // the live Functions (or all) fill the view
