@@ -183,6 +183,7 @@ void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_posi
     findings_.findings.clear();
     findings_.ready = false;
     findings_.model = nullptr;
+    findings_.described.reset();
   }
   findings_.wanted = model;
   compare_.diff.reset();
@@ -252,6 +253,7 @@ void App::poll_background() {
         findings_.findings.clear();
       }
       findings_.model = findings_.running.get();
+      findings_.described = findings_.running;
       // Findings of an older model are shown until the latest one's are in;
       // `ready` means they describe the model on screen.
       findings_.ready = findings_.model == session_.model();

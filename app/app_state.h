@@ -70,6 +70,9 @@ struct FindingsState {
   // next are ready (indices stay valid in a grown model, Note [Analysis ids]).
   std::shared_ptr<const analysis::Model> wanted;
   std::shared_ptr<const analysis::Model> running;  // kept alive while diagnosed
+  // Keeps `model` alive while it is compared by address: a freed model's
+  // address reused by a newer one would make old findings look current.
+  std::shared_ptr<const analysis::Model> described;
 };
 
 // A second trace beside the first (Compare panel).

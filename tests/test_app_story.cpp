@@ -37,13 +37,14 @@ fs::path story_dir() {
   return dir;
 }
 
-// xvfb-run -a races when several start at once (two pick one display):
+// xvfb-run -a races when several start at once (two pick one display, or
+// its temporary directory cleanup fails and it exits 5):
 // such a run says so and is retried; the app's own result is kept.
 testing::CommandResult run_gui(const std::string& cmd) {
   testing::CommandResult r;
   for (int attempt = 0; attempt < 4; ++attempt) {
     r = testing::run_command(cmd);
-    if (r.out.find("Xvfb failed to start") == std::string::npos &&
+    if (r.out.find("Xvfb failed to start") == std::string::npos && r.out.find("xvfb-run: error") == std::string::npos &&
         r.out.find("no display") == std::string::npos && r.out.find("could not open display") == std::string::npos) {
       break;
     }
