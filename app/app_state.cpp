@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "app_assets.h"
+#include "render/colors.h"
 #include "scenarios/registry.h"
 #include "trace/strings.h"
 
@@ -61,6 +62,7 @@ void App::setup_style(float scale) {
     config.SizePixels = 13.f * scale;
     io.Fonts->AddFontDefault(&config);
   }
+  render::set_light_palette(args_.light);  // Note [Canvas palettes]
   if (args_.light) {
     ImGui::StyleColorsLight();
   } else {
@@ -126,6 +128,15 @@ void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_posi
   size_t at = 0;
   if (!keep_position && args_.at >= 0) {
     at = static_cast<size_t>(args_.at);
+    if (model && at >= model->num_events()) {  // a user error: say so (exit 2 when headless)
+      const std::string what = fmt::format("--at {}: the trace has events 0 to {}; give an event in that range",
+                                           args_.at, model->num_events() == 0 ? 0 : model->num_events() - 1);
+      if (args_.headless_frames()) {
+        fmt::print(stderr, "hookscope: {}\n", what);
+        request_quit(2);
+      }
+      warning_ = what;
+    }
     args_.at = -1;  // only for the first trace opened
   } else if (!keep_position && model && model->num_events() > 0) {
     // Open at the end, as a debugger opens at the last frame; but a run that
@@ -141,13 +152,17 @@ void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_posi
       const auto f = model->find_function(s, static_cast<uint64_t>(args_.select));
       if (f != analysis::kNoIndex) {
         session_.select_function(f);
-        graph_.select_function(f);
         graph_.focus(f);
         break;
       }
     }
     if (session_.selected_function() == analysis::kNoIndex) {
-      warning_ = fmt::format("--select {}: no Function with that id in the trace", args_.select);
+      warning_ = fmt::format("--select {}: no Function with that id in the trace (ids are the #N on the boxes)",
+                             args_.select);
+      if (args_.headless_frames()) {
+        fmt::print(stderr, "hookscope: {}\n", warning_);
+        request_quit(2);
+      }
     }
     args_.select = -1;
   }
@@ -167,6 +182,7 @@ void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_posi
     findings_.findings.clear();
     findings_.ready = false;
     findings_.model = nullptr;
+    findings_.described.reset();
   }
   findings_.wanted = model;
   compare_.diff.reset();
@@ -236,6 +252,7 @@ void App::poll_background() {
         findings_.findings.clear();
       }
       findings_.model = findings_.running.get();
+      findings_.described = findings_.running;
       // Findings of an older model are shown until the latest one's are in;
       // `ready` means they describe the model on screen.
       findings_.ready = findings_.model == session_.model();
@@ -258,9 +275,9 @@ std::string App::describe_view() const {
   const render::GraphDrawStats& g = graph_.stats();
   const size_t i = session_.current();
   const auto counts = analysis::count_findings(findings_.findings);
-  return fmt::format("event {} of {} ({}): {} Functions live, {} hooks attached; graph drew {} boxes, "
+  return fmt::format("event {} / {} ({}): {} Functions live, {} hooks attached; graph drew {} boxes, "
                      "{} as alarms; {} errors, {} warnings found",
-                     i, m->num_events(), trace::to_string(m->event(i).kind),
+                     i, m->num_events() - 1, trace::to_string(m->event(i).kind),
                      session_.state().functions.size(), session_.state().num_hooks(), g.boxes,
                      g.alarms, counts.errors, counts.warnings);
 }
@@ -353,7 +370,6 @@ void App::jump_to(size_t event, analysis::FunctionIndex select) {
   session_.go_to(event);
   if (select != analysis::kNoIndex) {
     session_.select_function(select);
-    graph_.select_function(select);
     graph_.focus(select);
   }
 }
@@ -386,12 +402,14 @@ void App::frame() {
   draw_menu();
   // Note [Default layout]: the graph is the largest panel, top left; what
   // describes the selection is to its right; time runs along the bottom.
-  constexpr float kLeft = 0.62f, kTop = 0.52f, kTimeline = 0.27f;
+  // The Function panel takes most of the right column (its hook table and
+  // history need the room at 1280x800); the Reducers panel scrolls below it.
+  constexpr float kLeft = 0.62f, kTop = 0.52f, kTimeline = 0.27f, kFunction = 0.34f;
   place(0.f, 0.f, kLeft, kTop);
   draw_graph_panel();
-  place(kLeft, 0.f, 1.f - kLeft, 0.27f);
+  place(kLeft, 0.f, 1.f - kLeft, kFunction);
   draw_inspector_panel();
-  place(kLeft, 0.27f, 1.f - kLeft, kTop - 0.27f);
+  place(kLeft, kFunction, 1.f - kLeft, kTop - kFunction);
   draw_reducers_panel();
   place(0.f, kTop, 1.f, kTimeline);
   draw_timeline_panel();

@@ -70,6 +70,9 @@ struct FindingsState {
   // next are ready (indices stay valid in a grown model, Note [Analysis ids]).
   std::shared_ptr<const analysis::Model> wanted;
   std::shared_ptr<const analysis::Model> running;  // kept alive while diagnosed
+  // Keeps `model` alive while it is compared by address: a freed model's
+  // address reused by a newer one would make old findings look current.
+  std::shared_ptr<const analysis::Model> described;
 };
 
 // A second trace beside the first (Compare panel).
@@ -112,6 +115,8 @@ class App {
   // Blocks until loads and diagnostics finish (tests, screenshots).
   // One line saying what the window shows (printed with --screenshot).
   std::string describe_view() const;
+  // Note [Draw report]: the last frame's measured drawing as JSON.
+  bool write_draw_report(const std::string& path) const;
 
   Session& session() { return session_; }
   const Session& session() const { return session_; }
@@ -169,6 +174,7 @@ class App {
   render::GraphView graph_;
   render::TimelineView timeline_;
   EventRows rows_;
+  render::CollectiveNames collective_names_;  // the Events panel's names for collectives
   FindingsState findings_;
   CompareState compare_;
   RecentFiles recent_;
@@ -206,7 +212,7 @@ class App {
   int exit_code_ = 0;
 
   // ---- Function / Reducers / Diagnostics / Compare panels: shared helpers
-  // (defined in panel_inspector.cpp) and what they keep between frames ----
+  // (defined in panel_common.cpp) and what they keep between frames ----
   // "#i" drawn as a link: hover describes event i, a click jumps there
   // (keeping the selection). True when clicked.
   bool event_link(size_t event);
@@ -215,6 +221,15 @@ class App {
   void owner_label(analysis::OwnerIndex owner, bool dead);
   void select_owner(analysis::OwnerIndex owner);
   void select_function(analysis::FunctionIndex function);  // and focus it in the graph
+  // The Function panel's sections (panel_inspector.cpp).
+  struct HookRow;
+  HookRow hook_row(const analysis::HookAt& at, bool on_tensor) const;
+  void hook_cells(const HookRow& row, bool show_kind, bool grey);
+  void inspector_owner(analysis::OwnerIndex owner);
+  void inspector_owner_hooks(analysis::OwnerIndex owner);
+  bool inspector_function_header(analysis::FunctionIndex function);
+  void inspector_hooks_now(analysis::FunctionIndex function);
+  void inspector_history(analysis::FunctionIndex function);
   struct OwnerHooksCache {  // the selected owner's attached hooks at one event
     const analysis::Model* model = nullptr;
     size_t at = SIZE_MAX;

@@ -111,7 +111,10 @@ int main(int argc, char** argv) {
       const bool ok = save_png(args.screenshot, w, h);
       std::printf(ok ? "wrote %s (%dx%d)\n" : "could not write %s\n", args.screenshot.c_str(), w, h);
       std::printf("%s\n", app.describe_view().c_str());
-      app.request_quit(ok ? 0 : 1);
+      if (const char* report = std::getenv("HOOKSCOPE_DRAW_REPORT"); report && *report) {
+        if (!app.write_draw_report(report)) std::fprintf(stderr, "could not write %s\n", report);
+      }
+      if (app.exit_code() == 0) app.request_quit(ok ? 0 : 1);
     }
     glfwSwapBuffers(window);
     if (args.frames > 0 && frames >= args.frames) app.request_quit(0);

@@ -8,16 +8,16 @@
 #include <filesystem>
 
 #include "app_state.h"
+#include "panel_common.h"
 #include "render/colors.h"
 
 namespace hookscope::app {
 
 namespace {
 
-namespace colors = render::colors;
+using render::palette;
 using analysis::kNoIndex;
 
-ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packed); }
 
 constexpr uint32_t kDiffer = render::rgba(230, 180, 80);
 constexpr uint32_t kDifferRow = render::rgba(230, 180, 80, 28);
@@ -52,7 +52,7 @@ void App::draw_compare_panel() {
   if (!compare_.model) {
     if (!compare_.error.empty()) {
       ImGui::PushTextWrapPos(0.f);
-      ImGui::TextColored(col(colors::kAlarm), "%s", compare_.error.c_str());
+      ImGui::TextColored(col(palette().alarm), "%s", compare_.error.c_str());
       ImGui::PopTextWrapPos();
       ImGui::Spacing();
     }
@@ -101,7 +101,7 @@ void App::draw_compare_panel() {
     rebuild_rows();
   }
 
-  ImGui::TextColored(col(colors::kTextLabel), "A");
+  ImGui::TextColored(col(palette().text_label), "A");
   ImGui::SameLine();
   ImGui::TextUnformatted(name_a.c_str());
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s\n(the open trace: rows select Functions in its graph)", title_.c_str());
@@ -214,7 +214,7 @@ void App::draw_compare_panel() {
       for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
         const analysis::Finding& f = list[static_cast<size_t>(i)];
         ImGui::PushID(i);
-        const uint32_t sev = f.severity == analysis::Severity::kError ? colors::kAlarm : kDiffer;
+        const uint32_t sev = f.severity == analysis::Severity::kError ? palette().alarm : kDiffer;
         ImGui::TextColored(col(sev), "%s", std::string(analysis::to_string(f.kind)).c_str());
         ImGui::SameLine();
         if (in_a) {

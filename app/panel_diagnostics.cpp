@@ -8,19 +8,19 @@
 #include <algorithm>
 
 #include "app_state.h"
+#include "panel_common.h"
 #include "render/colors.h"
 
 namespace hookscope::app {
 
 namespace {
 
-namespace colors = render::colors;
+using render::palette;
 using analysis::Finding;
 using analysis::FindingKind;
 using analysis::kNoIndex;
 using analysis::Severity;
 
-ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packed); }
 
 constexpr uint32_t kWarningColor = render::rgba(230, 180, 80);
 constexpr uint32_t kInfoColor = render::rgba(120, 170, 230);
@@ -28,11 +28,11 @@ constexpr uint32_t kOkColor = render::rgba(110, 200, 120);
 
 uint32_t severity_color(Severity s) {
   switch (s) {
-    case Severity::kError: return colors::kAlarm;
+    case Severity::kError: return palette().alarm;
     case Severity::kWarning: return kWarningColor;
     case Severity::kInfo: return kInfoColor;
   }
-  return colors::kText;
+  return palette().text;
 }
 
 // What `count` counts, per kind.

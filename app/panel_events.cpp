@@ -6,6 +6,9 @@
 #include <algorithm>
 
 #include "app_state.h"
+#include "panel_common.h"
+#include "render/colors.h"
+#include "render/story.h"
 
 namespace hookscope::app {
 
@@ -82,7 +85,12 @@ void App::draw_events_panel() {
       for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) {
         const size_t i = event_of_row(static_cast<size_t>(r));
         const trace::Event e = m->event(i);
+        const render::Severity sev = render::event_severity(*m, i);
         ImGui::TableNextRow();
+        if (sev != render::Severity::kNone && i != cur) {
+          const uint32_t alpha = sev == render::Severity::kLifecycle ? 40 : 80;
+          ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, render::with_alpha(severity_color(sev), alpha));
+        }
         ImGui::TableNextColumn();
         char id[24];
         std::snprintf(id, sizeof(id), "%zu", i);
@@ -96,13 +104,26 @@ void App::draw_events_panel() {
         ImGui::Text("%u", static_cast<unsigned>(e.rank));
         ImGui::TableNextColumn();
         const auto kind = trace::to_string(e.kind);
-        ImGui::TextUnformatted(kind.data(), kind.data() + kind.size());
+        if (sev == render::Severity::kNone || sev == render::Severity::kLifecycle) {
+          ImGui::TextUnformatted(kind.data(), kind.data() + kind.size());
+        } else {  // the kind in the severity's colour, and what it means
+          ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(severity_color(sev)), "%.*s", static_cast<int>(kind.size()),
+                             kind.data());
+        }
         ImGui::TableNextColumn();
         // describe() starts with "#i rN kind": the row already shows those.
-        const std::string text = m->describe(i);
+        if (collective_names_.model() != m) collective_names_ = render::CollectiveNames(*m);
+        const std::string text = collective_names_.describe(i);
         size_t skip = 0;
         for (int spaces = 0; skip < text.size() && spaces < 3; ++skip) spaces += text[skip] == ' ';
+        if (sev == render::Severity::kStaleFire) {
+          ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(severity_color(sev)), "STALE FIRE (owner destroyed):");
+          ImGui::SameLine();
+        }
         ImGui::TextUnformatted(text.c_str() + skip);
+        if (ImGui::IsItemHovered() && ImGui::CalcTextSize(text.c_str() + skip).x > ImGui::GetContentRegionAvail().x) {
+          ImGui::SetTooltip("%s", text.c_str());  // a cut row reads whole on hover
+        }
       }
     }
     ImGui::EndTable();

@@ -12,7 +12,9 @@ void App::draw_graph_panel() {
     if (!session_.model()) {
       ImGui::TextDisabled(loader_.busy() ? "loading..." : "No trace open. File > Open (Ctrl+O), or drop a .hstrace file here.");
     } else {
-      const render::GraphViewResult r = graph_.draw(session_.state());
+      // The Session owns the selection: the view draws it and returns a click as an intent.
+      const render::GraphViewResult r =
+          graph_.draw(session_.state(), session_.selected_function(), session_.selected_owner());
       if (r.selection_changed) {
         session_.select_function(r.selected_function);
         session_.select_owner(r.selected_owner);

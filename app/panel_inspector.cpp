@@ -2,32 +2,22 @@
 // kind in firing order (Note [Hook firing order] in core/autograd), with each
 // hook's owner, fires so far, and where it was added and removed as links;
 // below, every hook ever on it. With no Function selected, the selected
-// owner and where its hooks are now. Also the helpers the Reducers,
-// Diagnostics and Compare panels share (event links, owner labels).
+// owner and where its hooks are now. Shared helpers: app/panel_common.h.
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "app_state.h"
+#include "panel_common.h"
 #include "render/colors.h"
 
 namespace hookscope::app {
 
 namespace {
 
-namespace colors = render::colors;
+using render::palette;
 using analysis::kNever;
 using analysis::kNoIndex;
-
-ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packed); }
-
-// Note [Hook keys in text].
-std::string key_text(uint64_t key) { return trace::format_hook_key(key); }
-
-const char* kind_name(int kind) {
-  if (kind < 0 || kind >= trace::kNumHookKinds) return "?";
-  return trace::to_string(static_cast<trace::HookKind>(kind)).data();  // literals: NUL-terminated
-}
 
 // How a hook's time on a Function ended, in a few words.
 std::string end_words(const analysis::Model& m, const analysis::HookInfo& h) {
@@ -39,77 +29,15 @@ std::string end_words(const analysis::Model& m, const analysis::HookInfo& h) {
 
 }  // namespace
 
-// ---------------------------------------------------------------- shared helpers
-
-bool App::event_link(size_t event) {
-  const analysis::Model* m = session_.model();
-  char text[24];
-  std::snprintf(text, sizeof(text), "#%zu", event);
-  const bool here = event == session_.current();
-  ImGui::PushStyleColor(ImGuiCol_Text, col(here ? colors::kSelected : colors::kTextLabel));
-  ImGui::TextUnformatted(text);
-  ImGui::PopStyleColor();
-  if (!m || event >= m->num_events() || !ImGui::IsItemHovered()) return false;
-  const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
-  ImGui::GetWindowDrawList()->AddLine(ImVec2(a.x, b.y), b, colors::kTextLabel);
-  ImGui::SetMouseCursor(ImGuiMouseCursor_Hand);
-  ImGui::BeginTooltip();
-  ImGui::TextUnformatted(m->describe(event).c_str());
-  ImGui::TextDisabled(here ? "the current event" : "click: go to this event");
-  ImGui::EndTooltip();
-  if (!ImGui::IsMouseClicked(ImGuiMouseButton_Left)) return false;
-  jump_to(event);
-  return true;
-}
-
-void App::owner_label(analysis::OwnerIndex owner, bool dead) {
-  const analysis::Model* m = session_.model();
-  if (!m || owner >= m->owners().size()) {
-    ImGui::TextDisabled("no owner");
-    return;
-  }
-  const float h = ImGui::GetTextLineHeight();
-  const float side = h * 0.7f;
-  const ImVec2 p = ImGui::GetCursorScreenPos();
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  const ImVec2 a(p.x + 1.f, p.y + (h - side) * 0.5f), b(a.x + side, a.y + side);
-  if (dead) dl->AddRectFilled(ImVec2(a.x - 1.5f, a.y - 1.5f), ImVec2(b.x + 1.5f, b.y + 1.5f), colors::kAlarm);
-  dl->AddRectFilled(a, b, render::owner_color(owner));
-  if (owner == session_.selected_owner()) dl->AddRect(ImVec2(a.x - 1.f, a.y - 1.f), ImVec2(b.x + 1.f, b.y + 1.f), IM_COL32_WHITE);
-  ImGui::Dummy(ImVec2(side + 3.f, h));
-  ImGui::SameLine(0.f, 2.f);
-  const std::string name = m->owner_name(owner);
-  if (dead) ImGui::PushStyleColor(ImGuiCol_Text, col(colors::kAlarm));
-  ImGui::TextUnformatted(name.c_str());
-  if (dead) ImGui::PopStyleColor();
-  if (ImGui::IsItemHovered()) {
-    ImGui::SetMouseCursor(ImGuiMouseCursor_Hand);
-    const analysis::OwnerInfo& o = m->owners()[owner];
-    ImGui::SetTooltip("%s: %s, rank %u, owner id %u\nclick: select it (its hooks light up in the graph)",
-                      name.c_str(), std::string(trace::to_string(o.kind)).c_str(),
-                      static_cast<unsigned>(o.rank), o.id);
-    if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) select_owner(owner);
-  }
-}
-
-void App::select_owner(analysis::OwnerIndex owner) {
-  session_.select_owner(owner);
-  graph_.select_owner(owner);
-}
-
-void App::select_function(analysis::FunctionIndex function) {
-  session_.select_function(function);
-  graph_.select_function(function);
-  if (function != kNoIndex) graph_.focus(function);
-}
-
 // ---------------------------------------------------------------- the panel
 
-namespace {
+using render::palette;
+using analysis::kNever;
+using analysis::kNoIndex;
 
 // One row of a hook table: key, owner, fires, added, ended. Greyed when the
 // hook is not on the Function at the current event.
-struct HookRow {
+struct App::HookRow {
   analysis::HookIndex hook = kNoIndex;
   uint32_t fires = 0;
   analysis::EventIndex from = 0;
@@ -117,216 +45,250 @@ struct HookRow {
   bool on_tensor = false;
 };
 
+namespace {
+
+bool begin_hook_table(const char* id, const char* added_title) {
+  if (!ImGui::BeginTable(id, 6, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
+    return false;
+  }
+  ImGui::TableSetupColumn("kind");
+  ImGui::TableSetupColumn("key");
+  ImGui::TableSetupColumn("owner");
+  ImGui::TableSetupColumn("fires");
+  ImGui::TableSetupColumn(added_title);
+  ImGui::TableSetupColumn("removed", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableHeadersRow();
+  return true;
+}
+
 }  // namespace
+
+App::HookRow App::hook_row(const analysis::HookAt& at, bool on_tensor) const {
+  const analysis::Model* m = session_.model();
+  HookRow r;
+  r.hook = at.hook;
+  r.fires = at.fires;
+  r.from = at.since;
+  const analysis::HookInfo& h = m->hooks()[at.hook];
+  // The end of this stay: the hook's end, or a move (tensor <-> Function).
+  r.to = h.ended_at;
+  const auto segs = m->segments_of(at.function);
+  auto it = std::lower_bound(segs.begin(), segs.end(), at.since, [&](uint32_t s, analysis::EventIndex e) {
+    return m->segments()[s].from < e;
+  });
+  for (; it != segs.end() && m->segments()[*it].from == at.since; ++it) {
+    if (m->segments()[*it].hook == at.hook) r.to = m->segments()[*it].to;
+  }
+  r.on_tensor = on_tensor;
+  return r;
+}
+
+// One hook as table cells (the caller opened the row).
+void App::hook_cells(const HookRow& r, bool show_kind, bool grey) {
+  const analysis::Model* m = session_.model();
+  const size_t now = session_.current();
+  const analysis::HookInfo& h = m->hooks()[r.hook];
+  const analysis::OwnerInfo* o = h.owner < m->owners().size() ? &m->owners()[h.owner] : nullptr;
+  const bool dead = o && o->destroyed_at <= now;
+  if (grey) ImGui::PushStyleVar(ImGuiStyleVar_Alpha, ImGui::GetStyle().Alpha * 0.45f);
+  ImGui::TableNextColumn();
+  if (show_kind) ImGui::TextUnformatted(kind_name(static_cast<int>(h.kind)));
+  ImGui::TableNextColumn();
+  ImGui::TextUnformatted(key_text(h.key).c_str());
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("key %llu (serial %llu, slot %llu)%s", static_cast<unsigned long long>(h.key),
+                      static_cast<unsigned long long>(h.key >> 24),
+                      static_cast<unsigned long long>(h.key & 0xFFFFFFu),
+                      r.on_tensor ? "\non the leaf tensor: its AccumulateGrad was released" : "");
+  }
+  ImGui::TableNextColumn();
+  owner_label(h.owner, dead);
+  if (o && o->destroyed_at != kNever) {
+    ImGui::SameLine();
+    if (dead) {
+      ImGui::TextColored(col(palette().alarm), "destroyed");
+    } else {
+      ImGui::TextDisabled("destroyed later");
+    }
+    ImGui::SameLine(0.f, 4.f);
+    event_link(o->destroyed_at);
+  }
+  ImGui::TableNextColumn();
+  // Fires before and after the owner's destruction (after: stale, Note [Run story]).
+  const uint32_t stale = dead ? m->fires_until(r.hook, now) - m->fires_until(r.hook, o->destroyed_at) : 0;
+  if (stale > 0) {
+    ImGui::Text("%u", r.fires - std::min(r.fires, stale));
+    ImGui::SameLine(0.f, 4.f);
+    ImGui::TextColored(col(palette().stale), "+ %u stale", stale);
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("%u fire%s before %s was destroyed at #%u, %u after it (stale fires)",
+                        r.fires - std::min(r.fires, stale), r.fires - std::min(r.fires, stale) == 1 ? "" : "s",
+                        m->owner_name(h.owner).c_str(), o->destroyed_at, stale);
+    }
+  } else {
+    ImGui::Text("%u", r.fires);
+  }
+  ImGui::TableNextColumn();
+  event_link(r.from);
+  if (r.from != h.added_at) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(added");
+    ImGui::SameLine(0.f, 4.f);
+    event_link(h.added_at);
+    ImGui::SameLine(0.f, 0.f);
+    ImGui::TextDisabled(")");
+  }
+  ImGui::TableNextColumn();
+  if (r.to == kNever) {
+    ImGui::TextDisabled("attached at the end");
+  } else {
+    event_link(r.to);
+    ImGui::SameLine();
+    if (r.to == h.ended_at) {
+      ImGui::TextDisabled("%s", end_words(*m, h).c_str());
+    } else {
+      ImGui::TextDisabled("moved");
+    }
+  }
+  if (grey) ImGui::PopStyleVar();
+}
 
 void App::draw_inspector_panel() {
   const bool open = ImGui::Begin("Function");
   const analysis::Model* m = session_.model();
   if (!open || !m) {
     if (open) ImGui::TextDisabled("No trace open.");
-    ImGui::End();
-    return;
+  } else if (const analysis::FunctionIndex f = session_.selected_function(); f < m->functions().size()) {
+    if (inspector_function_header(f)) {
+      inspector_hooks_now(f);
+      inspector_history(f);
+    }
+  } else if (const analysis::OwnerIndex o = session_.selected_owner(); o < m->owners().size()) {
+    inspector_owner(o);
+    inspector_owner_hooks(o);
+  } else {
+    ImGui::TextDisabled("Click a Function in the graph to see its hooks,");
+    ImGui::TextDisabled("or a hook chip to see its owner.");
   }
+  ImGui::End();
+}
+
+// ---- with an owner selected (no Function): who it is, then where its hooks are ----
+
+void App::inspector_owner(analysis::OwnerIndex o) {
+  const analysis::Model* m = session_.model();
+  const size_t now = session_.current();
+  const analysis::OwnerInfo& info = m->owners()[o];
+  const bool dead = info.destroyed_at <= now;
+  owner_label(o, dead);
+  ImGui::SameLine();
+  ImGui::TextDisabled("%s · rank %u · owner id %u", std::string(trace::to_string(info.kind)).c_str(),
+                     static_cast<unsigned>(info.rank), info.id);
+  ImGui::TextDisabled("created");
+  ImGui::SameLine();
+  event_link(info.created_at);
+  ImGui::SameLine();
+  if (info.destroyed_at == kNever) {
+    ImGui::TextDisabled("· never destroyed");
+  } else {
+    if (dead) {
+      ImGui::TextColored(col(palette().alarm), "· destroyed");
+    } else {
+      ImGui::TextDisabled("· destroyed later");
+    }
+    ImGui::SameLine();
+    event_link(info.destroyed_at);
+  }
+  const analysis::ReducerIndex ri = m->reducer_of(o);
+  if (ri != kNoIndex) {
+    const analysis::ReducerInfo& r = m->reducers()[ri];
+    ImGui::TextDisabled("Reducer: %u parameters, %u buckets, destroy policy %s", r.num_parameters,
+                       r.num_buckets, std::string(trace::to_string(r.policy)).c_str());
+  }
+}
+
+void App::inspector_owner_hooks(analysis::OwnerIndex o) {
+  const analysis::Model* m = session_.model();
   const size_t now = session_.current();
   const analysis::State& st = session_.state();
-  const analysis::FunctionIndex f = session_.selected_function();
-
-  // Draws one hook as table cells (the caller opened the row).
-  auto hook_cells = [&](const HookRow& r, bool show_kind, bool grey) {
-    const analysis::HookInfo& h = m->hooks()[r.hook];
-    const analysis::OwnerInfo* o = h.owner < m->owners().size() ? &m->owners()[h.owner] : nullptr;
-    const bool dead = o && o->destroyed_at <= now;
-    if (grey) ImGui::PushStyleVar(ImGuiStyleVar_Alpha, ImGui::GetStyle().Alpha * 0.45f);
-    ImGui::TableNextColumn();
-    if (show_kind) ImGui::TextUnformatted(kind_name(static_cast<int>(h.kind)));
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(key_text(h.key).c_str());
-    if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip("key %llu (serial %llu, slot %llu)%s", static_cast<unsigned long long>(h.key),
-                        static_cast<unsigned long long>(h.key >> 24),
-                        static_cast<unsigned long long>(h.key & 0xFFFFFFu),
-                        r.on_tensor ? "\non the leaf tensor: its AccumulateGrad was released" : "");
-    }
-    ImGui::TableNextColumn();
-    owner_label(h.owner, dead);
-    if (o && o->destroyed_at != kNever) {
-      ImGui::SameLine();
-      if (dead) {
-        ImGui::TextColored(col(colors::kAlarm), "destroyed");
-      } else {
-        ImGui::TextDisabled("destroyed later");
-      }
-      ImGui::SameLine(0.f, 4.f);
-      event_link(o->destroyed_at);
-    }
-    ImGui::TableNextColumn();
-    ImGui::Text("%u", r.fires);
-    ImGui::TableNextColumn();
-    event_link(r.from);
-    if (r.from != h.added_at) {
-      ImGui::SameLine();
-      ImGui::TextDisabled("(added");
-      ImGui::SameLine(0.f, 4.f);
-      event_link(h.added_at);
-      ImGui::SameLine(0.f, 0.f);
-      ImGui::TextDisabled(")");
-    }
-    ImGui::TableNextColumn();
-    if (r.to == kNever) {
-      ImGui::TextDisabled("attached at the end");
-    } else {
-      event_link(r.to);
-      ImGui::SameLine();
-      if (r.to == h.ended_at) {
-        ImGui::TextDisabled("%s", end_words(*m, h).c_str());
-      } else {
-        ImGui::TextDisabled("moved");
-      }
-    }
-    if (grey) ImGui::PopStyleVar();
-  };
-  auto begin_hook_table = [&](const char* id, const char* added_title) {
-    if (!ImGui::BeginTable(id, 6, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
-      return false;
-    }
-    ImGui::TableSetupColumn("kind");
-    ImGui::TableSetupColumn("key");
-    ImGui::TableSetupColumn("owner");
-    ImGui::TableSetupColumn("fires");
-    ImGui::TableSetupColumn(added_title);
-    ImGui::TableSetupColumn("removed", ImGuiTableColumnFlags_WidthStretch);
-    ImGui::TableHeadersRow();
-    return true;
-  };
-  auto row_of = [&](const analysis::HookAt& at, bool on_tensor) {
-    HookRow r;
-    r.hook = at.hook;
-    r.fires = at.fires;
-    r.from = at.since;
-    const analysis::HookInfo& h = m->hooks()[at.hook];
-    // The end of this stay: the hook's end, or a move (tensor <-> Function).
-    r.to = h.ended_at;
-    const auto segs = m->segments_of(at.function);
-    auto it = std::lower_bound(segs.begin(), segs.end(), at.since, [&](uint32_t s, analysis::EventIndex e) {
-      return m->segments()[s].from < e;
-    });
-    for (; it != segs.end() && m->segments()[*it].from == at.since; ++it) {
-      if (m->segments()[*it].hook == at.hook) r.to = m->segments()[*it].to;
-    }
-    r.on_tensor = on_tensor;
-    return r;
-  };
-
-  if (f == kNoIndex || f >= m->functions().size()) {
-    const analysis::OwnerIndex o = session_.selected_owner();
-    if (o == kNoIndex || o >= m->owners().size()) {
-      ImGui::TextDisabled("Click a Function in the graph to see its hooks,");
-      ImGui::TextDisabled("or a hook chip to see its owner.");
-      ImGui::End();
-      return;
-    }
-    const analysis::OwnerInfo& info = m->owners()[o];
-    const bool dead = info.destroyed_at <= now;
-    owner_label(o, dead);
-    ImGui::SameLine();
-    ImGui::TextDisabled("%s · rank %u · owner id %u", std::string(trace::to_string(info.kind)).c_str(),
-                       static_cast<unsigned>(info.rank), info.id);
-    ImGui::TextDisabled("created");
-    ImGui::SameLine();
-    event_link(info.created_at);
-    ImGui::SameLine();
-    if (info.destroyed_at == kNever) {
-      ImGui::TextDisabled("· never destroyed");
-    } else {
-      if (dead) {
-        ImGui::TextColored(col(colors::kAlarm), "· destroyed");
-      } else {
-        ImGui::TextDisabled("· destroyed later");
-      }
-      ImGui::SameLine();
-      event_link(info.destroyed_at);
-    }
-    const analysis::ReducerIndex ri = m->reducer_of(o);
-    if (ri != kNoIndex) {
-      const analysis::ReducerInfo& r = m->reducers()[ri];
-      ImGui::TextDisabled("Reducer: %u parameters, %u buckets, destroy policy %s", r.num_parameters,
-                         r.num_buckets, std::string(trace::to_string(r.policy)).c_str());
-    }
-    if (owner_hooks_.model != m || owner_hooks_.at != now || owner_hooks_.owner != o) {
-      owner_hooks_.model = m;
-      owner_hooks_.at = now;
-      owner_hooks_.owner = o;
-      owner_hooks_.hooks.clear();
-      for (const analysis::FunctionAt& fa : st.functions) {
-        for (const auto& list : fa.hooks) {
-          for (const analysis::HookAt& h : list) {
-            if (m->hooks()[h.hook].owner == o) owner_hooks_.hooks.push_back(h);
-          }
+  const bool dead = m->owners()[o].destroyed_at <= now;
+  if (owner_hooks_.model != m || owner_hooks_.at != now || owner_hooks_.owner != o) {
+    owner_hooks_.model = m;
+    owner_hooks_.at = now;
+    owner_hooks_.owner = o;
+    owner_hooks_.hooks.clear();
+    for (const analysis::FunctionAt& fa : st.functions) {
+      for (const auto& list : fa.hooks) {
+        for (const analysis::HookAt& h : list) {
+          if (m->hooks()[h.hook].owner == o) owner_hooks_.hooks.push_back(h);
         }
       }
-      for (const analysis::HookAt& h : st.tensor_hooks) {
-        if (m->hooks()[h.hook].owner == o) owner_hooks_.hooks.push_back(h);
-      }
     }
-    const auto& hooks = owner_hooks_.hooks;
-    ImGui::Separator();
-    if (hooks.empty()) {
-      ImGui::TextDisabled("No hooks of %s attached at #%zu.", m->owner_name(o).c_str(), now);
-    } else {
-      if (dead) {
-        ImGui::TextColored(col(colors::kAlarm), "%zu hooks still attached after their owner was destroyed (leaked):",
-                           hooks.size());
-      } else {
-        ImGui::Text("%zu hooks attached at #%zu:", hooks.size(), now);
-      }
-      if (ImGui::BeginTable("owner_hooks", 5, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg |
-                                                  ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV)) {
-        ImGui::TableSetupScrollFreeze(0, 1);
-        ImGui::TableSetupColumn("Function", ImGuiTableColumnFlags_WidthStretch);
-        ImGui::TableSetupColumn("kind");
-        ImGui::TableSetupColumn("key");
-        ImGui::TableSetupColumn("fires");
-        ImGui::TableSetupColumn("since");
-        ImGui::TableHeadersRow();
-        ImGuiListClipper clipper;
-        clipper.Begin(static_cast<int>(hooks.size()));
-        while (clipper.Step()) {
-          for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
-            const analysis::HookAt& h = hooks[static_cast<size_t>(i)];
-            const analysis::HookInfo& info_h = m->hooks()[h.hook];
-            const bool on_tensor = st.find(h.function) == nullptr;
-            ImGui::TableNextRow();
-            ImGui::TableNextColumn();
-            ImGui::PushID(i);
-            const std::string name = (on_tensor ? "leaf tensor of " : "") + m->function_name(h.function);
-            if (ImGui::Selectable(name.c_str(), false)) select_function(h.function);
-            if (ImGui::IsItemHovered()) ImGui::SetTooltip("click: select this Function");
-            ImGui::PopID();
-            ImGui::TableNextColumn();
-            ImGui::TextUnformatted(kind_name(static_cast<int>(info_h.kind)));
-            ImGui::TableNextColumn();
-            ImGui::TextUnformatted(key_text(info_h.key).c_str());
-            ImGui::TableNextColumn();
-            ImGui::Text("%u", h.fires);
-            ImGui::TableNextColumn();
-            event_link(h.since);
-          }
-        }
-        ImGui::EndTable();
-      }
+    for (const analysis::HookAt& h : st.tensor_hooks) {
+      if (m->hooks()[h.hook].owner == o) owner_hooks_.hooks.push_back(h);
     }
-    ImGui::End();
-    return;
   }
+  const auto& hooks = owner_hooks_.hooks;
+  ImGui::Separator();
+  if (hooks.empty()) {
+    ImGui::TextDisabled("No hooks of %s attached at #%zu.", m->owner_name(o).c_str(), now);
+  } else {
+    if (dead) {
+      ImGui::TextColored(col(palette().alarm), "%zu hook%s still attached after their owner was destroyed (leaked):",
+                         hooks.size(), hooks.size() == 1 ? "" : "s");
+    } else {
+      ImGui::Text("%zu hook%s attached at #%zu:", hooks.size(), hooks.size() == 1 ? "" : "s", now);
+    }
+    if (ImGui::BeginTable("owner_hooks", 5, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg |
+                                                ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV)) {
+      ImGui::TableSetupScrollFreeze(0, 1);
+      ImGui::TableSetupColumn("Function", ImGuiTableColumnFlags_WidthStretch);
+      ImGui::TableSetupColumn("kind");
+      ImGui::TableSetupColumn("key");
+      ImGui::TableSetupColumn("fires");
+      ImGui::TableSetupColumn("since");
+      ImGui::TableHeadersRow();
+      ImGuiListClipper clipper;
+      clipper.Begin(static_cast<int>(hooks.size()));
+      while (clipper.Step()) {
+        for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+          const analysis::HookAt& h = hooks[static_cast<size_t>(i)];
+          const analysis::HookInfo& info_h = m->hooks()[h.hook];
+          const bool on_tensor = st.find(h.function) == nullptr;
+          ImGui::TableNextRow();
+          ImGui::TableNextColumn();
+          ImGui::PushID(i);
+          const std::string name = (on_tensor ? "leaf tensor of " : "") + m->function_name(h.function);
+          if (ImGui::Selectable(name.c_str(), false)) select_function(h.function);
+          if (ImGui::IsItemHovered()) ImGui::SetTooltip("click: select this Function");
+          ImGui::PopID();
+          ImGui::TableNextColumn();
+          ImGui::TextUnformatted(kind_name(static_cast<int>(info_h.kind)));
+          ImGui::TableNextColumn();
+          ImGui::TextUnformatted(key_text(info_h.key).c_str());
+          ImGui::TableNextColumn();
+          ImGui::Text("%u", h.fires);
+          ImGui::TableNextColumn();
+          event_link(h.since);
+        }
+      }
+      ImGui::EndTable();
+    }
+  }
+}
 
-  // ---- the selected Function ----
+// ---- with a Function selected ----
+
+// Its name, ids, lifetime and the same leaf's other AccumulateGrads; false
+// when the user cleared the selection.
+bool App::inspector_function_header(analysis::FunctionIndex f) {
+  const analysis::Model* m = session_.model();
   const analysis::FunctionInfo& info = m->functions()[f];
   ImGui::TextColored(ImGui::GetStyleColorVec4(ImGuiCol_Text), "%s", m->function_name(f).c_str());
   ImGui::SameLine();
   if (ImGui::SmallButton("x")) {
     select_function(kNoIndex);
-    ImGui::End();
-    return;
+    return false;
   }
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("clear the selection");
   ImGui::TextDisabled("Function #%llu · rank %u%s", static_cast<unsigned long long>(info.id),
@@ -362,6 +324,15 @@ void App::draw_inspector_panel() {
     }
   }
 
+  return true;
+}
+
+// Its hooks at the current event, in firing order; a leaf's on its tensor.
+void App::inspector_hooks_now(analysis::FunctionIndex f) {
+  const analysis::Model* m = session_.model();
+  const size_t now = session_.current();
+  const analysis::State& st = session_.state();
+  const analysis::FunctionInfo& info = m->functions()[f];
   const analysis::FunctionAt* fa = st.find(f);
   ImGui::Separator();
   if (!fa) {
@@ -373,7 +344,7 @@ void App::draw_inspector_panel() {
   } else if (fa->num_hooks() == 0) {
     ImGui::TextDisabled("No hooks at #%zu.", now);
   } else {
-    ImGui::Text("%zu hooks at #%zu, in firing order:", fa->num_hooks(), now);
+    ImGui::Text("%zu hook%s at #%zu, in firing order:", fa->num_hooks(), fa->num_hooks() == 1 ? "" : "s", now);
     if (begin_hook_table("hooks", "on since")) {
       // Note [Hook firing order]: tensor pre, retain_grad, pre, (apply), post, post-accumulate.
       for (int k = 0; k < trace::kNumHookKinds; ++k) {
@@ -381,7 +352,7 @@ void App::draw_inspector_panel() {
         for (const analysis::HookAt& h : fa->hooks[static_cast<size_t>(k)]) {
           ImGui::TableNextRow();
           ImGui::PushID(static_cast<int>(h.hook));
-          hook_cells(row_of(h, false), first, false);
+          hook_cells(hook_row(h, false), first, false);
           ImGui::PopID();
           first = false;
         }
@@ -404,12 +375,17 @@ void App::draw_inspector_panel() {
       }
       ImGui::TableNextRow();
       ImGui::PushID(static_cast<int>(h.hook));
-      hook_cells(row_of(h, true), true, false);
+      hook_cells(hook_row(h, true), true, false);
       ImGui::PopID();
     }
     if (any) ImGui::EndTable();
   }
 
+}
+
+void App::inspector_history(analysis::FunctionIndex f) {
+  const analysis::Model* m = session_.model();
+  const size_t now = session_.current();
   // Every hook ever on it, so that hooks removed before now are still seen.
   const auto segments = m->segments_of(f);
   ImGui::Spacing();
@@ -439,7 +415,6 @@ void App::draw_inspector_panel() {
       ImGui::EndTable();
     }
   }
-  ImGui::End();
 }
 
 }  // namespace hookscope::app

@@ -8,18 +8,18 @@
 #include <algorithm>
 
 #include "app_state.h"
+#include "panel_common.h"
 #include "render/colors.h"
 
 namespace hookscope::app {
 
 namespace {
 
-namespace colors = render::colors;
+using render::palette;
 using analysis::BucketStatus;
 using analysis::kNever;
 using analysis::kNoIndex;
 
-ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packed); }
 
 constexpr uint32_t kPendingColor = render::rgba(92, 98, 110);
 constexpr uint32_t kReadyColor = render::rgba(220, 170, 90);
@@ -31,7 +31,7 @@ uint32_t bucket_color(BucketStatus s) {
     case BucketStatus::kPending: return kPendingColor;
     case BucketStatus::kReady: return kReadyColor;
     case BucketStatus::kReduced: return kReducedColor;
-    case BucketStatus::kFailed: return colors::kAlarm;
+    case BucketStatus::kFailed: return palette().alarm;
   }
   return kPendingColor;
 }
@@ -123,8 +123,8 @@ void App::draw_reducers_panel() {
       const float side = ImGui::GetTextLineHeight() * 0.7f;
       const float x = a.x + ImGui::GetTreeNodeToLabelSpacing() + 2.f, y = (a.y + b.y - side) * 0.5f;
       ImDrawList* dl = ImGui::GetWindowDrawList();
-      if (!live) dl->AddRectFilled(ImVec2(x - 1.5f, y - 1.5f), ImVec2(x + side + 1.5f, y + side + 1.5f), colors::kAlarm);
-      dl->AddRectFilled(ImVec2(x, y), ImVec2(x + side, y + side), render::owner_color(info.owner));
+      if (!live) dl->AddRectFilled(ImVec2(x - 1.5f, y - 1.5f), ImVec2(x + side + 1.5f, y + side + 1.5f), palette().alarm);
+      dl->AddRectFilled(ImVec2(x, y), ImVec2(x + side, y + side), render::owner_color(*session_.model(), info.owner));
     }
     ImGui::SameLine();
     ImGui::TextDisabled("rank %u · %s", static_cast<unsigned>(info.rank),
@@ -138,7 +138,7 @@ void App::draw_reducers_panel() {
                             at->finalized ? "finalized" : "in progress");
       }
     } else if (left > 0) {
-      ImGui::TextColored(col(colors::kAlarm), "· destroyed, %u hooks left behind", left);
+      ImGui::TextColored(col(palette().alarm), "· destroyed, %u hook%s left behind", left, left == 1 ? "" : "s");
     } else {
       ImGui::TextDisabled("· destroyed, removed its hooks");
     }
@@ -170,13 +170,13 @@ void App::draw_reducers_panel() {
     if (!live) {
       ImGui::TextUnformatted("Its destructor removed");
       ImGui::SameLine(0.f, 4.f);
-      ImGui::TextColored(info.hooks_removed == 0 && info.num_parameters > 0 ? col(colors::kAlarm) : ImGui::GetStyleColorVec4(ImGuiCol_Text), "%u",
+      ImGui::TextColored(info.hooks_removed == 0 && info.num_parameters > 0 ? col(palette().alarm) : ImGui::GetStyleColorVec4(ImGuiCol_Text), "%u",
                          info.hooks_removed);
       ImGui::SameLine(0.f, 4.f);
       ImGui::TextUnformatted("hooks;");
       ImGui::SameLine(0.f, 4.f);
       if (left > 0) {
-        ImGui::TextColored(col(colors::kAlarm), "%u still attached at #%zu (leaked, they keep firing)", left, now);
+        ImGui::TextColored(col(palette().alarm), "%u still attached at #%zu (leaked, they keep firing)", left, now);
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("click the owner above to see where they are");
       } else {
         ImGui::TextDisabled("none left attached.");
@@ -201,7 +201,7 @@ void App::draw_reducers_panel() {
       }
     }
     if (at->noops > 0) {
-      ImGui::TextColored(col(kReadyColor), "%u no-op fires", at->noops);
+      ImGui::TextColored(col(kReadyColor), "%u no-op fire%s", at->noops, at->noops == 1 ? "" : "s");
       if (ImGui::IsItemHovered()) {
         ImGui::SetTooltip("this Reducer's hooks fired in a backward it did not prepare for,\n"
                           "so they did nothing (another DDP instance on the same module ran it)");
@@ -245,7 +245,7 @@ void App::draw_reducers_panel() {
         ImGui::PopID();
         if (ImGui::IsItemHovered()) {
           ImGui::BeginTooltip();
-          ImGui::Text("bucket %u: %u parameters, %u pending", b.index, b.size, b.pending);
+          ImGui::Text("bucket %u: %u parameter%s, %u pending", b.index, b.size, b.size == 1 ? "" : "s", b.pending);
           ImGui::TextColored(col(bucket_color(b.status)), "%s", bucket_words(b.status));
           size_t listed = 0;
           for (uint32_t q = 0; q < info.parameters.size(); ++q) {

@@ -47,29 +47,63 @@ void GraphView::chips_of(const Frame& f, uint32_t unit, std::vector<Chip>& out) 
   out.clear();
   const analysis::Model& model = *model_;
   const FoldedGraph& fg = *folded_;
-  auto push = [&](uint8_t kind, const analysis::HookAt& h) {
-    const analysis::OwnerIndex owner = model.hooks()[h.hook].owner;
-    const bool dead = owner < f.owner_dead.size() && f.owner_dead[owner];
-    if (!out.empty() && out.back().kind == kind && out.back().owner == owner && out.back().dead == dead) {
-      Chip& c = out.back();
-      ++c.count;
-      c.fires += h.fires;
-      c.flash |= h.hook == f.firing_hook;
+  auto same = [](const Chip& a, const Chip& b) {
+    return a.kind == b.kind && a.owner == b.owner && a.dead == b.dead && a.removed == b.removed;
+  };
+  auto push = [&](Chip c) {
+    if (!out.empty() && same(out.back(), c)) {
+      Chip& last = out.back();
+      ++last.count;
+      last.fires += c.fires;
+      last.flash |= c.flash;
+      last.stale |= c.stale;
+      last.age = std::min(last.age, c.age);
       return;
     }
-    out.push_back({kind, owner, dead, h.hook == f.firing_hook, 1, h.fires, h.hook});
+    out.push_back(c);
+  };
+  auto hook_chip = [&](uint8_t kind, const analysis::HookAt& h) {
+    Chip c;
+    c.kind = kind;
+    c.owner = model.hooks()[h.hook].owner;
+    c.dead = c.owner < f.owner_dead.size() && f.owner_dead[c.owner];
+    c.flash = h.hook == f.firing_hook;
+    c.stale = c.flash && f.firing_stale;
+    c.count = 1;
+    c.fires = h.fires;
+    c.first_hook = h.hook;
+    return c;
+  };
+  // Hooks removed from `function` in the last ghost_events events: ghosts.
+  const size_t now = f.state->index;
+  auto ghosts = [&](analysis::FunctionIndex function) {
+    for (uint32_t si : model.segments_of(function)) {
+      const analysis::HookSegment& seg = model.segments()[si];
+      if (seg.to == analysis::kNever || seg.to > now || seg.to + options_.ghost_events <= now) continue;
+      const analysis::HookInfo& info = model.hooks()[seg.hook];
+      if (info.implicit_end || info.ended_at != seg.to) continue;
+      Chip c;
+      c.kind = static_cast<uint8_t>(info.kind);
+      c.owner = info.owner;
+      c.removed = true;
+      c.age = static_cast<uint32_t>(now - seg.to);
+      c.count = 1;
+      c.first_hook = seg.hook;
+      push(c);
+    }
   };
   auto add_slot = [&](uint32_t slot) {
     if (const uint32_t live = f.slot_live[slot]) {
       const analysis::FunctionAt& fa = f.state->functions[live - 1];
       for (int k = 0; k < trace::kNumHookKinds; ++k) {
-        for (const analysis::HookAt& h : fa.hooks[k]) push(static_cast<uint8_t>(k), h);
+        for (const analysis::HookAt& h : fa.hooks[k]) push(hook_chip(static_cast<uint8_t>(k), h));
       }
+      ghosts(fa.function);
     }
     auto it = std::lower_bound(f.ghost_hooks.begin(), f.ghost_hooks.end(), slot,
                                [](const auto& p, uint32_t s) { return p.first < s; });
     for (; it != f.ghost_hooks.end() && it->first == slot; ++it) {
-      push(static_cast<uint8_t>(model.hooks()[it->second->hook].kind), *it->second);
+      push(hook_chip(static_cast<uint8_t>(model.hooks()[it->second->hook].kind), *it->second));
     }
   };
   const uint32_t g = fg.group_of_unit[unit];
@@ -79,18 +113,18 @@ void GraphView::chips_of(const Frame& f, uint32_t unit, std::vector<Chip>& out) 
     std::stable_sort(out.begin(), out.end(), [](const Chip& a, const Chip& b) { return a.kind < b.kind; });
     return;
   }
-  // A folded group: one chip per (kind, owner, alive) over all its members.
+  // A folded group: one chip per (kind, owner, alive, removed) over all its members.
   for (uint32_t slot : scene_->groups()[g].nodes) add_slot(slot);
   std::stable_sort(out.begin(), out.end(), [](const Chip& a, const Chip& b) {
-    return std::tie(a.kind, a.owner, a.dead) < std::tie(b.kind, b.owner, b.dead);
+    return std::tie(a.kind, a.removed, a.owner, a.dead) < std::tie(b.kind, b.removed, b.owner, b.dead);
   });
   size_t w = 0;
   for (size_t i = 0; i < out.size(); ++i) {
-    if (w > 0 && out[w - 1].kind == out[i].kind && out[w - 1].owner == out[i].owner &&
-        out[w - 1].dead == out[i].dead) {
+    if (w > 0 && same(out[w - 1], out[i])) {
       out[w - 1].count = static_cast<uint16_t>(out[w - 1].count + out[i].count);
       out[w - 1].fires += out[i].fires;
       out[w - 1].flash |= out[i].flash;
+      out[w - 1].stale |= out[i].stale;
     } else {
       out[w++] = out[i];
     }
@@ -111,7 +145,7 @@ void GraphView::hover_and_click(Frame& f) {
   const analysis::Model& model = *model_;
   const FoldedGraph& fg = *folded_;
   const Layout& l = *layout_;
-  const BoxMetrics& m = options_.metrics;
+  const BoxMetrics& m = metrics_;
   const uint32_t g = fg.group_of_unit[u];
   const uint32_t slot = g == kNoGroup ? fg.node_of_unit[u] : kNoSlot;
   const analysis::FunctionAt* fa =
@@ -119,9 +153,10 @@ void GraphView::hover_and_click(Frame& f) {
   chips_of(f, u, f.chips);
   float kind_x[trace::kNumHookKinds] = {};
   const Vec2 c = l.center[u], s = l.size[u];
-  place_chips(f.chips, *scene_, c.x - s.x * 0.5f + m.pad, c.x + s.x * 0.5f - m.pad, m, kind_x);
+  float left, right, row_top;
+  chip_row(u, &left, &right, &row_top);
+  place_chips(f.chips, *scene_, left, right, m, kind_x);
   const Vec2 p = f.to_world(ImGui::GetIO().MousePos);
-  const float row_top = c.y + s.y * 0.5f - m.pad - m.chip_height;
   const Chip* hovered_chip = nullptr;
   if (f.detail == GraphDetail::kFull && p.y >= row_top && p.y <= row_top + m.chip_height) {
     for (const Chip& chip : f.chips) {
@@ -194,11 +229,11 @@ void GraphView::hover_and_click(Frame& f) {
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(hook_kind_tag(static_cast<trace::HookKind>(kind)).data());
       ImGui::TableNextColumn();
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(owner_color(info.owner)), "%s",
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(scene_->owner_color(info.owner)), "%s",
                          model.owner_name(info.owner).c_str());
       ImGui::TableNextColumn();
       if (dead) {
-        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colors::kAlarm), "destroyed (leaked hook)");
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().alarm), "destroyed (leaked hook)");
       } else {
         ImGui::TextUnformatted("alive");
       }

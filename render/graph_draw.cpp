@@ -61,7 +61,7 @@ void GraphView::draw_edges(Frame& f) {
       if (end - b < 4) continue;
       const bool hot = selected_unit != kNone && (static_cast<uint32_t>(fg.graph.edges[le].first) == selected_unit ||
                                                   static_cast<uint32_t>(fg.graph.edges[le].second) == selected_unit);
-      const uint32_t color = hot ? colors::kEdgeSelected : colors::kEdge;
+      const uint32_t color = hot ? palette().edge_selected : palette().edge;
       ++stats_.edges;
       if (f.detail != GraphDetail::kFull) {  // Note [Graph level of detail]: the joints only
         for (uint32_t i = b; i < end; i += 3) f.dl->PathLineTo(f.to_screen(l.route[i]));
@@ -133,7 +133,8 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
   const Layout& l = *layout_;
   const FoldedGraph& fg = *folded_;
   const analysis::Model& model = *model_;
-  const BoxMetrics& m = options_.metrics;
+  const BoxMetrics& m = metrics_;
+  const Palette& pal = palette();
   const Vec2 c = l.center[u], s = l.size[u];
   const ImVec2 a = f.to_screen({c.x - s.x * 0.5f, c.y - s.y * 0.5f});
   const ImVec2 b = f.to_screen({c.x + s.x * 0.5f, c.y + s.y * 0.5f});
@@ -146,56 +147,77 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
   const bool leaf = slot != kNoSlot && model.functions()[scene_->nodes()[slot].first].is_leaf_accumulator();
 
   chips_of(f, u, f.chips);
-  bool alarm = false, owner_hit = false;
+  bool alarm = false, owner_hit = false, stale = false;
   for (const Chip& chip : f.chips) {
-    alarm |= chip.dead;
+    alarm |= chip.dead && !chip.removed;
     owner_hit |= chip.owner == selected_owner_;
+    stale |= chip.stale;
   }
-  const bool selected = selected_function_ < model.functions().size() &&
-                        fg.unit_of_node[scene_->slot_of(selected_function_)] == u;
-  const bool running = f.running < model.functions().size() && fg.unit_of_node[scene_->slot_of(f.running)] == u;
+  auto in_unit = [&](analysis::FunctionIndex fn) {
+    return fn < model.functions().size() && fg.unit_of_node[scene_->slot_of(fn)] == u;
+  };
+  const bool selected = in_unit(selected_function_);
+  const bool running = in_unit(f.running);
+  const bool removing = in_unit(f.removing);
   const float rounding = std::min(4.f * z, 6.f);
   ++stats_.boxes;
   stats_.alarms += alarm ? 1 : 0;
+  stats_.box_rects.push_back({a.x, a.y, b.x, b.y});
   if (!ghost) {
-    f.dl->AddRectFilled(a, b, g != kNoGroup ? colors::kBoxGroup : leaf ? colors::kBoxLeaf : colors::kBox, rounding);
+    f.dl->AddRectFilled(a, b, g != kNoGroup ? pal.box_group : leaf ? pal.box_leaf : pal.box, rounding);
   }
-  uint32_t border = ghost ? colors::kGhost : colors::kBoxBorder;
+  uint32_t border = ghost ? pal.ghost : pal.box_border;
   float border_w = 1.f;
   if (owner_hit && selected_owner_ != kNoIndex) {
-    border = owner_color(selected_owner_);
+    border = scene_->owner_color(selected_owner_);
     border_w = 2.f;
   }
   if (alarm) {
-    border = colors::kAlarm;
+    border = pal.alarm;
     border_w = 2.f;
   }
   if (running) {
-    border = colors::kRunning;
-    border_w = 2.5f;
+    border = stale ? pal.stale : pal.running;
+    border_w = stale ? 3.5f : 2.5f;
+  }
+  if (removing) {
+    border = pal.removed;
+    border_w = 3.5f;
+    ++stats_.removal_boxes;
   }
   if (selected) {
-    border = colors::kSelected;
+    border = pal.selected;
     border_w = 3.f;
   }
   f.dl->AddRect(a, b, border, rounding, 0, border_w);
   if (g != kNoGroup) {  // a folded group: a second outline, like a stack of boxes
-    f.dl->AddRect({a.x + 3.f, a.y + 3.f}, {b.x + 3.f, b.y + 3.f}, with_alpha(colors::kBoxBorder, 120), rounding);
+    f.dl->AddRect({a.x + 3.f, a.y + 3.f}, {b.x + 3.f, b.y + 3.f}, with_alpha(pal.box_border, 120), rounding);
   }
+  // Note [Readable text]: text only where it is at least min_text_px tall.
+  const float min_px = options_.min_text_px;
   const bool text = f.detail == GraphDetail::kFull;
   if (alarm) {  // the marker: a red disc with "!" on the top right corner
-    const float r = std::clamp(7.f * z, 2.5f, 8.f);
-    f.dl->AddCircleFilled({b.x - 1.f, a.y + 1.f}, r, colors::kAlarm);
+    const float r = text ? std::max(7.f * z, min_px / 1.6f) : std::clamp(7.f * z, 2.5f, 8.f);
+    f.dl->AddCircleFilled({b.x - 1.f, a.y + 1.f}, r, pal.alarm);
     if (text) {
       const float fs = r * 1.6f;
-      f.dl->AddText(nullptr, fs, {b.x - 1.f - text_width(fs, "!") * 0.5f, a.y + 1.f - fs * 0.5f}, colors::kText, "!");
+      put_text(f, fs, b.x - 1.f - text_width(fs, "!") * 0.5f, a.y + 1.f - fs * 0.5f, ink_on(pal.alarm), "!");
     }
   }
+  if (stale && running) draw_tag(f, u, "stale fire", pal.stale);
+  if (removing) draw_tag(f, u, "hook removed", pal.removed);
   const float pad = m.pad * z;
-  if (text) {
+  const float fs = m.line_height * z;
+  if (text && fs >= min_px && m.compact) {  // Note [Compact boxes]: the one line
     ++stats_.texts;
-    const float fs = m.line_height * z;
-    const ImVec4 clip{a.x, a.y, b.x, b.y};
+    const float clip[4] = {a.x, a.y, b.x, b.y};
+    const std::string title = ghost ? "(leaf tensor) " + model.str(scene_->nodes()[slot].label)
+                                    : scene_->unit_compact_title(fg, u);
+    put_text(f, fs, a.x + pad, (a.y + b.y - fs) * 0.5f, ghost ? pal.text_dim : leaf ? pal.text_label : pal.text,
+             title.c_str(), nullptr, clip);
+  } else if (text && fs >= min_px) {
+    ++stats_.texts;
+    const float clip[4] = {a.x, a.y, b.x, b.y};
     std::string title, label;
     char id[32] = "";
     if (g != kNoGroup) {
@@ -207,24 +229,21 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
       label = model.str(node.label);
       if (fa) std::snprintf(id, sizeof id, "  #%llu", static_cast<unsigned long long>(model.functions()[fa->function].id));
     }
-    ImVec2 p{a.x + pad, a.y + pad};
-    f.dl->AddText(ImGui::GetFont(), fs, p, ghost ? colors::kTextDim : colors::kText, title.c_str(), nullptr, 0.f, &clip);
-    if (id[0]) {
-      f.dl->AddText(ImGui::GetFont(), fs, {p.x + text_width(fs, title.c_str()), p.y}, colors::kTextDim, id, nullptr,
-                    0.f, &clip);
-    }
+    const ImVec2 p{a.x + pad, a.y + pad};
+    put_text(f, fs, p.x, p.y, ghost ? pal.text_dim : pal.text, title.c_str(), nullptr, clip);
+    if (id[0]) put_text(f, fs, p.x + text_width(fs, title.c_str()), p.y, pal.text_dim, id, nullptr, clip);
     if (!label.empty()) {
-      f.dl->AddText(ImGui::GetFont(), fs, {p.x, p.y + fs}, g != kNoGroup ? colors::kTextDim : colors::kTextLabel,
-                    label.c_str(), nullptr, 0.f, &clip);
+      put_text(f, fs, p.x, p.y + fs, g != kNoGroup ? pal.text_dim : pal.text_label, label.c_str(), nullptr, clip);
     }
   }
   if (f.chips.empty()) return;
   float kind_x[trace::kNumHookKinds] = {};
-  const float plus_x = place_chips(f.chips, *scene_, c.x - s.x * 0.5f + m.pad, c.x + s.x * 0.5f - m.pad, m, kind_x);
-  const float row_top = c.y + s.y * 0.5f - m.pad - m.chip_height;
+  float left, right, row_top;
+  chip_row(u, &left, &right, &row_top);
+  const float plus_x = place_chips(f.chips, *scene_, left, right, m, kind_x);
   const float y0 = f.to_screen({0.f, row_top}).y, y1 = y0 + m.chip_height * z;
-  const float fs = chip_font(m) * z;
-  const bool chip_text_on = text && fs >= 6.f;
+  const float cfs = chip_font(m) * z;
+  const bool chip_text_on = text && cfs >= min_px;
   const double pulse = 0.5 + 0.5 * std::sin(f.time * 10.0);
   int last_kind = -1;
   char buf[48];
@@ -233,30 +252,37 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
     if (chip.kind != last_kind && chip_text_on) {
       const std::string_view tag = hook_kind_tag(static_cast<trace::HookKind>(chip.kind));
       const float kx = f.to_screen({kind_x[chip.kind], 0.f}).x;
-      f.dl->AddText(ImGui::GetFont(), fs, {kx, y0 + (y1 - y0 - fs) * 0.5f}, colors::kTextDim, tag.data(),
-                    tag.data() + tag.size());
+      put_text(f, cfs, kx, y0 + (y1 - y0 - cfs) * 0.5f, pal.text_dim, tag.data(), tag.data() + tag.size());
     }
     last_kind = chip.kind;
     const float x0 = f.to_screen({chip.x0, 0.f}).x, x1 = f.to_screen({chip.x1, 0.f}).x;
     const bool faded = selected_owner_ != kNoIndex && chip.owner != selected_owner_;
-    uint32_t fill = owner_color(chip.owner);
+    uint32_t fill = scene_->owner_color(chip.owner);
     if (chip.dead) fill = scale_alpha(fill, 0.55f);
     if (faded) fill = scale_alpha(fill, 0.3f);
     const float cr = std::min(3.f * z, 4.f);
+    if (chip.removed) {  // a ghost: outlined in the removal colour, struck through, fading
+      const float life = 1.f - static_cast<float>(chip.age) / static_cast<float>(std::max(options_.ghost_events, 1u));
+      ++stats_.ghost_chips;
+      f.dl->AddRectFilled({x0, y0}, {x1, y1}, scale_alpha(fill, 0.25f * life), cr);
+      f.dl->AddRect({x0, y0}, {x1, y1}, scale_alpha(pal.removed, 0.35f + 0.65f * life), cr, 0, 2.f);
+      f.dl->AddLine({x0 + 2.f, y1 - 2.f}, {x1 - 2.f, y0 + 2.f}, scale_alpha(pal.removed, 0.35f + 0.65f * life), 2.f);
+      continue;
+    }
     if (chip.flash) {
-      f.dl->AddRect({x0 - 3.f, y0 - 3.f}, {x1 + 3.f, y1 + 3.f}, scale_alpha(colors::kFlash, 0.4f + 0.6f * static_cast<float>(pulse)),
-                    cr + 2.f, 0, 3.f);
+      const uint32_t ring = chip.stale ? pal.stale : pal.flash;
+      f.dl->AddRect({x0 - 3.f, y0 - 3.f}, {x1 + 3.f, y1 + 3.f}, scale_alpha(ring, 0.6f + 0.4f * static_cast<float>(pulse)),
+                    cr + 2.f, 0, chip.stale ? 4.f : 3.f);
+      stats_.stale_chips += chip.stale ? 1 : 0;
     }
     f.dl->AddRectFilled({x0, y0}, {x1, y1}, fill, cr);
-    if (chip.dead) f.dl->AddRect({x0, y0}, {x1, y1}, colors::kAlarm, cr, 0, std::max(1.5f, 2.f * std::min(z, 1.f)));
-    if (!faded && chip.owner == selected_owner_) f.dl->AddRect({x0 - 1.f, y0 - 1.f}, {x1 + 1.f, y1 + 1.f}, colors::kText, cr, 0, 1.5f);
+    if (chip.dead) f.dl->AddRect({x0, y0}, {x1, y1}, pal.alarm, cr, 0, std::max(1.5f, 2.f * std::min(z, 1.f)));
+    if (!faded && chip.owner == selected_owner_) f.dl->AddRect({x0 - 1.f, y0 - 1.f}, {x1 + 1.f, y1 + 1.f}, pal.text, cr, 0, 1.5f);
     if (chip_text_on) {
       const int len = chip_text(buf, sizeof buf, scene_->owner_tag(chip.owner), chip.count);
-      const ImVec2 tp{x0 + m.chip_pad * z, y0 + (y1 - y0 - fs) * 0.5f};
-      f.dl->AddText(ImGui::GetFont(), fs, tp, faded ? rgba(20, 20, 20, 120) : rgba(16, 16, 20), buf, buf + len);
-      if (chip.dead) {
-        f.dl->AddText(ImGui::GetFont(), fs, {tp.x + text_width(fs, buf, buf + len), tp.y}, colors::kAlarm, "!");
-      }
+      const float tx = x0 + m.chip_pad * z, ty = y0 + (y1 - y0 - cfs) * 0.5f;
+      put_text(f, cfs, tx, ty, faded ? with_alpha(pal.chip_text, 120) : pal.chip_text, buf, buf + len);
+      if (chip.dead) put_text(f, cfs, tx + text_width(cfs, buf, buf + len), ty, pal.chip_text, "!");
     }
   }
   if (!std::isnan(plus_x) && chip_text_on) {
@@ -264,7 +290,7 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
     for (const Chip& chip : f.chips) shown += !std::isnan(chip.x0);
     char more[16];
     std::snprintf(more, sizeof more, "+%zu", f.chips.size() - shown);
-    f.dl->AddText(ImGui::GetFont(), fs, {f.to_screen({plus_x, 0.f}).x, y0 + (y1 - y0 - fs) * 0.5f}, colors::kTextDim, more);
+    put_text(f, cfs, f.to_screen({plus_x, 0.f}).x, y0 + (y1 - y0 - cfs) * 0.5f, pal.text_dim, more);
   }
 }
 
@@ -275,7 +301,7 @@ void GraphView::draw_plain_box(Frame& f, uint32_t u) {
   const Layout& l = *layout_;
   const FoldedGraph& fg = *folded_;
   const analysis::Model& model = *model_;
-  const BoxMetrics& m = options_.metrics;
+  const BoxMetrics& m = metrics_;
   const Vec2 c = l.center[u], s = l.size[u];
   const ImVec2 a = f.to_screen({c.x - s.x * 0.5f, c.y - s.y * 0.5f});
   const ImVec2 b = f.to_screen({c.x + s.x * 0.5f, c.y + s.y * 0.5f});
@@ -289,19 +315,20 @@ void GraphView::draw_plain_box(Frame& f, uint32_t u) {
     alarm |= chip.dead;
     owner_hit |= chip.owner == selected_owner_;
   }
-  uint32_t border = ghost ? colors::kGhost : colors::kBoxBorder;
+  uint32_t border = ghost ? palette().ghost : palette().box_border;
   float w = 1.f;
-  if (owner_hit && selected_owner_ != kNoIndex) border = owner_color(selected_owner_), w = 2.f;
-  if (alarm) border = colors::kAlarm, w = 2.f;
+  if (owner_hit && selected_owner_ != kNoIndex) border = scene_->owner_color(selected_owner_), w = 2.f;
+  if (alarm) border = palette().alarm, w = 2.f;
   stats_.alarms += alarm ? 1 : 0;
   if (f.running < model.functions().size() && fg.unit_of_node[scene_->slot_of(f.running)] == u) {
-    border = colors::kRunning, w = 2.f;
+    border = palette().running, w = 2.f;
   }
   if (selected_function_ < model.functions().size() && fg.unit_of_node[scene_->slot_of(selected_function_)] == u) {
-    border = colors::kSelected, w = 2.f;
+    border = palette().selected, w = 2.f;
   }
+  stats_.box_rects.push_back({a.x, a.y, b.x, b.y});
   f.dl->AddRectFilled({a.x - w, a.y - w}, {b.x + w, b.y + w}, border);
-  f.dl->AddRectFilled(a, b, ghost ? colors::kBackground : g != kNoGroup ? colors::kBoxGroup : leaf ? colors::kBoxLeaf : colors::kBox);
+  f.dl->AddRectFilled(a, b, ghost ? palette().background : g != kNoGroup ? palette().box_group : leaf ? palette().box_leaf : palette().box);
   ++stats_.boxes;
   const float z = f.zoom, side = m.chip_height * z;
   if (side < 1.5f) return;
@@ -309,12 +336,13 @@ void GraphView::draw_plain_box(Frame& f, uint32_t u) {
   float x = a.x + m.pad * z;
   int last_kind = -1;
   for (const Chip& chip : f.chips) {
+    if (chip.removed) continue;
     if (chip.kind != last_kind && last_kind >= 0) x += m.kind_gap * z;
     last_kind = chip.kind;
     if (x + side > b.x - m.pad * z) break;
-    if (chip.dead) f.dl->AddRectFilled({x - 1.f, y0 - 1.f}, {x + side + 1.f, y1 + 1.f}, colors::kAlarm);
+    if (chip.dead) f.dl->AddRectFilled({x - 1.f, y0 - 1.f}, {x + side + 1.f, y1 + 1.f}, palette().alarm);
     const bool faded = selected_owner_ != kNoIndex && chip.owner != selected_owner_;
-    f.dl->AddRectFilled({x, y0}, {x + side, y1}, faded ? scale_alpha(owner_color(chip.owner), 0.3f) : owner_color(chip.owner));
+    f.dl->AddRectFilled({x, y0}, {x + side, y1}, faded ? scale_alpha(scene_->owner_color(chip.owner), 0.3f) : scene_->owner_color(chip.owner));
     x += side + m.chip_gap * z;
   }
 }
@@ -353,7 +381,7 @@ void GraphView::draw_cells(Frame& f) {
       if (!cell) continue;
       const uint32_t count = cell & 0x7fffffffu;
       const float level = std::min(1.f, 0.35f + 0.16f * std::log2(1.f + static_cast<float>(count)));
-      const uint32_t color = cell & 0x80000000u ? colors::kAlarm : scale_alpha(colors::kTextLabel, level);
+      const uint32_t color = cell & 0x80000000u ? palette().alarm : scale_alpha(palette().text_label, level);
       const ImVec2 p{f.canvas_min.x + x * kCell, f.canvas_min.y + y * kCell};
       f.dl->AddRectFilled(p, {p.x + kCell - 0.5f, p.y + kCell - 0.5f}, color);
       ++stats_.cells;

@@ -2,6 +2,8 @@
 
 #include "render/graph_scene.h"
 
+#include "render/colors.h"
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -88,7 +90,14 @@ GraphScene::GraphScene(const analysis::Model& model) : model_(&model) {
   for (const auto& o : model.owners()) {
     owner_tags_.push_back(o.label ? make_owner_tag(model.str(o.label), o.kind)
                                   : "#" + std::to_string(o.id));
+    owner_colors_.push_back(owner_color_of(o.label ? model.str(o.label) : std::string(), o.id));
   }
+}
+
+uint32_t owner_color(const analysis::Model& model, analysis::OwnerIndex owner) {
+  if (owner >= model.owners().size()) return 0xff808080u;
+  const auto& o = model.owners()[owner];
+  return owner_color_of(o.label ? model.str(o.label) : std::string(), o.id);
 }
 
 void GraphScene::assign_slots() {
@@ -268,6 +277,12 @@ FoldedGraph GraphScene::fold(const std::vector<uint8_t>& folded) const {
     out.unit_of_node[v] = unit;
   }
   out.graph.num_nodes = static_cast<int>(out.group_of_unit.size());
+  // Ranks lay out as disjoint columns (LayoutGraph::cluster).
+  out.graph.cluster.resize(out.group_of_unit.size());
+  for (size_t u = 0; u < out.group_of_unit.size(); ++u) {
+    const uint32_t g = out.group_of_unit[u];
+    out.graph.cluster[u] = g == kNoGroup ? nodes_[out.node_of_unit[u]].rank : groups_[g].rank;
+  }
   std::vector<std::pair<int, int>> edges;
   for (auto [a, b] : edges_) {
     const int ua = static_cast<int>(out.unit_of_node[a]), ub = static_cast<int>(out.unit_of_node[b]);
@@ -303,6 +318,14 @@ std::string GraphScene::unit_label(const FoldedGraph& folded, uint32_t unit) con
          (group.kind == SceneGroup::Kind::kModule ? " Functions (module)" : " Functions (chain)");
 }
 
+std::string GraphScene::unit_compact_title(const FoldedGraph& folded, uint32_t unit) const {
+  const uint32_t g = folded.group_of_unit[unit];
+  if (g != kNoGroup) return unit_title(folded, unit);
+  const SceneNode& node = nodes_[folded.node_of_unit[unit]];
+  const bool leaf = model_->functions()[node.first].is_leaf_accumulator();
+  return leaf && node.label ? model_->str(node.label) : model_->str(node.name);
+}
+
 std::vector<Vec2> GraphScene::box_sizes(const FoldedGraph& folded, const MeasureText& measure,
                                         const BoxMetrics& m) const {
   const float digit = measure("0"), id_gap = measure("  #");
@@ -330,8 +353,19 @@ std::vector<Vec2> GraphScene::box_sizes(const FoldedGraph& folded, const Measure
                     : static_cast<uint8_t>(std::min(255, owners[u] + nodes_[v].max_owners));
     id_digits[u] = std::max(id_digits[u], nodes_[v].id_digits);
   }
+  const float compact_chip = m.compact ? 1.f / 0.85f : 1.f;  // chip text as large as the title
   for (uint32_t u = 0; u < units; ++u) {
     const bool group = folded.group_of_unit[u] != kNoGroup;
+    if (m.compact) {  // Note [Compact boxes]
+      float w = width(unit_compact_title(folded, u));
+      for (int k = 0; k < trace::kNumHookKinds; ++k) {
+        if (!(kinds[u] >> k & 1)) continue;
+        w += m.kind_gap + (width(std::string(hook_kind_tag(static_cast<trace::HookKind>(k)))) + m.chip_gap) * compact_chip +
+             static_cast<float>(std::min<int>(owners[u], 3)) * ((group ? group_chip : chip) * compact_chip + m.chip_gap);
+      }
+      sizes[u] = {std::max(w, m.min_width) + 2.f * m.pad, std::max(m.line_height, m.chip_height) + 2.f * m.pad};
+      continue;
+    }
     float w = width(unit_title(folded, u)) + (group ? 0.f : id_gap + digit * static_cast<float>(id_digits[u]));
     const std::string label = unit_label(folded, u);
     if (!label.empty()) w = std::max(w, width(label));

@@ -88,7 +88,19 @@ struct BoxMetrics {
   float kind_gap = 8.f;      // between kinds in the badge row
   float min_width = 90.f;
   float max_badge_width = 360.f;
+  // Note [Compact boxes]: one line per box, the title (a leaf's parameter)
+  // then its chips; chip text as large as the title.
+  bool compact = false;
 };
+
+// The metrics of the compact view made from the full ones.
+inline BoxMetrics compact_metrics(BoxMetrics m) {
+  m.compact = true;
+  m.pad = 4.f;
+  m.chip_height = m.line_height + 2.f;
+  m.min_width = 40.f;
+  return m;
+}
 
 class GraphScene {
  public:
@@ -103,6 +115,10 @@ class GraphScene {
   uint32_t edge_of(uint32_t model_edge) const { return edge_of_[model_edge]; }
   // "R1" for "Reducer 1", "gc" for "grad clipper": the text on an owner's badges.
   const std::string& owner_tag(analysis::OwnerIndex owner) const { return owner_tags_[owner]; }
+  // Note [Owner colours]: one colour per owner identity, across ranks and traces.
+  uint32_t owner_color(analysis::OwnerIndex owner) const {
+    return owner < owner_colors_.size() ? owner_colors_[owner] : 0xff808080u;
+  }
 
   FoldedGraph fold(const std::vector<uint8_t>& folded) const;  // folded: per group
 
@@ -110,6 +126,8 @@ class GraphScene {
   // or what a group holds).
   std::string unit_title(const FoldedGraph& folded, uint32_t unit) const;
   std::string unit_label(const FoldedGraph& folded, uint32_t unit) const;
+  // The one line of a compact box: a leaf's parameter, else the title.
+  std::string unit_compact_title(const FoldedGraph& folded, uint32_t unit) const;
 
   using MeasureText = std::function<float(std::string_view)>;
   // Box sizes for the layout, text measured by `measure` at metrics.line_height.
@@ -129,7 +147,11 @@ class GraphScene {
   std::vector<uint32_t> slot_of_;
   std::vector<uint32_t> edge_of_;
   std::vector<std::string> owner_tags_;
+  std::vector<uint32_t> owner_colors_;
 };
+
+// Note [Owner colours], for panels without a scene.
+uint32_t owner_color(const analysis::Model& model, analysis::OwnerIndex owner);
 
 // The short name of a hook kind on a badge: "post", "pre", "tensor-pre", ...
 std::string_view hook_kind_tag(trace::HookKind kind);

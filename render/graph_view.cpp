@@ -16,7 +16,7 @@ namespace hookscope::render {
 using analysis::kNoIndex;
 
 GraphView::GraphView(GraphViewOptions options)
-    : options_(options), frame_(std::make_unique<Frame>()) {}
+    : options_(options), metrics_(options.metrics), frame_(std::make_unique<Frame>()) {}
 
 GraphView::~GraphView() = default;
 
@@ -32,6 +32,12 @@ void GraphView::set_model(const analysis::Model* model) {
   fit_pending_ = true;
   if (!model) return;
   scene_ = std::make_unique<GraphScene>(*model);
+  story_ = RunStory(*model);
+  rank_sources_.clear();
+  for (uint32_t src = 0; src < model->num_traces(); ++src) {
+    const int32_t rank = model->trace(src).header.rank;
+    if (rank >= 0) rank_sources_.push_back({static_cast<uint16_t>(rank), src});
+  }
   folded_groups_.assign(scene_->groups().size(), 0);
   node_layer_.assign(scene_->nodes().size(), -1);
   node_x_.assign(scene_->nodes().size(), 0.f);
@@ -58,6 +64,12 @@ void GraphView::update_model(const analysis::Model* model) {
   pending_.reset();
   model_ = model;
   scene_ = std::make_unique<GraphScene>(*model);
+  story_ = RunStory(*model);
+  rank_sources_.clear();
+  for (uint32_t src = 0; src < model->num_traces(); ++src) {
+    const int32_t rank = model->trace(src).header.rank;
+    if (rank >= 0) rank_sources_.push_back({static_cast<uint16_t>(rank), src});
+  }
   folded_groups_.assign(scene_->groups().size(), 0);
   node_layer_.assign(scene_->nodes().size(), -1);
   node_x_.assign(scene_->nodes().size(), 0.f);
@@ -89,12 +101,12 @@ void GraphView::start_layout(bool seeded) {
   ImGuiIO& io = ImGui::GetIO();
   if (!io.Fonts->IsBuilt()) io.Fonts->Build();
   ImFont* font = ImGui::GetFont() ? ImGui::GetFont() : io.FontDefault ? io.FontDefault : io.Fonts->Fonts[0];
-  const float size = options_.metrics.line_height;
+  const float size = metrics_.line_height;
   LayoutInput input;
   input.graph = pending_->graph;
   input.sizes = scene_->box_sizes(*pending_, [&](std::string_view s) {
     return font->CalcTextSizeA(size, FLT_MAX, 0.f, s.data(), s.data() + s.size()).x;
-  }, options_.metrics);
+  }, metrics_);
   std::optional<LayoutSeed> seed;
   if (seeded) {
     LayoutSeed s;
@@ -114,7 +126,12 @@ void GraphView::start_layout(bool seeded) {
     s.layer_height = layer_height_;
     seed = std::move(s);
   }
-  job_ = std::make_unique<LayoutJob>(std::move(input), options_.layout, std::move(seed));
+  LayoutOptions layout_options = options_.layout;
+  if (metrics_.compact) {  // Note [Compact boxes]
+    layout_options.layer_gap = 26.f;
+    layout_options.node_gap = 12.f;
+  }
+  job_ = std::make_unique<LayoutJob>(std::move(input), layout_options, std::move(seed));
 }
 
 void GraphView::poll_layout() {
@@ -125,6 +142,8 @@ void GraphView::poll_layout() {
   layout_ = std::make_unique<Layout>(std::move(layout));
   folded_ = std::move(pending_);
   index_layout();
+  if (fit_on_layout_) fit_pending_ = true;
+  fit_on_layout_ = false;
 }
 
 void GraphView::wait_for_layout() {
@@ -135,6 +154,8 @@ void GraphView::wait_for_layout() {
   layout_ = std::make_unique<Layout>(std::move(layout));
   folded_ = std::move(pending_);
   index_layout();
+  if (fit_on_layout_) fit_pending_ = true;
+  fit_on_layout_ = false;
 }
 
 // Remembers where everything went (Note [Stable layout]) and builds the
@@ -200,25 +221,7 @@ void GraphView::visible_rect(Vec2* min, Vec2* max) const {
   *max = frame_->view_max;
 }
 
-// Ranks lay out as separate components, left to right; a caption over
-// each says which is which.
-void GraphView::draw_rank_captions(Frame& f) {
-  if (rank_bounds_.size() < 2) return;
-  char buf[32];
-  for (const RankBounds& b : rank_bounds_) {
-    if (!f.visible(b.min, b.max)) continue;
-    const ImVec2 p = f.to_screen(b.min);
-    std::snprintf(buf, sizeof buf, "rank %u", b.rank);
-    const float fs = ImGui::GetFontSize() * 1.15f;
-    f.dl->AddText(ImGui::GetFont(), fs, {std::max(p.x, f.canvas_min.x + 6.f), std::max(p.y - fs - 10.f, f.canvas_min.y + 4.f)},
-                  colors::kTextDim, buf);
-  }
-}
-
 void GraphView::fit() { fit_pending_ = true; }
-void GraphView::focus(analysis::FunctionIndex function) { focus_pending_ = function; }
-void GraphView::select_function(analysis::FunctionIndex function) { selected_function_ = function; }
-void GraphView::select_owner(analysis::OwnerIndex owner) { selected_owner_ = owner; }
 
 void GraphView::set_view(Vec2 center, float zoom) {
   center_ = center;
@@ -241,24 +244,19 @@ void GraphView::relayout() {
   start_layout(false);
 }
 
-void GraphView::fit_now(const Frame& f) {
-  const Layout& l = *layout_;
-  Vec2 lo{INFINITY, INFINITY}, hi{-INFINITY, -INFINITY};
-  for (uint32_t u : f.live_units) {
-    lo = {std::min(lo.x, l.center[u].x - l.size[u].x * 0.5f), std::min(lo.y, l.center[u].y - l.size[u].y * 0.5f)};
-    hi = {std::max(hi.x, l.center[u].x + l.size[u].x * 0.5f), std::max(hi.y, l.center[u].y + l.size[u].y * 0.5f)};
-  }
-  if (f.live_units.empty()) {
-    lo = l.min;
-    hi = l.max;
-  }
-  const float w = std::max(f.canvas_max.x - f.canvas_min.x, 1.f);
-  const float h = std::max(f.canvas_max.y - f.canvas_min.y, 1.f);
-  const float margin = 24.f;
-  zoom_ = std::min((w - 2 * margin) / std::max(hi.x - lo.x, 1.f),
-                   (h - 2 * margin) / std::max(hi.y - lo.y, 1.f));
-  zoom_ = std::clamp(zoom_, 1e-6f, 1.5f);
-  center_ = {(lo.x + hi.x) * 0.5f, (lo.y + hi.y) * 0.5f};
+// Note [Graph canvas]
+// ~~~~~~~~~~~~~~~~~~~
+// The canvas is cut into parts that never overlap: a header strip on top
+// (rank captions, and the banner of a rank that failed, was lost or was
+// rebuilt), the content where boxes are drawn, and a column on the right for
+// the minimap, reserved only while the view does not show everything (and
+// the user has not closed it). Nothing is drawn over a box but the tags of
+// the current event ("stale fire", "hook removed"), in the gap above it.
+GraphViewResult GraphView::draw(const analysis::State& state, analysis::FunctionIndex selected_function,
+                                analysis::OwnerIndex selected_owner) {
+  selected_function_ = selected_function;
+  selected_owner_ = selected_owner;
+  return draw(state);
 }
 
 GraphViewResult GraphView::draw(const analysis::State& state) {
@@ -270,27 +268,40 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   f.time = ImGui::GetTime();
   stats_ = {};
 
-  // Toolbar above the canvas.
+  // Toolbar above the canvas: commands, then the owners' legend.
   if (ImGui::SmallButton("Fit")) fit_pending_ = true;
   ImGui::SameLine();
   if (ImGui::SmallButton("Re-layout")) relayout();
+  ImGui::SameLine();
+  ImGui::Checkbox("Minimap", &minimap_open_);
+  ImGui::SameLine();
+  bool compact = metrics_.compact;
+  if (ImGui::Checkbox("Compact", &compact)) set_compact(compact);
   ImGui::SameLine();
   if (!model_) {
     ImGui::TextDisabled("no trace");
   } else if (!layout_) {
     ImGui::TextDisabled("laying out %zu Functions...", scene_->nodes().size());
   } else {
-    ImGui::TextDisabled("%zu live Functions  |  %zu slots, %d layers  |  wheel: zoom, drag: pan, "
-                        "right-click: fold",
-                        state.functions.size(), scene_->nodes().size(), layout_->num_layers);
+    draw_legend(state);
   }
-  f.canvas_min = ImGui::GetCursorScreenPos();
+  f.panel_min = ImGui::GetCursorScreenPos();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  f.canvas_max = {f.canvas_min.x + std::max(avail.x, 50.f), f.canvas_min.y + std::max(avail.y, 50.f)};
-  ImGui::InvisibleButton("graph_canvas", {f.canvas_max.x - f.canvas_min.x, f.canvas_max.y - f.canvas_min.y},
+  f.panel_max = {f.panel_min.x + std::max(avail.x, 50.f), f.panel_min.y + std::max(avail.y, 50.f)};
+  ImGui::InvisibleButton("graph_canvas", {f.panel_max.x - f.panel_min.x, f.panel_max.y - f.panel_min.y},
                          ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight |
                              ImGuiButtonFlags_MouseButtonMiddle);
-  f.dl->AddRectFilled(f.canvas_min, f.canvas_max, colors::kBackground);
+  f.dl->AddRectFilled(f.panel_min, f.panel_max, palette().background);
+  const float line = ImGui::GetFontSize();
+  const bool captions = rank_bounds_.size() >= 2 || !story_.incidents().empty();
+  f.header_h = captions ? std::round(line * 1.5f) + (story_.incidents().empty() ? 0.f : std::round(line * 1.6f)) : 0.f;
+  const bool minimap = options_.minimap && minimap_open_ && minimap_needed_ &&
+                       f.panel_max.x - f.panel_min.x > 3.f * options_.minimap_width;
+  f.canvas_min = {f.panel_min.x, f.panel_min.y + f.header_h};
+  f.canvas_max = {f.panel_max.x - (minimap ? options_.minimap_width + 16.f : 0.f), f.panel_max.y};
+  if (f.canvas_max.y < f.canvas_min.y + 20.f) f.canvas_min.y = f.canvas_max.y - 20.f;
+  stats_.content = {f.canvas_min.x, f.canvas_min.y, f.canvas_max.x, f.canvas_max.y};
+  stats_.minimap_shown = minimap;
   if (!layout_ || !model_) {
     f.result.selected_function = selected_function_;
     f.result.selected_owner = selected_owner_;
@@ -332,10 +343,16 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   }
   f.firing_hook = kNoIndex;
   f.running = kNoIndex;
+  f.firing_stale = false;
+  f.removing = kNoIndex;
   if (state.index < model.num_events()) {
     const trace::Event e = model.event(state.index);
     const uint32_t source = model.source(state.index);
-    if (e.kind == trace::EventKind::kHookFired) f.firing_hook = model.find_hook(source, e.key);
+    if (e.kind == trace::EventKind::kHookFired) {
+      f.firing_hook = model.find_hook(source, e.key);
+      f.firing_stale = is_stale_fire(model, state.index);
+    }
+    if (e.kind == trace::EventKind::kHookRemoved && e.node != 0) f.removing = model.find_function(source, e.node);
     if (e.kind == trace::EventKind::kApplyBegin || e.kind == trace::EventKind::kApplyEnd ||
         e.kind == trace::EventKind::kHookFired) {
       f.running = model.find_function(source, e.node);
@@ -361,14 +378,15 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
 
   // Note [Graph level of detail]
   // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-  // Text while a line of it is at least 6 px tall. Below that, plain boxes:
+  // Text while its smallest line (chip tags) is at least min_text_px tall
+  // (Note [Readable text]). Below that, plain boxes:
   // quads with no outline to tessellate, badges as owner-coloured squares,
   // edges as straight thin lines through their joints, while the narrowest
   // box is still 11 px wide. Below that every live box is a cell of a 3 px
   // grid whose brightness counts the boxes in it: vertices are bounded by
   // the canvas area, not by the graph.
-  const BoxMetrics& m = options_.metrics;
-  if (m.line_height * zoom_ >= 6.f) {
+  const BoxMetrics& m = metrics_;
+  if (chip_font(m) * zoom_ >= options_.min_text_px) {
     f.detail = GraphDetail::kFull;
   } else if (m.min_width * zoom_ >= 11.f) {
     f.detail = GraphDetail::kBoxes;
@@ -384,8 +402,19 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     draw_edges(f);
     draw_boxes(f);
   }
+  f.dl->PopClipRect();
+  f.dl->PushClipRect(f.panel_min, f.panel_max, true);
   draw_rank_captions(f);
-  if (options_.minimap) draw_minimap(f);
+  draw_banners(f);
+  // The minimap's column is needed while some live box is out of view.
+  bool all_visible = true;
+  for (uint32_t u : f.live_units) {
+    const Vec2 c = l.center[u], sz = l.size[u];
+    all_visible &= c.x - sz.x * 0.5f >= f.view_min.x && c.x + sz.x * 0.5f <= f.view_max.x &&
+                   c.y - sz.y * 0.5f >= f.view_min.y && c.y + sz.y * 0.5f <= f.view_max.y;
+  }
+  minimap_needed_ = !all_visible;
+  if (minimap) draw_minimap(f);
   f.dl->PopClipRect();
   hover_and_click(f);
   context_menu(f);
@@ -408,18 +437,16 @@ void GraphView::handle_input(Frame& f) {
 
   // The minimap takes the mouse inside its rectangle: press or drag to move there.
   const Layout& l = *layout_;
-  const float mw = options_.minimap_width;
-  const float scale = std::min(mw / std::max(l.max.x - l.min.x, 1.f),
-                               0.4f * h / std::max(l.max.y - l.min.y, 1.f));
-  const ImVec2 mm_max{f.canvas_max.x - 8.f, f.canvas_max.y - 8.f};
-  const ImVec2 mm_min{mm_max.x - (l.max.x - l.min.x) * scale, mm_max.y - (l.max.y - l.min.y) * scale};
   const ImVec2 mouse = io.MousePos;
-  const bool in_minimap = options_.minimap && mouse.x >= mm_min.x && mouse.y >= mm_min.y &&
-                          mouse.x <= mm_max.x && mouse.y <= mm_max.y;
-  if (in_minimap && ImGui::IsMouseDown(ImGuiMouseButton_Left)) {
-    center_ = {l.min.x + (mouse.x - mm_min.x) / scale, l.min.y + (mouse.y - mm_min.y) / scale};
+  float mx0, my0, mx1, my1, scale;
+  if (minimap_rect(f, &mx0, &my0, &mx1, &my1, &scale) && mouse.x >= mx0 && mouse.y >= my0 && mouse.x <= mx1 &&
+      mouse.y <= my1) {
+    if (ImGui::IsMouseDown(ImGuiMouseButton_Left)) {
+      center_ = {l.min.x + (mouse.x - mx0) / scale, l.min.y + (mouse.y - my0) / scale};
+    }
     return;
   }
+  if (!active && (mouse.y < f.canvas_min.y || mouse.x > f.canvas_max.x)) return;  // header strip, minimap column
   if (active && (ImGui::IsMouseDragging(ImGuiMouseButton_Left) ||
                  ImGui::IsMouseDragging(ImGuiMouseButton_Middle))) {
     center_.x -= io.MouseDelta.x / zoom_;
@@ -468,39 +495,6 @@ void GraphView::handle_input(Frame& f) {
     menu_unit_ = f.hovered_unit;
     ImGui::OpenPopup("graph_fold_menu");
   }
-}
-
-void GraphView::draw_minimap(Frame& f) {
-  const Layout& l = *layout_;
-  const float h = f.canvas_max.y - f.canvas_min.y;
-  const float scale = std::min(options_.minimap_width / std::max(l.max.x - l.min.x, 1.f),
-                               0.4f * h / std::max(l.max.y - l.min.y, 1.f));
-  const ImVec2 mm_max{f.canvas_max.x - 8.f, f.canvas_max.y - 8.f};
-  const ImVec2 mm_min{mm_max.x - (l.max.x - l.min.x) * scale, mm_max.y - (l.max.y - l.min.y) * scale};
-  f.dl->AddRectFilled({mm_min.x - 4, mm_min.y - 4}, {mm_max.x + 4, mm_max.y + 4}, colors::kMinimap, 3.f);
-  // Live boxes as 2 px cells: the vertex count is bounded by the minimap's area.
-  constexpr float kCell = 2.f;
-  const int cols = std::max(1, static_cast<int>((mm_max.x - mm_min.x) / kCell) + 1);
-  const int rows = std::max(1, static_cast<int>((mm_max.y - mm_min.y) / kCell) + 1);
-  std::vector<uint32_t>& cells = f.cells;
-  cells.assign(static_cast<size_t>(cols) * static_cast<size_t>(rows), 0);
-  for (uint32_t u : f.live_units) {
-    const int cx = std::clamp(static_cast<int>((l.center[u].x - l.min.x) * scale / kCell), 0, cols - 1);
-    const int cy = std::clamp(static_cast<int>((l.center[u].y - l.min.y) * scale / kCell), 0, rows - 1);
-    cells[static_cast<size_t>(cy) * cols + cx] = 1;
-  }
-  for (int y = 0; y < rows; ++y) {
-    for (int x = 0; x < cols; ++x) {
-      if (!cells[static_cast<size_t>(y) * cols + x]) continue;
-      const ImVec2 a{mm_min.x + x * kCell, mm_min.y + y * kCell};
-      f.dl->AddRectFilled(a, {a.x + kCell, a.y + kCell}, colors::kTextDim);
-    }
-  }
-  const ImVec2 va{mm_min.x + (f.view_min.x - l.min.x) * scale, mm_min.y + (f.view_min.y - l.min.y) * scale};
-  const ImVec2 vb{mm_min.x + (f.view_max.x - l.min.x) * scale, mm_min.y + (f.view_max.y - l.min.y) * scale};
-  f.dl->PushClipRect({mm_min.x - 4, mm_min.y - 4}, {mm_max.x + 4, mm_max.y + 4}, true);
-  f.dl->AddRect(va, vb, colors::kSelected, 0.f, 0, 1.5f);
-  f.dl->PopClipRect();
 }
 
 void GraphView::context_menu(Frame& f) {

@@ -17,6 +17,7 @@
 #include "render/graph_scene.h"
 #include "render/layout.h"
 #include "render/layout_job.h"
+#include "render/story.h"
 
 struct ImDrawList;
 
@@ -27,6 +28,11 @@ struct GraphViewOptions {
   LayoutOptions layout;
   bool minimap = true;
   float minimap_width = 190.f;  // pixels
+  // Note [Readable text]: no text is drawn smaller than this (pixels); fit
+  // never zooms out so far that box labels would drop below it.
+  float min_text_px = 10.f;
+  // A removed hook's ghost chip stays this many events, fading.
+  uint32_t ghost_events = 24;
 };
 
 struct GraphViewResult {
@@ -46,6 +52,22 @@ struct GraphDrawStats {
   uint32_t edges = 0;
   uint32_t cells = 0;   // dots / density cells
   uint32_t alarms = 0;  // boxes drawn as alarms: hooks of a destroyed owner on them
+  // What a test needs to measure the picture (screen pixels).
+  struct Rect {
+    float x0 = 0.f, y0 = 0.f, x1 = 0.f, y1 = 0.f;
+  };
+  float min_text_px = 0.f;        // smallest text drawn (0: none)
+  uint32_t small_texts = 0;       // texts drawn below GraphViewOptions::min_text_px
+  std::vector<Rect> box_rects;    // every box drawn
+  std::vector<std::pair<uint16_t, Rect>> rank_columns;  // every rank's column (boxes' bounds)
+  std::vector<std::pair<uint16_t, Rect>> banners;       // a failed / lost rank's banner
+  std::vector<uint16_t> banner_failed;                  // per banner: 1 failed or lost, 0 rebuilt
+  bool minimap_shown = false;
+  Rect minimap;
+  Rect content;                   // where boxes are drawn
+  uint32_t stale_chips = 0;       // chips of a hook firing stale at this event
+  uint32_t ghost_chips = 0;       // removed hooks' fading chips
+  uint32_t removal_boxes = 0;     // boxes highlighted for a removal at this event
 };
 
 class GraphView {
@@ -66,6 +88,12 @@ class GraphView {
   // Draws into the current window's remaining content region. `state` is
   // the state right after the current event (state.index).
   GraphViewResult draw(const analysis::State& state);
+  // The same, with the selection owned by the caller (the app's Session,
+  // issue 11): the view draws `selected_function` / `selected_owner` and
+  // returns a click's new selection as an intent (selection_changed), which
+  // the caller applies or not; the view keeps no selection of its own.
+  GraphViewResult draw(const analysis::State& state, analysis::FunctionIndex selected_function,
+                       analysis::OwnerIndex selected_owner);
 
   // ---- commands (take effect in the next draw) ----
   void fit();  // the live Functions (or all) fill the view
@@ -77,6 +105,10 @@ class GraphView {
   void set_folded(uint32_t group, bool folded);
   bool folded(uint32_t group) const;
   void relayout();  // from scratch, compact again
+  // Note [Compact boxes]: one-line boxes, chosen by fit when the full ones
+  // cannot all show with readable text; the toolbar toggles it.
+  void set_compact(bool compact);
+  bool compact() const { return metrics_.compact; }
 
   // ---- inspection (tests, benchmarks, the demo) ----
   bool layout_ready() const { return layout_ != nullptr; }
@@ -111,6 +143,14 @@ class GraphView {
   void draw_plain_box(Frame& f, uint32_t unit);
   void draw_minimap(Frame& f);
   void draw_rank_captions(Frame& f);
+  void draw_banners(Frame& f);
+  void draw_legend(const analysis::State& state);
+  void draw_tag(Frame& f, uint32_t unit, const char* text, uint32_t color);
+  bool minimap_rect(const Frame& f, float* x0, float* y0, float* x1, float* y1, float* scale) const;
+  // Text through here, so that stats know the smallest size drawn.
+  void put_text(Frame& f, float size, float x, float y, uint32_t color, const char* begin,
+                const char* end = nullptr, const float* clip = nullptr);
+  void focus_region(const Frame& f, Vec2* lo, Vec2* hi) const;
   void hover_and_click(Frame& f);
   void context_menu(Frame& f);
   void chips_of(const Frame& f, uint32_t unit, std::vector<Chip>& out) const;
@@ -119,8 +159,13 @@ class GraphView {
   static float place_chips(std::vector<Chip>& chips, const GraphScene& scene, float left,
                            float right, const BoxMetrics& m, float* kind_x);
   void fit_now(const Frame& f);
+  void switch_metrics(bool compact);
+  // Where a unit's chips go (world): from `left` to `right`, row starting at `top`.
+  void chip_row(uint32_t unit, float* left, float* right, float* top) const;
 
   GraphViewOptions options_;
+  BoxMetrics metrics_;      // options_.metrics, or their compact form
+  bool auto_compact_ = true;  // fit may switch to compact boxes (until the user chooses)
   const analysis::Model* model_ = nullptr;
   std::unique_ptr<GraphScene> scene_;
   std::vector<uint8_t> folded_groups_;
@@ -142,10 +187,15 @@ class GraphView {
     Vec2 min, max;
   };
   std::vector<RankBounds> rank_bounds_;  // captions "rank N" when several
+  RunStory story_;                       // Note [Run story]
+  std::vector<std::pair<uint16_t, uint32_t>> rank_sources_;  // (rank, source) of per-rank traces
+  bool minimap_open_ = true;             // the toolbar's toggle
+  bool minimap_needed_ = false;          // the last frame did not show everything
 
   Vec2 center_{0.f, 0.f};
   float zoom_ = 1.f;
   bool fit_pending_ = true;
+  bool fit_on_layout_ = false;  // fit once the pending layout lands (box shape changed)
   analysis::FunctionIndex focus_pending_ = analysis::kNoIndex;
   analysis::FunctionIndex selected_function_ = analysis::kNoIndex;
   analysis::OwnerIndex selected_owner_ = analysis::kNoIndex;

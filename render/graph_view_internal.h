@@ -24,6 +24,9 @@ struct GraphView::Chip {
   bool flash = false;  // one of its hooks fires at the current event
   uint16_t count = 0;  // hooks of this owner in a row ("R1x4")
   uint32_t fires = 0;
+  bool stale = false;    // fires at the current event although its owner is destroyed
+  bool removed = false;  // a ghost: removed `age` events ago (GraphViewOptions::ghost_events)
+  uint32_t age = 0;
   analysis::HookIndex first_hook = analysis::kNoIndex;
   float x0 = 0.f, x1 = 0.f;  // world x, set by place_chips()
 };
@@ -31,7 +34,9 @@ struct GraphView::Chip {
 struct GraphView::Frame {
   const analysis::State* state = nullptr;
   ImDrawList* dl = nullptr;
-  ImVec2 canvas_min, canvas_max;
+  ImVec2 panel_min, panel_max;    // the whole canvas: header strip, content, minimap column
+  ImVec2 canvas_min, canvas_max;  // the content: where boxes go (Note [Graph canvas])
+  float header_h = 0.f;
   Vec2 view_min, view_max;  // the world rectangle on screen
   float zoom = 1.f;
   GraphDetail detail = GraphDetail::kFull;
@@ -47,6 +52,8 @@ struct GraphView::Frame {
   std::vector<uint8_t> owner_dead;  // per owner, at state->index
   analysis::HookIndex firing_hook = analysis::kNoIndex;
   analysis::FunctionIndex running = analysis::kNoIndex;  // applied at the current event
+  bool firing_stale = false;  // the current event is a stale fire (Note [Run story])
+  analysis::FunctionIndex removing = analysis::kNoIndex;  // a hook removed from it at the current event
   std::vector<uint32_t> edge_stamp;  // per layout edge: drawn in this frame
   uint32_t stamp = 0;
   uint32_t hovered_unit = kNone;
@@ -69,7 +76,7 @@ struct GraphView::Frame {
 };
 
 // Chip text is a little smaller than the box's.
-inline float chip_font(const BoxMetrics& m) { return m.line_height * 0.85f; }
+inline float chip_font(const BoxMetrics& m) { return m.compact ? m.line_height : m.line_height * 0.85f; }
 
 inline float text_width(float size, const char* begin, const char* end = nullptr) {
   return ImGui::GetFont()->CalcTextSizeA(size, FLT_MAX, 0.f, begin, end).x;

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "render/layout_internal.h"
 
@@ -235,8 +236,10 @@ void layer_isolated(std::vector<int>& layer, const std::vector<uint8_t>& isolate
 }
 
 // Components in order of their smallest node; isolated nodes form the last.
+// With clusters: by cluster first, and each cluster's isolated nodes form
+// its last component.
 std::vector<int> find_components(int n, const std::vector<UniqueEdge>& edges,
-                                 const std::vector<uint8_t>& isolated) {
+                                 const std::vector<uint8_t>& isolated, const std::vector<int>& cluster) {
   std::vector<int> parent(static_cast<size_t>(n));
   std::iota(parent.begin(), parent.end(), 0);
   auto root = [&](int v) {
@@ -247,18 +250,53 @@ std::vector<int> find_components(int n, const std::vector<UniqueEdge>& edges,
     const int a = root(e.from), b = root(e.to);
     if (a != b) parent[std::max(a, b)] = std::min(a, b);  // the root is the smallest node
   }
-  std::vector<int> id(static_cast<size_t>(n), -1), component(static_cast<size_t>(n));
-  int next = 0;
+  const bool clustered = cluster.size() == static_cast<size_t>(n);
+  // (cluster, isolated?, root) orders the components.
+  std::vector<std::tuple<int, int, int>> keys(static_cast<size_t>(n));
   for (int v = 0; v < n; ++v) {
-    if (isolated[v]) continue;
-    const int r = root(v);
-    if (id[r] < 0) id[r] = next++;
-    component[v] = id[r];
+    const int c = clustered ? cluster[v] : 0;
+    keys[v] = isolated[v] ? std::tuple(c, 1, 0) : std::tuple(c, 0, root(v));
   }
+  std::vector<std::tuple<int, int, int>> distinct = keys;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  std::vector<int> component(static_cast<size_t>(n));
   for (int v = 0; v < n; ++v) {
-    if (isolated[v]) component[v] = next;
+    component[v] = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), keys[v]) - distinct.begin());
   }
   return component;
+}
+
+// Clusters as disjoint columns: each cluster (in increasing order) moves
+// right until its leftmost item clears the previous cluster's rightmost by
+// `gap`. Components are blocks in cluster order in every layer, so moving a
+// whole cluster right keeps every layer's order and separations.
+void separate_clusters(const Layered& g, const std::vector<int>& cluster, int n, float gap,
+                       std::vector<float>& x) {
+  if (cluster.size() != static_cast<size_t>(n) || n == 0) return;
+  std::vector<int> cluster_of_component(static_cast<size_t>(g.num_items()), 0);
+  for (int v = 0; v < n; ++v) cluster_of_component[g.component[v]] = cluster[v];
+  std::vector<int> order(cluster.begin(), cluster.end());
+  std::sort(order.begin(), order.end());
+  order.erase(std::unique(order.begin(), order.end()), order.end());
+  if (order.size() < 2) return;
+  std::vector<float> lo(order.size(), INFINITY), hi(order.size(), -INFINITY);
+  std::vector<int> which(static_cast<size_t>(g.num_items()));
+  for (int i = 0; i < g.num_items(); ++i) {
+    const int c = cluster_of_component[g.component[i]];
+    const size_t k = static_cast<size_t>(std::lower_bound(order.begin(), order.end(), c) - order.begin());
+    which[i] = static_cast<int>(k);
+    lo[k] = std::min(lo[k], x[i] - g.width[i] * 0.5f);
+    hi[k] = std::max(hi[k], x[i] + g.width[i] * 0.5f);
+  }
+  std::vector<float> shift(order.size(), 0.f);
+  float right = hi[0];
+  for (size_t k = 1; k < order.size(); ++k) {
+    if (!std::isfinite(lo[k])) continue;
+    shift[k] = std::max(0.f, right + gap - lo[k]);
+    right = hi[k] + shift[k];
+  }
+  for (int i = 0; i < g.num_items(); ++i) x[i] += shift[which[i]];
 }
 
 }  // namespace
@@ -389,7 +427,7 @@ Layout compute_layout(const LayoutInput& input, const LayoutOptions& options,
   std::vector<uint8_t> isolated;
   std::vector<int> layer = layer_nodes(n, oriented.edges, seed, isolated);
   layer_isolated(layer, isolated, seed, options);
-  const std::vector<int> component = find_components(n, oriented.edges, isolated);
+  const std::vector<int> component = find_components(n, oriented.edges, isolated, graph.cluster);
   Layered g = build_layered(n, oriented.edges, layer, component, sizes, options);
   if (detail::cancelled(cancel)) return stop();
 
@@ -410,8 +448,9 @@ Layout compute_layout(const LayoutInput& input, const LayoutOptions& options,
   }
   out.crossings = detail::order_layers(g, options, seed ? &seed_x : nullptr, cancel);
   if (detail::cancelled(cancel)) return stop();
-  const std::vector<float> x = detail::place_x(g, options, seed ? &seed_x : nullptr, cancel);
+  std::vector<float> x = detail::place_x(g, options, seed ? &seed_x : nullptr, cancel);
   if (detail::cancelled(cancel)) return stop();
+  separate_clusters(g, graph.cluster, n, 3.f * options.node_gap, x);
 
   // Layer bands: as tall as their tallest box; a band of dummies only is
   // half the default height, so long edges do not stretch the picture.

@@ -50,6 +50,10 @@ struct Vec2 {
 struct LayoutGraph {
   int num_nodes = 0;
   std::vector<std::pair<int, int>> edges;
+  // Optional, per node: its cluster (the graph view's rank). Clusters lay out
+  // as columns left to right by number whose bounding boxes never overlap;
+  // edges between clusters are allowed but pull nothing across.
+  std::vector<int> cluster;
 };
 
 // Longest-path layering: every edge goes from a lower to a strictly higher

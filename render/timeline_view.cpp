@@ -11,13 +11,17 @@
 #include <string>
 
 #include "render/colors.h"
+#include "render/timeline_view_internal.h"
 
 namespace hookscope::render {
 
 namespace {
 
-uint32_t class_color(int cls) {
-  static constexpr uint32_t kColors[kNumTickClasses] = {
+}  // namespace
+
+// Tick colours per TickClass, for the dark and the light canvas (Note [Canvas palettes]).
+uint32_t tick_class_color(int cls) {
+  static constexpr uint32_t kDark[kNumTickClasses] = {
       rgba(130, 136, 148),  // node
       rgba(110, 200, 120),  // hook added / removed
       rgba(250, 220, 90),   // hook fired
@@ -27,25 +31,40 @@ uint32_t class_color(int cls) {
       rgba(240, 70, 70),    // alarm
       rgba(110, 110, 110),  // other
   };
-  return kColors[cls];
+  static constexpr uint32_t kLight[kNumTickClasses] = {
+      rgba(110, 116, 128), rgba(30, 140, 50),  rgba(176, 120, 0), rgba(40, 90, 200),
+      rgba(140, 60, 190),  rgba(0, 130, 140),  rgba(208, 30, 30), rgba(120, 120, 120),
+  };
+  return palette().light ? kLight[cls] : kDark[cls];
 }
+
+const char* tick_class_name(int cls) {
+  static constexpr const char* kNames[kNumTickClasses] = {"Function", "hook +/-", "fire",  "engine",
+                                                          "DDP",      "collective", "alarm", "other"};
+  return kNames[cls];
+}
+
+namespace {
+
+uint32_t class_color(int cls) { return tick_class_color(cls); }
 
 // A fold is red when it holds an alarm, else the colour of its most telling class.
 uint32_t fold_color(uint8_t bits) {
   for (int cls : {6, 2, 5, 4, 1, 3, 0, 7}) {
     if (bits >> cls & 1) return with_alpha(class_color(cls), cls == 6 ? 255 : 170);
   }
-  return colors::kTextDim;
+  return palette().text_dim;
 }
 
 uint32_t span_color(const TimelineSpan& s) {
-  if (s.failed) return rgba(200, 60, 60, 220);
+  const bool light = palette().light;
+  if (s.failed) return light ? rgba(220, 90, 90, 230) : rgba(200, 60, 60, 220);
   switch (s.kind) {
-    case SpanKind::kBackward: return rgba(52, 84, 140, 230);
-    case SpanKind::kApply: return rgba(70, 110, 160, 230);
-    case SpanKind::kCollective: return rgba(40, 140, 140, 230);
+    case SpanKind::kBackward: return light ? rgba(150, 180, 230, 230) : rgba(52, 84, 140, 230);
+    case SpanKind::kApply: return light ? rgba(170, 200, 235, 230) : rgba(70, 110, 160, 230);
+    case SpanKind::kCollective: return light ? rgba(130, 205, 205, 230) : rgba(40, 140, 140, 230);
   }
-  return colors::kBox;
+  return palette().box;
 }
 
 void format_duration(char* buf, size_t n, double ns) {
@@ -63,32 +82,14 @@ void format_duration(char* buf, size_t n, double ns) {
 
 }  // namespace
 
-struct TimelineFrame {
-  ImDrawList* dl = nullptr;
-  ImVec2 min, max;      // canvas, the header column included
-  float plot_x = 0.f;   // where time starts
-  int64_t t0 = 0, t1 = 0;
-  int64_t min_gap = 1;  // ns per min_mark_px
-  bool hovered = false;
-  ImVec2 mouse;
-  TimelineResult result;
-  // What the mouse is over, decided while drawing.
-  uint32_t hover_event = UINT32_MAX;
-  size_t hover_count = 0;
-  const TimelineSpan* hover_span = nullptr;
-  size_t hover_span_count = 0;
-  bool clicked = false;
-  // Note [Timeline lanes fit the panel]: lanes shrink (down to a few pixels,
-  // text dropped) so that every track shows; a short panel never hides a rank.
-  float lane_h = 17.f;
-  bool lane_text = true;
-};
 
 TimelineView::TimelineView(TimelineViewOptions options) : options_(options) {}
 
 void TimelineView::set_model(const analysis::Model* model) {
   model_ = model;
   index_ = model ? TimelineIndex(*model) : TimelineIndex();
+  story_ = model ? RunStory(*model) : RunStory();
+  markers_ = model ? timeline_markers(*model, story_) : std::vector<TimelineMarker>{};
   bookmarks_.clear();
   selection_.reset();
   fit_pending_ = true;
@@ -140,8 +141,11 @@ TimelineResult TimelineView::draw(size_t current_event) {
   ImGui::SameLine();
   if (ImGui::SmallButton("Bookmark") && model_) toggle_bookmark(current_event);
   ImGui::SameLine();
-  ImGui::TextDisabled("%zu events, %zu tracks  |  wheel: zoom, drag: pan, right-drag: select, click: go to event",
-                      index_.num_events(), index_.tracks().size());
+  ImGui::TextDisabled("%zu events, %zu track%s", index_.num_events(), index_.tracks().size(),
+                      index_.tracks().size() == 1 ? "" : "s");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("wheel: zoom, drag: pan, right-drag: select, click: go to event");
+  ImGui::SameLine(0.f, 14.f);
+  draw_legend();
   f.dl = ImGui::GetWindowDrawList();
   f.min = ImGui::GetCursorScreenPos();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -162,7 +166,7 @@ TimelineResult TimelineView::draw(size_t current_event) {
   f.t1 = static_cast<int64_t>(std::ceil(t_of(f.max.x)));
   f.min_gap = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(options_.min_mark_px * ns_per_px_)));
 
-  f.dl->AddRectFilled(f.min, f.max, colors::kBackground);
+  f.dl->AddRectFilled(f.min, f.max, palette().background);  // Note [Canvas palettes]
   f.dl->PushClipRect(f.min, f.max, true);
   draw_axis(f);
   {
@@ -172,6 +176,8 @@ TimelineResult TimelineView::draw(size_t current_event) {
       fixed += options_.tick_height + options_.track_gap;
       lanes += track.lanes.size();
     }
+    f.marker_h = std::clamp((f.max.y - f.min.y) - fixed - 4.f * static_cast<float>(lanes), 0.f, options_.marker_height);
+    fixed += f.marker_h;
     const float room = (f.max.y - f.min.y) - fixed;
     f.lane_h = options_.lane_height;
     if (lanes > 0 && room < options_.lane_height * static_cast<float>(lanes)) {
@@ -179,17 +185,21 @@ TimelineResult TimelineView::draw(size_t current_event) {
     }
     f.lane_text = f.lane_h >= ImGui::GetFontSize() - 1.f;
   }
-  float y = f.min.y + options_.axis_height;
+  float y = f.min.y + options_.axis_height + f.marker_h;
   for (const TimelineTrack& track : index_.tracks()) {
     draw_track(f, track, y);
-    y += options_.tick_height + f.lane_h * static_cast<float>(track.lanes.size()) + options_.track_gap;
+    const float height = options_.tick_height + f.lane_h * static_cast<float>(track.lanes.size());
+    draw_lost(f, track, y, height);
+    y += height + options_.track_gap;
   }
+  draw_markers(f, f.min.y + options_.axis_height, y);
   // The selection, the bookmarks and the cursor over everything.
   if (selection_) {
     const float a = x_of(selection_->first), b = x_of(selection_->second);
-    f.dl->AddRectFilled({std::max(a, f.plot_x), f.min.y}, {b, f.max.y}, rgba(255, 255, 255, 28));
-    f.dl->AddLine({a, f.min.y}, {a, f.max.y}, rgba(255, 255, 255, 90));
-    f.dl->AddLine({b, f.min.y}, {b, f.max.y}, rgba(255, 255, 255, 90));
+    const uint32_t ink = palette().light ? rgba(0, 0, 0) : rgba(255, 255, 255);
+    f.dl->AddRectFilled({std::max(a, f.plot_x), f.min.y}, {b, f.max.y}, with_alpha(ink, 28));
+    f.dl->AddLine({a, f.min.y}, {a, f.max.y}, with_alpha(ink, 90));
+    f.dl->AddLine({b, f.min.y}, {b, f.max.y}, with_alpha(ink, 90));
   }
   if (model_) {
     for (size_t b : bookmarks_) {
@@ -205,8 +215,8 @@ TimelineResult TimelineView::draw(size_t current_event) {
     if (current_event < model_->num_events()) {
       const float x = x_of(static_cast<double>(model_->time_ns(current_event)));
       if (x >= f.plot_x && x <= f.max.x) {
-        f.dl->AddLine({x, f.min.y}, {x, f.max.y}, colors::kSelected, 1.5f);
-        f.dl->AddTriangleFilled({x - 5.f, f.min.y}, {x + 5.f, f.min.y}, {x, f.min.y + 7.f}, colors::kSelected);
+        f.dl->AddLine({x, f.min.y}, {x, f.max.y}, palette().selected, 1.5f);
+        f.dl->AddTriangleFilled({x - 5.f, f.min.y}, {x + 5.f, f.min.y}, {x, f.min.y + 7.f}, palette().selected);
       }
     }
   }
@@ -233,7 +243,7 @@ TimelineResult TimelineView::draw(size_t current_event) {
         ImGui::Text("%zu spans folded", f.hover_span_count);
       } else if (model_) {
         ImGui::Text("%s  (%s)", model_->describe(f.hover_span->begin_event).c_str(), dur);
-        if (f.hover_span->failed) ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colors::kAlarm), "collective failed");
+        if (f.hover_span->failed) ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().alarm), "collective failed");
       }
       ImGui::EndTooltip();
       if (f.clicked && model_) f.result.current_event = f.hover_span->begin_event;
@@ -280,7 +290,7 @@ void TimelineView::handle_input(TimelineFrame& f) {
 
 void TimelineView::draw_axis(TimelineFrame& f) {
   const float y = f.min.y + options_.axis_height;
-  f.dl->AddLine({f.plot_x, y - 1.f}, {f.max.x, y - 1.f}, colors::kBoxBorder);
+  f.dl->AddLine({f.plot_x, y - 1.f}, {f.max.x, y - 1.f}, palette().box_border);
   // Steps of 1, 2 or 5 times a power of ten, at least 110 px apart.
   const double want = 110.0 * ns_per_px_;
   double step = std::pow(10.0, std::floor(std::log10(want)));
@@ -295,18 +305,18 @@ void TimelineView::draw_axis(TimelineFrame& f) {
   char buf[32];
   for (; x_of(t) <= f.max.x; t += step) {
     const float x = x_of(t);
-    f.dl->AddLine({x, y - 6.f}, {x, y}, colors::kTextDim);
-    f.dl->AddLine({x, y}, {x, f.max.y}, colors::kGrid);
+    f.dl->AddLine({x, y - 6.f}, {x, y}, palette().text_dim);
+    f.dl->AddLine({x, y}, {x, f.max.y}, palette().grid);
     format_duration(buf, sizeof buf, t - origin);
-    f.dl->AddText({x + 3.f, f.min.y + 3.f}, colors::kTextDim, buf);
+    f.dl->AddText({x + 3.f, f.min.y + 3.f}, palette().text_dim, buf);
   }
 }
 
 void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, float y) {
   const TimelineViewOptions& o = options_;
   const float height = o.tick_height + f.lane_h * static_cast<float>(track.lanes.size());
-  f.dl->AddRectFilled({f.min.x, y}, {f.max.x, y + height}, rgba(255, 255, 255, 6));
-  f.dl->AddText({f.min.x + 6.f, y + 1.f}, colors::kText, track.name.c_str());
+  f.dl->AddRectFilled({f.min.x, y}, {f.max.x, y + height}, palette().track);
+  f.dl->AddText({f.min.x + 6.f, y + 1.f}, palette().text, track.name.c_str());
   f.dl->PushClipRect({f.plot_x, y}, {f.max.x, y + height}, true);
   const float ty0 = y + 2.f, ty1 = y + o.tick_height - 2.f;
   char buf[32];
@@ -327,7 +337,7 @@ void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, floa
     ++stats_.folds;
     const int len = std::snprintf(buf, sizeof buf, "%zu", m.last - m.first);
     if (x1 - x0 > ImGui::CalcTextSize(buf).x + 6.f) {
-      f.dl->AddText(nullptr, o.tick_height - 3.f, {x0 + 3.f, ty0 - 1.f}, rgba(10, 10, 12), buf, buf + len);
+      f.dl->AddText(nullptr, o.tick_height - 3.f, {x0 + 3.f, ty0 - 1.f}, palette().chip_text, buf, buf + len);
     }
     if (hit && f.mouse.x >= x0 - 1.f && f.mouse.x <= x1 + 1.f) {
       // The event nearest the mouse inside the fold.
@@ -355,7 +365,7 @@ void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, floa
       if (folded) {  // several spans too narrow to tell apart: a lighter bar with their count
         f.dl->AddRectFilled({x0, ly0 + 3.f}, {x1, ly1 - 3.f}, with_alpha(span_color(s), 140));
         const int len = std::snprintf(buf, sizeof buf, "%zu", last - first);
-        if (f.lane_text && x1 - x0 > ImGui::CalcTextSize(buf).x + 6.f) f.dl->AddText({x0 + 3.f, ly0 + 1.f}, colors::kText, buf, buf + len);
+        if (f.lane_text && x1 - x0 > ImGui::CalcTextSize(buf).x + 6.f) f.dl->AddText({x0 + 3.f, ly0 + 1.f}, palette().text, buf, buf + len);
         return;
       }
       // A span that never ended (its rank died) is an outline running to the end.
@@ -378,7 +388,7 @@ void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, floa
       }
       if (s.open()) label += " (never ended)";
       const ImVec4 clip{std::max(x0, f.plot_x), ly0, x1 - 2.f, ly1};
-      f.dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), {std::max(x0, f.plot_x) + 3.f, ly0 + 1.f}, colors::kText,
+      f.dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), {std::max(x0, f.plot_x) + 3.f, ly0 + 1.f}, palette().text,
                     label.c_str(), nullptr, 0.f, &clip);
     });
   }

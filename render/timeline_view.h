@@ -9,11 +9,13 @@
 //   if (r.current_event) cursor.seek(*r.current_event);
 
 #include <cstdint>
+#include <string>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "analysis/model.h"
+#include "render/story.h"
 #include "render/timeline_index.h"
 
 namespace hookscope::render {
@@ -25,7 +27,22 @@ struct TimelineViewOptions {
   float lane_height = 17.f;
   float track_gap = 6.f;
   float min_mark_px = 3.f;     // closer events fold (Note [Timeline folding])
+  float marker_height = 20.f;  // the strip of labelled lifecycle markers under the axis
 };
+
+// Note [Timeline markers]: the moments of the story, drawn as labelled lines
+// across every track (a legend above the canvas names every colour).
+enum class MarkerKind : uint8_t { kFailed, kLost, kRebuilt, kReducerBuilt, kReducerDestroyed };
+struct TimelineMarker {
+  analysis::EventIndex at = 0;
+  MarkerKind kind = MarkerKind::kFailed;
+  std::string label;
+};
+
+// Failures, losses, rebuilds, Reducers built and destroyed, in event order.
+std::vector<TimelineMarker> timeline_markers(const analysis::Model& model, const RunStory& story);
+uint32_t marker_color(MarkerKind kind);
+const char* marker_name(MarkerKind kind);
 
 struct TimelineResult {
   std::optional<size_t> current_event;  // the user moved the cursor here
@@ -40,6 +57,8 @@ struct TimelineDrawStats {
   uint32_t ticks = 0;   // lone events
   uint32_t folds = 0;   // marks that fold several events
   uint32_t spans = 0;   // spans and span folds
+  uint32_t markers = 0;        // marker lines drawn
+  uint32_t marker_labels = 0;  // of them labelled (labels never overlap)
 };
 
 class TimelineView {
@@ -62,6 +81,7 @@ class TimelineView {
   const std::vector<size_t>& bookmarks() const { return bookmarks_; }
   const TimelineIndex& index() const { return index_; }
   const TimelineDrawStats& stats() const { return stats_; }
+  const std::vector<TimelineMarker>& markers() const { return markers_; }
 
  private:
   float x_of(double t) const;
@@ -70,6 +90,9 @@ class TimelineView {
   void draw_axis(TimelineFrame& f);
   void draw_track(TimelineFrame& f, const TimelineTrack& track, float y);
   void handle_input(TimelineFrame& f);
+  void draw_legend();
+  void draw_markers(TimelineFrame& f, float top, float bottom);
+  void draw_lost(TimelineFrame& f, const TimelineTrack& track, float y, float height);
 
   TimelineViewOptions options_;
   const analysis::Model* model_ = nullptr;
@@ -80,6 +103,8 @@ class TimelineView {
   float canvas_w_ = 1.f;
   bool fit_pending_ = true;
   std::vector<size_t> bookmarks_;
+  std::vector<TimelineMarker> markers_;
+  RunStory story_;
   std::optional<std::pair<double, double>> selection_;  // ns
   std::optional<double> selecting_from_;
   TimelineDrawStats stats_;

@@ -255,7 +255,7 @@ TEST_CASE("session: a grown live model keeps the position, or follows the end") 
 #endif
 
 #if HOOKSCOPE_APP_UI
-TEST_CASE("hook keys read as serial.slot and parse back; key: filters accept both forms") {
+TEST_CASE("hook keys read as serial.slot and parse back, key: filters accept both forms") {
   CHECK(trace::format_hook_key(5) == "5");
   CHECK(trace::format_hook_key((uint64_t{9} << 24) | 3) == "9.3");
   CHECK(trace::parse_hook_key("9.3") == ((uint64_t{9} << 24) | 3));

@@ -172,7 +172,7 @@ TEST_CASE("app: Ctrl+B bookmarks, Ctrl+1 jumps back, Ctrl+G opens Go to, Space p
   CHECK(ui.app().help_open());
 }
 
-TEST_CASE("app: the Events filter selects rows; a bad expression keeps the last rows") {
+TEST_CASE("app: the Events filter selects rows, a bad expression keeps the last rows") {
   HeadlessUi ui(args_for({recovery_trace("none")}));
   App& app = ui.app();
   app.set_filter("kind:reducer_destroyed");
@@ -314,7 +314,7 @@ TEST_CASE("app: the window layout is saved to imgui.ini in the config directory"
 #endif
 
 #if HOOKSCOPE_APP_UI
-TEST_CASE("app: files dropped on the window open; Ctrl+O opens the file browser") {
+TEST_CASE("app: files dropped on the window open, Ctrl+O opens the file browser") {
   HeadlessUi ui(args_for({}));
   App& app = ui.app();
   CHECK(app.session().model() == nullptr);
@@ -355,7 +355,7 @@ TEST_CASE("recent files: newest first, no duplicates, at most ten, kept across r
 #endif
 
 #if HOOKSCOPE_APP_UI
-TEST_CASE("app: a filter typed over a running one replaces it; the rows are the last expression's") {
+TEST_CASE("app: a filter typed over a running one replaces it, the rows are the last expression's") {
   Args a;
   a.files = {recovery_trace("none")};  // not headless: filtering runs in the background
   HeadlessUi ui(a);

@@ -1,0 +1,39 @@
+// The draw report of headless screenshots (Note [Draw report]).
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "app_state.h"
+
+namespace hookscope::app {
+
+// Note [Draw report]: what the last frame drew, measured, for tests (the
+// screenshot tests read it beside the PNG: HOOKSCOPE_DRAW_REPORT=FILE).
+bool App::write_draw_report(const std::string& path) const {
+  const render::GraphDrawStats& g = graph_.stats();
+  auto rect = [](const render::GraphDrawStats::Rect& r) { return fmt::format("[{},{},{},{}]", r.x0, r.y0, r.x1, r.y1); };
+  std::string boxes, columns, banners;
+  for (const auto& r : g.box_rects) boxes += (boxes.empty() ? "" : ",") + rect(r);
+  for (const auto& [rank, r] : g.rank_columns) {
+    columns += fmt::format("{}{{\"rank\":{},\"rect\":{}}}", columns.empty() ? "" : ",", rank, rect(r));
+  }
+  for (size_t i = 0; i < g.banners.size(); ++i) {
+    banners += fmt::format("{}{{\"rank\":{},\"failed\":{},\"rect\":{}}}", banners.empty() ? "" : ",",
+                           g.banners[i].first, g.banner_failed[i] ? "true" : "false", rect(g.banners[i].second));
+  }
+  const render::TimelineDrawStats& t = timeline_.stats();
+  const std::string json = fmt::format(
+      "{{\"event\":{},\"compact\":{},\"zoom\":{},\"min_text_px\":{},\"small_texts\":{},\"texts\":{},"
+      "\"boxes\":[{}],\"rank_columns\":[{}],\"banners\":[{}],\"minimap_shown\":{},\"minimap\":{},"
+      "\"content\":{},\"stale_chips\":{},\"ghost_chips\":{},\"removal_boxes\":{},\"alarms\":{},"
+      "\"timeline_markers\":{},\"timeline_marker_labels\":{}}}\n",
+      session_.current(), graph_.compact() ? "true" : "false", graph_.zoom(), g.min_text_px, g.small_texts, g.texts,
+      boxes, columns, banners, g.minimap_shown ? "true" : "false", rect(g.minimap), rect(g.content), g.stale_chips,
+      g.ghost_chips, g.removal_boxes, g.alarms, t.markers, t.marker_labels);
+  std::FILE* out = std::fopen(path.c_str(), "w");
+  if (!out) return false;
+  const bool ok = std::fwrite(json.data(), 1, json.size(), out) == json.size();
+  return std::fclose(out) == 0 && ok;
+}
+
+}  // namespace hookscope::app

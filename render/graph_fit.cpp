@@ -1,0 +1,141 @@
+// Fitting the graph to the canvas readably (Note [Readable text]), compact
+// boxes (Note [Compact boxes]) and the minimap in its own column (Note
+// [Graph canvas]).
+
+#include <algorithm>
+#include <cmath>
+
+#include "render/colors.h"
+#include "render/graph_view_internal.h"
+
+namespace hookscope::render {
+
+void GraphView::set_compact(bool compact) {
+  auto_compact_ = false;
+  switch_metrics(compact);
+}
+
+void GraphView::switch_metrics(bool compact) {
+  if (metrics_.compact == compact) return;
+  metrics_ = compact ? compact_metrics(options_.metrics) : options_.metrics;
+  // Positions of the other box shape mean nothing for this one: from scratch, then fit.
+  std::fill(node_layer_.begin(), node_layer_.end(), -1);
+  std::fill(group_layer_.begin(), group_layer_.end(), -1);
+  layer_height_.clear();
+  fit_on_layout_ = true;
+  start_layout(false);
+}
+
+void GraphView::chip_row(uint32_t unit, float* left, float* right, float* top) const {
+  const Layout& l = *layout_;
+  const BoxMetrics& m = metrics_;
+  const Vec2 c = l.center[unit], s = l.size[unit];
+  *left = c.x - s.x * 0.5f + m.pad;
+  *right = c.x + s.x * 0.5f - m.pad;
+  *top = c.y + s.y * 0.5f - m.pad - m.chip_height;
+  if (m.compact) {  // after the title, on its line
+    const std::string title = scene_->unit_compact_title(*folded_, unit);
+    *left += text_width(m.line_height, title.c_str()) + m.kind_gap;
+    *top = c.y - m.chip_height * 0.5f;
+  }
+}
+void GraphView::focus(analysis::FunctionIndex function) { focus_pending_ = function; }
+void GraphView::select_function(analysis::FunctionIndex function) { selected_function_ = function; }
+void GraphView::select_owner(analysis::OwnerIndex owner) { selected_owner_ = owner; }
+
+
+// Note [Readable text]: fit shows every live box when that keeps the
+// smallest text (chip tags) at min_text_px or more; otherwise it zooms to
+// that size and centres on what matters (focus_region): the view scrolls,
+// the minimap shows where it is.
+void GraphView::fit_now(const Frame& f) {
+  const Layout& l = *layout_;
+  Vec2 lo{INFINITY, INFINITY}, hi{-INFINITY, -INFINITY};
+  for (uint32_t u : f.live_units) {
+    lo = {std::min(lo.x, l.center[u].x - l.size[u].x * 0.5f), std::min(lo.y, l.center[u].y - l.size[u].y * 0.5f)};
+    hi = {std::max(hi.x, l.center[u].x + l.size[u].x * 0.5f), std::max(hi.y, l.center[u].y + l.size[u].y * 0.5f)};
+  }
+  if (f.live_units.empty()) {
+    lo = l.min;
+    hi = l.max;
+  }
+  // The content's width without the minimap column (everything fits), and with it.
+  const float full_w = std::max(f.panel_max.x - f.panel_min.x, 1.f);
+  const bool can_map = options_.minimap && minimap_open_ && full_w > 3.f * options_.minimap_width;
+  float w = full_w;
+  const float h = std::max(f.canvas_max.y - f.canvas_min.y, 1.f);
+  const float margin = 16.f;
+  minimap_needed_ = false;
+  zoom_ = std::min((w - 2 * margin) / std::max(hi.x - lo.x, 1.f),
+                   (h - 2 * margin) / std::max(hi.y - lo.y, 1.f));
+  zoom_ = std::clamp(zoom_, 1e-6f, 1.5f);
+  center_ = {(lo.x + hi.x) * 0.5f, (lo.y + hi.y) * 0.5f};
+  const float readable = options_.min_text_px / chip_font(metrics_);
+  if (zoom_ >= readable || f.live_units.empty()) return;
+  if (!metrics_.compact && auto_compact_) {  // Note [Compact boxes]: one-line boxes, then fit again
+    switch_metrics(true);
+    return;
+  }
+  zoom_ = readable;
+  if (can_map) {
+    w = full_w - options_.minimap_width - 16.f;
+    minimap_needed_ = true;
+  }
+  Vec2 flo, fhi;
+  focus_region(f, &flo, &fhi);
+  // Per axis: all of it when it fits, else the focus, kept inside the live bounds.
+  auto axis = [&](float a, float b, float fa, float fb, float extent) {
+    const float view = extent / zoom_ - 2.f * margin / zoom_;
+    if (b - a <= view) return (a + b) * 0.5f;
+    const float c = (fa + fb) * 0.5f;
+    return std::clamp(c, a + view * 0.5f, b - view * 0.5f);
+  };
+  center_ = {axis(lo.x, hi.x, flo.x, fhi.x, w), axis(lo.y, hi.y, flo.y, fhi.y, h)};
+}
+
+bool GraphView::minimap_rect(const Frame& f, float* x0, float* y0, float* x1, float* y1, float* scale) const {
+  if (!layout_ || f.canvas_max.x >= f.panel_max.x - 1.f) return false;
+  const Layout& l = *layout_;
+  const float w = options_.minimap_width, h = f.panel_max.y - f.canvas_min.y - 16.f;
+  *scale = std::min(w / std::max(l.max.x - l.min.x, 1.f), h / std::max(l.max.y - l.min.y, 1.f));
+  *x1 = f.panel_max.x - 8.f;
+  *y0 = f.canvas_min.y + 8.f;
+  *x0 = *x1 - (l.max.x - l.min.x) * *scale;
+  *y1 = *y0 + (l.max.y - l.min.y) * *scale;
+  return true;
+}
+
+void GraphView::draw_minimap(Frame& f) {
+  const Layout& l = *layout_;
+  float x0, y0, x1, y1, scale;
+  if (!minimap_rect(f, &x0, &y0, &x1, &y1, &scale)) return;
+  const ImVec2 mm_min{x0, y0}, mm_max{x1, y1};
+  stats_.minimap = {x0 - 4.f, y0 - 4.f, x1 + 4.f, y1 + 4.f};
+  f.dl->AddRectFilled({mm_min.x - 4, mm_min.y - 4}, {mm_max.x + 4, mm_max.y + 4}, palette().minimap, 3.f);
+  f.dl->AddRect({mm_min.x - 4, mm_min.y - 4}, {mm_max.x + 4, mm_max.y + 4}, palette().box_border, 3.f);
+  // Live boxes as 2 px cells: the vertex count is bounded by the minimap's area.
+  constexpr float kCell = 2.f;
+  const int cols = std::max(1, static_cast<int>((mm_max.x - mm_min.x) / kCell) + 1);
+  const int rows = std::max(1, static_cast<int>((mm_max.y - mm_min.y) / kCell) + 1);
+  std::vector<uint32_t>& cells = f.cells;
+  cells.assign(static_cast<size_t>(cols) * static_cast<size_t>(rows), 0);
+  for (uint32_t u : f.live_units) {
+    const int cx = std::clamp(static_cast<int>((l.center[u].x - l.min.x) * scale / kCell), 0, cols - 1);
+    const int cy = std::clamp(static_cast<int>((l.center[u].y - l.min.y) * scale / kCell), 0, rows - 1);
+    cells[static_cast<size_t>(cy) * cols + cx] = 1;
+  }
+  for (int y = 0; y < rows; ++y) {
+    for (int x = 0; x < cols; ++x) {
+      if (!cells[static_cast<size_t>(y) * cols + x]) continue;
+      const ImVec2 a{mm_min.x + x * kCell, mm_min.y + y * kCell};
+      f.dl->AddRectFilled(a, {a.x + kCell, a.y + kCell}, palette().text_dim);
+    }
+  }
+  const ImVec2 va{mm_min.x + (f.view_min.x - l.min.x) * scale, mm_min.y + (f.view_min.y - l.min.y) * scale};
+  const ImVec2 vb{mm_min.x + (f.view_max.x - l.min.x) * scale, mm_min.y + (f.view_max.y - l.min.y) * scale};
+  f.dl->PushClipRect({mm_min.x - 4, mm_min.y - 4}, {mm_max.x + 4, mm_max.y + 4}, true);
+  f.dl->AddRect(va, vb, palette().selected, 0.f, 0, 1.5f);
+  f.dl->PopClipRect();
+}
+
+}  // namespace hookscope::render

@@ -1,0 +1,226 @@
+// What the graph says about the run around the boxes (Note [Graph canvas]):
+// rank captions and banners in the header strip, the owners' legend in the
+// toolbar, tags over the box of the current event, fit's focus, and the one
+// way text is drawn (Note [Readable text]).
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "render/colors.h"
+#include "render/graph_view_internal.h"
+
+namespace hookscope::render {
+
+using analysis::kNoIndex;
+
+
+// Note [Readable text]
+// ~~~~~~~~~~~~~~~~~~~~
+// Every text of the graph goes through put_text(), which keeps the smallest
+// size drawn in GraphDrawStats; the level of detail (Note [Graph level of
+// detail]) drops text before it would be smaller than min_text_px, and fit
+// stops zooming out there (fit_now), so at fit every label is readable.
+void GraphView::put_text(Frame& f, float size, float x, float y, uint32_t color, const char* begin,
+                         const char* end, const float* clip) {
+  if (stats_.min_text_px == 0.f || size < stats_.min_text_px) stats_.min_text_px = size;
+  if (size < options_.min_text_px - 0.01f) ++stats_.small_texts;
+  const ImVec4 c = clip ? ImVec4(clip[0], clip[1], clip[2], clip[3]) : ImVec4(f.panel_min.x, f.panel_min.y, f.panel_max.x, f.panel_max.y);
+  f.dl->AddText(ImGui::GetFont(), size, {x, y}, color, begin, end, 0.f, &c);
+}
+
+void GraphView::draw_tag(Frame& f, uint32_t unit, const char* text, uint32_t color) {
+  const Layout& l = *layout_;
+  const Vec2 c = l.center[unit], s = l.size[unit];
+  const ImVec2 a = f.to_screen({c.x - s.x * 0.5f, c.y - s.y * 0.5f});
+  const float fs = std::max(options_.min_text_px + 1.f, ImGui::GetFontSize() * 0.85f);
+  const float w = text_width(fs, text) + 8.f;
+  const ImVec2 p{a.x, std::max(a.y - fs - 6.f, f.canvas_min.y)};
+  f.dl->AddRectFilled(p, {p.x + w, p.y + fs + 4.f}, color, 3.f);
+  put_text(f, fs, p.x + 4.f, p.y + 2.f, ink_on(color), text);
+}
+
+// Ranks lay out as disjoint columns (LayoutGraph::cluster); the header strip
+// names each above its column, clipped to it, so captions never overprint.
+void GraphView::draw_rank_captions(Frame& f) {
+  if (f.header_h <= 0.f) return;
+  const float fs = ImGui::GetFontSize();
+  std::string left_of, right_of;  // ranks whose columns are off screen
+  for (const RankBounds& b : rank_bounds_) {
+    const ImVec2 lo = f.to_screen(b.min), hi = f.to_screen(b.max);
+    stats_.rank_columns.push_back({b.rank, {lo.x, lo.y, hi.x, hi.y}});
+    if (rank_bounds_.size() < 2) continue;
+    float x0 = std::max(lo.x, f.canvas_min.x), x1 = std::min(hi.x, f.canvas_max.x);
+    std::string caption = fmt::format("rank {}", b.rank);
+    if (x1 - x0 < 12.f) {  // off screen: named at the edge it is beyond (pan, or use the minimap)
+      std::string& side = lo.x >= f.canvas_max.x ? right_of : left_of;
+      side += fmt::format("{}{}", side.empty() ? "rank " : ", ", b.rank);
+      continue;
+    }
+    // A rank recorded by several processes (replacements): which one is live.
+    uint32_t sources = 0, live_source = UINT32_MAX;
+    for (const auto& [rank, source] : rank_sources_) {
+      if (rank != b.rank) continue;
+      ++sources;
+      for (const analysis::FunctionAt& fa : f.state->functions) {
+        const auto& info = model_->functions()[fa.function];
+        if (info.rank == rank && info.source == source) live_source = sources - 1;
+      }
+    }
+    if (sources > 1 && live_source != UINT32_MAX) caption += fmt::format(" · process gen {} of {}", live_source, sources);
+    const float clip[4] = {x0, f.panel_min.y, x1, f.panel_min.y + fs * 1.5f};
+    put_text(f, fs, x0 + 4.f, f.panel_min.y + fs * 0.2f, palette().text_dim, caption.c_str(), nullptr, clip);
+  }
+  if (!right_of.empty()) {
+    right_of += " >>";
+    const float w = text_width(fs, right_of.c_str());
+    put_text(f, fs, f.canvas_max.x - w - 6.f, f.panel_min.y + fs * 0.2f, palette().text_dim, right_of.c_str());
+  }
+  if (!left_of.empty()) {
+    left_of = "<< " + left_of;
+    put_text(f, fs, f.canvas_min.x + 4.f, f.panel_min.y + fs * 0.2f, palette().text_dim, left_of.c_str());
+  }
+}
+
+void GraphView::draw_banners(Frame& f) {
+  if (story_.incidents().empty()) return;
+  const Palette& pal = palette();
+  const float fs = ImGui::GetFontSize();
+  const float y0 = f.panel_min.y + std::round(fs * 1.5f), y1 = y0 + std::round(fs * 1.45f);
+  for (uint16_t rank : story_.ranks()) {
+    const RankIncident* st = story_.rank_status(rank, f.state->index);
+    if (!st) continue;
+    std::string text;
+    uint32_t fill;
+    if (st->kind == IncidentKind::kRebuilt) {
+      const RankIncident* before = story_.failure_before(*st);
+      text = before ? fmt::format("rank {} rebuilt at #{} after it {} at #{}", rank, st->at,
+                                  before->kind == IncidentKind::kLost ? "was lost" : "failed", before->at)
+                    : fmt::format("rank {} rebuilt at #{}", rank, st->at);
+      fill = pal.recovered;
+    } else {
+      text = fmt::format("{} at #{}", st->text, st->at);
+      if (st->kind == IncidentKind::kLost) text += fmt::format(" · no data after #{}", st->last_data);
+      fill = pal.banner;
+    }
+    float x0 = f.canvas_min.x + 2.f, x1 = f.canvas_max.x - 2.f;
+    for (const RankBounds& b : rank_bounds_) {
+      if (b.rank != rank) continue;
+      x0 = std::max(f.to_screen(b.min).x, f.canvas_min.x + 2.f);
+      x1 = std::min(f.to_screen(b.max).x, f.canvas_max.x - 2.f);
+    }
+    const float tw = text_width(fs, text.c_str()) + 16.f;
+    if (x1 - x0 < tw) x1 = std::min(x0 + tw, f.panel_max.x - 2.f);
+    if (x1 - x0 < tw) x0 = std::max(f.panel_min.x + 2.f, x1 - tw);
+    f.dl->AddRectFilled({x0, y0}, {x1, y1}, fill, 3.f);
+    const float clip[4] = {x0, y0, x1, y1};
+    put_text(f, fs, x0 + 8.f, y0 + (y1 - y0 - fs) * 0.5f, pal.banner_text, text.c_str(), nullptr, clip);
+    stats_.banners.push_back({rank, {x0, y0, x1, y1}});
+    stats_.banner_failed.push_back(st->kind != IncidentKind::kRebuilt);
+  }
+}
+
+// The owners that hold hooks now (or are alive), each a square of its colour
+// (red-ringed once destroyed) and its tag; hover for the full name.
+void GraphView::draw_legend(const analysis::State& state) {
+  const analysis::Model& model = *model_;
+  const Palette& pal = palette();
+  // One entry per owner identity (Note [Owner colours]): "Reducer 1" of every rank together.
+  struct Entry {
+    std::string tag, name;
+    uint32_t color = 0;
+    uint32_t live = 0, dead = 0, hooks = 0;
+    std::string ranks;
+  };
+  std::vector<Entry> entries;
+  for (const analysis::OwnerAt& o : state.owners) {
+    if (!o.live && o.hooks == 0) continue;
+    const std::string name = model.owner_name(o.owner);
+    auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; });
+    if (it == entries.end()) it = entries.insert(entries.end(), {scene_->owner_tag(o.owner), name, scene_->owner_color(o.owner)});
+    (o.live ? it->live : it->dead) += 1;
+    it->hooks += o.hooks;
+    it->ranks += fmt::format("{}{}", it->ranks.empty() ? "" : ", ", model.owners()[o.owner].rank);
+  }
+  int shown = 0;
+  for (const Entry& e : entries) {
+    if (shown == 10) break;
+    if (shown++ > 0) ImGui::SameLine(0.f, 10.f);
+    const float h = ImGui::GetTextLineHeight(), side = h * 0.75f;
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 a{p.x + 1.f, p.y + (h - side) * 0.5f + 1.f}, b{a.x + side, a.y + side};
+    const bool dead = e.live == 0;
+    if (dead) dl->AddRectFilled({a.x - 2.f, a.y - 2.f}, {b.x + 2.f, b.y + 2.f}, pal.alarm);
+    dl->AddRectFilled(a, b, e.color);
+    ImGui::Dummy({side + 3.f, h});
+    ImGui::SameLine(0.f, 2.f);
+    const std::string label = e.tag + (dead ? " destroyed" : e.dead ? " (part destroyed)" : "");
+    if (dead) {
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pal.alarm), "%s", label.c_str());
+    } else {
+      ImGui::TextUnformatted(label.c_str());
+    }
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("%s on rank%s %s: %u alive, %u destroyed; %u hook%s attached", e.name.c_str(),
+                        e.live + e.dead == 1 ? "" : "s", e.ranks.c_str(), e.live, e.dead, e.hooks, e.hooks == 1 ? "" : "s");
+    }
+  }
+  if (entries.size() > 10) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("+%zu more", entries.size() - 10);
+  }
+  if (entries.empty()) ImGui::TextDisabled("no hook owners");
+}
+
+// Where fit looks when everything does not fit readably: the selection,
+// else the boxes holding leaked hooks, else the current event's box, else
+// the top of the graph (the loss, where backward starts).
+void GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
+  const Layout& l = *layout_;
+  const FoldedGraph& fg = *folded_;
+  *lo = {INFINITY, INFINITY};
+  *hi = {-INFINITY, -INFINITY};
+  auto take = [&](uint32_t u) {
+    *lo = {std::min(lo->x, l.center[u].x - l.size[u].x * 0.5f), std::min(lo->y, l.center[u].y - l.size[u].y * 0.5f)};
+    *hi = {std::max(hi->x, l.center[u].x + l.size[u].x * 0.5f), std::max(hi->y, l.center[u].y + l.size[u].y * 0.5f)};
+  };
+  const size_t nf = model_->functions().size();
+  if (selected_function_ < nf && f.slot_live[scene_->slot_of(selected_function_)]) {
+    take(fg.unit_of_node[scene_->slot_of(selected_function_)]);
+    return;
+  }
+  // A stale fire or a removal at this event: its box first.
+  if (f.removing < nf || (f.firing_stale && f.running < nf)) {
+    take(fg.unit_of_node[scene_->slot_of(f.removing < nf ? f.removing : f.running)]);
+    return;
+  }
+  // A rank failing or lost at this event: its live boxes.
+  for (const RankIncident& inc : story_.incidents()) {
+    if (inc.at != f.state->index || inc.kind == IncidentKind::kRebuilt) continue;
+    for (uint32_t u : f.live_units) {
+      const uint32_t g = fg.group_of_unit[u];
+      if ((g == kNoGroup ? scene_->nodes()[fg.node_of_unit[u]].rank : scene_->groups()[g].rank) == inc.rank) take(u);
+    }
+  }
+  if (std::isfinite(lo->x)) return;
+  std::vector<Chip> chips;
+  for (uint32_t u : f.live_units) {
+    chips_of(f, u, chips);
+    if (std::any_of(chips.begin(), chips.end(), [](const Chip& c) { return c.dead && !c.removed; })) take(u);
+  }
+  if (std::isfinite(lo->x)) return;
+  for (analysis::FunctionIndex fn : {f.running, f.removing}) {
+    if (fn < nf) {
+      take(fg.unit_of_node[scene_->slot_of(fn)]);
+      return;
+    }
+  }
+  for (uint32_t u : f.live_units) take(u);
+  hi->y = lo->y;  // the top
+}
+
+}  // namespace hookscope::render

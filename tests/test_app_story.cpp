@@ -1,0 +1,244 @@
+// The desktop app tells the story at a glance, measured on real screenshots
+// under Xvfb (1280x800) with the app's draw report (Note [Draw report]):
+// the failed rank's banner in its column, text never below 10 px at fit,
+// the minimap over no box, disjoint rank columns, stale fires and removed
+// hooks' ghost chips at their events and not before; bad --at / --select
+// exit 2. Skips, saying why, without xvfb-run.
+#if HOOKSCOPE_APP_UI
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+#include <stb_image.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "analysis/model.h"
+#include "render/colors.h"
+#include "render/story.h"
+#include "test_util.h"
+#include "trace/reader.h"
+
+using namespace hookscope;
+using trace::EventKind;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+fs::path story_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("hookscope_story_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// xvfb-run -a races when several start at once (two pick one display, or
+// its temporary directory cleanup fails and it exits 5):
+// such a run says so and is retried; the app's own result is kept.
+testing::CommandResult run_gui(const std::string& cmd) {
+  testing::CommandResult r;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    r = testing::run_command(cmd);
+    if (r.out.find("Xvfb failed to start") == std::string::npos && r.out.find("xvfb-run: error") == std::string::npos &&
+        r.out.find("no display") == std::string::npos && r.out.find("could not open display") == std::string::npos) {
+      break;
+    }
+  }
+  return r;
+}
+
+bool no_xvfb() {
+  if (testing::run_command("command -v xvfb-run").exit == 0) return false;
+  MESSAGE("skipping: xvfb-run is not installed (scripts/setup.sh installs xvfb)");
+  return true;
+}
+
+std::string record(const std::string& args, const std::string& name) {
+  const fs::path path = story_dir() / (name + ".hstrace");
+  if (!fs::exists(path)) {
+    const auto r = testing::run_command(std::string(HOOKSCOPE_CLI_PATH) + " record " + args + " -o " + path.string());
+    REQUIRE_MESSAGE(r.exit == 0, r.out);
+  }
+  return path.string();
+}
+
+struct Shot {
+  int w = 0, h = 0;
+  std::vector<unsigned char> rgba;
+  json report;
+  // Pixels within `tol` of `color` (0xAABBGGRR) inside [x0, x1) x [y0, y1).
+  size_t count(uint32_t color, float x0, float y0, float x1, float y1, int tol = 10) const {
+    const int r = color & 0xff, g = (color >> 8) & 0xff, b = (color >> 16) & 0xff;
+    size_t n = 0;
+    for (int y = std::max(0, static_cast<int>(y0)); y < std::min(h, static_cast<int>(y1)); ++y) {
+      for (int x = std::max(0, static_cast<int>(x0)); x < std::min(w, static_cast<int>(x1)); ++x) {
+        const unsigned char* p = &rgba[(static_cast<size_t>(y) * w + x) * 4];
+        n += std::abs(p[0] - r) <= tol && std::abs(p[1] - g) <= tol && std::abs(p[2] - b) <= tol;
+      }
+    }
+    return n;
+  }
+  size_t count(uint32_t color, int tol = 10) const { return count(color, 0, 0, static_cast<float>(w), static_cast<float>(h), tol); }
+};
+
+Shot shoot(const std::string& trace, const std::string& args, const std::string& name) {
+  const std::string png = (story_dir() / (name + ".png")).string(), rep = (story_dir() / (name + ".json")).string();
+  const auto r = run_gui("HOOKSCOPE_DRAW_REPORT=" + rep + " xvfb-run -a -s '-screen 0 1280x800x24' " +
+                                      std::string(HOOKSCOPE_GUI_PATH) + " --size 1280x800 " + trace + " " + args +
+                                      " --screenshot " + png);
+  REQUIRE_MESSAGE(r.exit == 0, r.out);
+  Shot s;
+  int channels = 0;
+  unsigned char* data = stbi_load(png.c_str(), &s.w, &s.h, &channels, 4);
+  REQUIRE_MESSAGE(data != nullptr, "cannot read " << png);
+  s.rgba.assign(data, data + static_cast<size_t>(s.w) * s.h * 4);
+  stbi_image_free(data);
+  std::ifstream in(rep);
+  REQUIRE_MESSAGE(in.good(), "no draw report: " << r.out);
+  s.report = json::parse(in);
+  return s;
+}
+
+struct Box {
+  float x0, y0, x1, y1;
+};
+Box box_of(const json& j) { return {j[0].get<float>(), j[1].get<float>(), j[2].get<float>(), j[3].get<float>()}; }
+bool intersect(Box a, Box b) { return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1; }
+Box clip(Box a, Box c) { return {std::max(a.x0, c.x0), std::max(a.y0, c.y0), std::min(a.x1, c.x1), std::min(a.y1, c.y1)}; }
+
+void check_readable(const Shot& s) {
+  CHECK(s.report["texts"].get<int>() > 0);
+  CHECK(s.report["small_texts"].get<int>() == 0);
+  CHECK(s.report["min_text_px"].get<float>() >= 10.f);
+}
+
+void check_minimap_and_columns(const Shot& s) {
+  const Box content = box_of(s.report["content"]);
+  if (s.report["minimap_shown"].get<bool>()) {
+    const Box mm = box_of(s.report["minimap"]);
+    for (const json& b : s.report["boxes"]) {
+      const Box visible = clip(box_of(b), content);
+      if (visible.x0 < visible.x1 && visible.y0 < visible.y1) CHECK_FALSE(intersect(visible, mm));
+    }
+  }
+  const json& cols = s.report["rank_columns"];
+  for (size_t i = 0; i < cols.size(); ++i) {
+    for (size_t j = i + 1; j < cols.size(); ++j) CHECK_FALSE(intersect(box_of(cols[i]["rect"]), box_of(cols[j]["rect"])));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gui story: at the failure the failed rank's banner is drawn in its column, in both themes" *
+          doctest::test_suite("gui")) {
+  if (no_xvfb()) return;
+  const std::string trace = record("recovery --policy none --recoveries 2", "recovery_none");
+  const analysis::Model m(trace::read_trace(trace));
+  const size_t failure = m.events_of_kind(EventKind::kFailure).at(0);
+  const int failed = static_cast<int>(m.event(failure).actor);
+  for (const bool light : {false, true}) {
+    CAPTURE(light);
+    const std::string theme = light ? " --light" : "";
+    const render::Palette& pal = light ? render::kLightPalette : render::kDarkPalette;
+    const Shot before = shoot(trace, "--at " + std::to_string(failure - 1) + theme, light ? "before_l" : "before_d");
+    const Shot at = shoot(trace, "--at " + std::to_string(failure) + theme, light ? "failure_l" : "failure_d");
+    CHECK(before.report["banners"].empty());
+    REQUIRE(at.report["banners"].size() == 1);
+    const json& banner = at.report["banners"][0];
+    CHECK(banner["rank"].get<int>() == failed);
+    CHECK(banner["failed"].get<bool>());
+    // Its pixels, inside the failed rank's column (x) and the header strip.
+    Box col{0, 0, 0, 0};
+    for (const json& c : at.report["rank_columns"]) {
+      if (c["rank"].get<int>() == failed) col = box_of(c["rect"]);
+    }
+    const Box b = box_of(banner["rect"]);
+    const Box inside = clip(b, {col.x0, b.y0, col.x1, b.y1});
+    REQUIRE(inside.x0 < inside.x1);
+    const size_t red = at.count(pal.banner, inside.x0, inside.y0, inside.x1, inside.y1);
+    CHECK(red > static_cast<size_t>(0.5f * (inside.x1 - inside.x0) * (inside.y1 - inside.y0)));
+    CHECK(before.count(pal.banner, b.x0, b.y0, b.x1, b.y1) == 0);
+    // Labelled lifecycle markers on the timeline.
+    CHECK(at.report["timeline_markers"].get<int>() >= 4);
+    CHECK(at.report["timeline_marker_labels"].get<int>() >= 2);
+    check_readable(at);
+    check_minimap_and_columns(at);
+  }
+}
+
+TEST_CASE("gui story: at fit every label is at least 10 px, the minimap covers no box, rank columns are disjoint" *
+          doctest::test_suite("gui")) {
+  if (no_xvfb()) return;
+  const std::string recovery = record("recovery --policy none --recoveries 2", "recovery_none");
+  const Shot end = shoot(recovery, "", "fit_end");
+  check_readable(end);
+  check_minimap_and_columns(end);
+  CHECK(end.report["boxes"].size() >= 4);
+  const std::string unused = record("unused-parameter", "unused");
+  const Shot u = shoot(unused, "", "fit_unused");
+  check_readable(u);
+  check_minimap_and_columns(u);
+  CHECK(u.report["rank_columns"].size() == 2);
+}
+
+TEST_CASE("gui story: a stale fire is drawn red and labelled at its event, not before" * doctest::test_suite("gui")) {
+  if (no_xvfb()) return;
+  const std::string trace = record("recovery --policy none --recoveries 2", "recovery_none");
+  const analysis::Model m(trace::read_trace(trace));
+  size_t stale = 0;
+  for (size_t i = 0; i < m.num_events() && !stale; ++i) stale = render::is_stale_fire(m, i) ? i : 0;
+  REQUIRE(stale > 0);
+  const Shot at = shoot(trace, "--at " + std::to_string(stale), "stale_at");
+  const Shot before = shoot(trace, "--at " + std::to_string(stale - 1), "stale_before");
+  CHECK(at.report["stale_chips"].get<int>() >= 1);
+  CHECK(before.report["stale_chips"].get<int>() == 0);
+  const Box content = box_of(at.report["content"]);
+  const uint32_t pink = render::kDarkPalette.stale;
+  CHECK(at.count(pink, content.x0, content.y0 - 40.f, content.x1, content.y1) > 150);
+  CHECK(before.count(pink, content.x0, content.y0 - 40.f, content.x1, content.y1) < 20);
+  check_readable(at);
+}
+
+TEST_CASE("gui story: a removed hook leaves a ghost chip and its box is highlighted at the removal" *
+          doctest::test_suite("gui")) {
+  if (no_xvfb()) return;
+  const std::string trace = record("recovery --policy by-key", "recovery_bykey");
+  const analysis::Model m(trace::read_trace(trace));
+  size_t removed = 0;
+  for (size_t i = 0; i < m.num_events() && !removed; ++i) {
+    const trace::Event e = m.event(i);
+    if (e.kind == EventKind::kHookRemoved && e.node != 0) removed = i;
+  }
+  REQUIRE(removed > 0);
+  const Shot at = shoot(trace, "--at " + std::to_string(removed), "removed_at");
+  const Shot before = shoot(trace, "--at " + std::to_string(removed - 1), "removed_before");
+  CHECK(at.report["ghost_chips"].get<int>() >= 1);
+  CHECK(at.report["removal_boxes"].get<int>() == 1);
+  CHECK(before.report["ghost_chips"].get<int>() == 0);
+  CHECK(before.report["removal_boxes"].get<int>() == 0);
+  const uint32_t orange = render::kDarkPalette.removed;
+  const Box content = box_of(at.report["content"]);
+  CHECK(at.count(orange, content.x0, content.y0 - 40.f, content.x1, content.y1) > 100);
+  CHECK(before.count(orange, content.x0, content.y0 - 40.f, content.x1, content.y1) < 20);
+}
+
+TEST_CASE("gui story: --at out of range and an unknown --select exit 2 with a message" * doctest::test_suite("gui")) {
+  if (no_xvfb()) return;
+  const std::string trace = record("recovery --policy none --recoveries 2", "recovery_none");
+  const std::string png = (story_dir() / "bad.png").string();
+  const std::string gui = "xvfb-run -a -s '-screen 0 1280x800x24' " + std::string(HOOKSCOPE_GUI_PATH) + " " + trace;
+  const auto at = run_gui(gui + " --at 99999 --screenshot " + png + " 2>&1");
+  CHECK_MESSAGE(at.exit == 2, at.out);
+  CHECK(at.out.find("--at 99999") != std::string::npos);
+  CHECK(at.out.find("events 0 to") != std::string::npos);
+  const auto sel = run_gui(gui + " --select 987654 --screenshot " + png + " 2>&1");
+  CHECK_MESSAGE(sel.exit == 2, sel.out);
+  CHECK(sel.out.find("--select 987654: no Function") != std::string::npos);
+}
+
+#endif  // HOOKSCOPE_APP_UI
