@@ -8,11 +8,21 @@
 //  * BM_DelPostHookLinearScanReference/N  the same on the reference
 //  * BM_DelAddPostHookPair/N              one Node kept at N hooks: remove a random
 //    (+ ...LinearScanReference/N)         hook and add one back (no paused timing)
+//  * BM_DrainPostHooks/N                 like for like with the libtorch measurement
+//    (+ ...LinearScanReference/N)         (issue 16 item 5): per repetition, fresh
+//                                         Nodes holding 100,000 hooks in all, N per
+//                                         Node, each Node's keys shuffled, then every
+//                                         hook removed; time per removal (counter
+//                                         ns_per_removal), the hook's destruction and
+//                                         free included
 //  * BM_FirePostHook/N                    Node::call_post_hooks with N trivial hooks;
 //    (+ ...VectorReference/N)             per-hook time in the `per_hook` counter
 
 #include <benchmark/benchmark.h>
 
+#include <time.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -224,6 +234,74 @@ void BM_DelAddPostHookPairLinearScanReference(benchmark::State& state) {
 }
 BENCHMARK(BM_DelAddPostHookPair)->Arg(1)->Arg(10)->Arg(100)->Arg(1000);
 BENCHMARK(BM_DelAddPostHookPairLinearScanReference)->Arg(1)->Arg(10)->Arg(100)->Arg(1000);
+
+// ---- drain whole Nodes, like for like ---------------------------------------
+
+// Note [Like-for-like removal]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The pattern the libtorch figure was measured with: fresh Nodes, enough for
+// kDrainHooks hooks per repetition; N hooks added to each; each Node's keys
+// shuffled; then all removed, Node after Node, each in its shuffled order.
+// Only the removals are timed (manual time around the whole drain, divided
+// by the number of removals: two clock reads per repetition, so the clock
+// costs nothing per removal); making and destroying the Nodes is not. The
+// clock is the thread's CPU time: on a loaded machine wall time mostly
+// measures the other processes.
+double thread_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+template <class Impl>
+void drain_bench(benchmark::State& state) {
+  constexpr size_t kDrainHooks = 100000;
+  const size_t n = static_cast<size_t>(state.range(0));
+  const size_t num_nodes = kDrainHooks / n;
+  std::mt19937_64 rng(0x5eed);
+  size_t failed = 0, removed = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    auto nodes = std::make_unique<std::vector<Impl>>(num_nodes);
+    std::vector<std::vector<typename Impl::Key>> keys(num_nodes);
+    for (size_t j = 0; j < num_nodes; ++j) {
+      keys[j].reserve(n);
+      for (size_t h = 0; h < n; ++h) keys[j].push_back((*nodes)[j].add());
+      std::shuffle(keys[j].begin(), keys[j].end(), rng);
+    }
+    const double t0 = thread_seconds();
+    for (size_t j = 0; j < num_nodes; ++j) {
+      Impl& node = (*nodes)[j];
+      for (const auto& k : keys[j]) {
+        bool ok = node.del(k);
+        benchmark::DoNotOptimize(ok);
+        failed += !ok;
+      }
+    }
+    const double dt = thread_seconds() - t0;
+    state.SetIterationTime(dt);
+    seconds += dt;
+    removed += num_nodes * n;
+    nodes.reset();
+  }
+  if (failed != 0) state.SkipWithError("a removal did not find its hook");
+  state.SetItemsProcessed(static_cast<int64_t>(removed));
+  state.counters["hooks_on_node"] = static_cast<double>(n);
+  state.counters["ns_per_removal"] = seconds * 1e9 / static_cast<double>(removed);
+}
+
+void BM_DrainPostHooks(benchmark::State& state) { drain_bench<Ours>(state); }
+void BM_DrainPostHooksLinearScanReference(benchmark::State& state) {
+  drain_bench<Reference>(state);
+}
+BENCHMARK(BM_DrainPostHooks)->Arg(1)->Arg(10)->Arg(100)->Arg(1000)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DrainPostHooksLinearScanReference)
+    ->Arg(1)
+    ->Arg(10)
+    ->Arg(100)
+    ->Arg(1000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 // ---- fire -------------------------------------------------------------------
 

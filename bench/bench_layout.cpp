@@ -10,7 +10,12 @@
 //                              ours (target >= 100 at 5k). dot is capped
 //                              (kDotCapSeconds, `timeout`): when it hits the
 //                              cap, dot_timed_out = 1 and the ratio is a lower
-//                              bound.
+//                              bound. Also the quality of both drawings,
+//                              measured the same way (Note [Crossings of a
+//                              drawing], bench/layout_quality.h): counters
+//                              ours_crossings / dot_crossings, ours_area /
+//                              dot_area (Mpt^2, bounding box) and
+//                              ours_fill / dot_fill (box area / drawing area).
 //  * BM_GraphFrame/<view>      one ImGui frame of the graph view (NewFrame ..
 //                              Render, no GPU) with 20k live Functions:
 //                              fitted (density cells), zoomed to plain boxes,
@@ -37,6 +42,7 @@
 #include <string>
 
 #include "analysis/model.h"
+#include "layout_quality.h"
 #include "analysis/synthetic.h"
 #include "render/graph_scene.h"
 #include "render/layout.h"
@@ -111,6 +117,7 @@ void BM_VsDot(benchmark::State& state) {
   const hr::SampleGraph g = make_shape(shape, n);
   const hr::LayoutInput in = input_of(g);
   const std::string dot_file = temp_path("graph.dot");
+  const std::string plain_file = temp_path("graph.plain");
   std::ofstream(dot_file) << hr::to_dot(g);
   double ours = 0, dot = 0;
   bool timed_out = false;
@@ -125,7 +132,7 @@ void BM_VsDot(benchmark::State& state) {
     std::sort(runs.begin(), runs.end());
     ours = runs[2];
     const std::string cmd = "timeout " + std::to_string(kDotCapSeconds) + " dot -Tplain " + dot_file +
-                            " -o /dev/null 2>/dev/null";
+                            " -o " + plain_file + " 2>/dev/null";
     const auto t0 = std::chrono::steady_clock::now();
     const int rc = std::system(cmd.c_str());
     dot = seconds_since(t0);
@@ -134,6 +141,18 @@ void BM_VsDot(benchmark::State& state) {
     state.SetIterationTime(ours + dot);
   }
   fs::remove(dot_file);
+  // Quality, outside the timed part.
+  const hookscope::bench::Drawing ours_drawing = hookscope::bench::drawing_of(hr::compute_layout(in));
+  const hookscope::bench::Drawing dot_drawing = hookscope::bench::parse_dot_plain(plain_file);
+  fs::remove(plain_file);
+  state.counters["ours_crossings"] = static_cast<double>(hookscope::bench::count_crossings(ours_drawing));
+  state.counters["ours_area"] = ours_drawing.area() / 1e6;
+  state.counters["ours_fill"] = ours_drawing.box_area / ours_drawing.area();
+  if (dot_drawing.ok) {
+    state.counters["dot_crossings"] = static_cast<double>(hookscope::bench::count_crossings(dot_drawing));
+    state.counters["dot_area"] = dot_drawing.area() / 1e6;
+    state.counters["dot_fill"] = dot_drawing.box_area / dot_drawing.area();
+  }
   state.SetLabel(std::string(shape_name(shape)) + (timed_out ? " (dot hit the cap: ratio is a lower bound)" : ""));
   state.counters["functions"] = g.graph.num_nodes;
   state.counters["ours_ms"] = ours * 1e3;

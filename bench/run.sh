@@ -14,6 +14,7 @@ JOBS="${JOBS:-1}"
 if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DHOOKSCOPE_GUI=OFF -DHOOKSCOPE_BENCH=ON
 fi
+BENCHES_SET="${BENCHES:+1}"
 BENCHES="${BENCHES:-bench_hooks bench_engine bench_trace bench_analysis bench_export bench_ddp bench_layout}"
 # shellcheck disable=SC2086
 ninja -C "$BUILD_DIR" -j"$JOBS" $BENCHES
@@ -26,6 +27,15 @@ for bin in $BENCHES; do
   "$BUILD_DIR/bench/$bin" --benchmark_repetitions="$REPS" \
     --benchmark_report_aggregates_only=true "$@" | tee "$OUT_DIR/$bin.txt" || status=1
 done
+
+# The GPU check's figures: a plain program (scripts/gpu-check.sh); exit 3 means no GPU.
+if [[ " $BENCHES " == *" bench_gpu "* ]] || [[ -z "${BENCHES_SET:-}" ]]; then
+  ninja -C "$BUILD_DIR" -j"$JOBS" bench_gpu
+  echo "==== bench_gpu ===="
+  rc=0
+  "$BUILD_DIR/bench/bench_gpu" || rc=$?
+  if [[ $rc -eq 3 ]]; then echo "bench_gpu: no GPU here, skipped"; elif [[ $rc -ne 0 ]]; then status=1; fi
+fi
 
 echo
 echo "==== medians of $REPS repetitions ===="

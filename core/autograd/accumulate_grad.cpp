@@ -31,7 +31,17 @@ variable_list AccumulateGrad::apply(variable_list&& grad_outputs) {
                                 "; a leaf's gradient must be on the leaf's device");
   }
   if (!meta.grad) {
-    meta.grad = g.clone().impl_ptr();
+    // Note [Stealing the incoming gradient]
+    // As PyTorch's AccumulateGrad::accumulateGrad: when nothing else refers
+    // to the incoming gradient (not its TensorImpl, not its data, and it has
+    // no autograd history), it becomes .grad as it is instead of a clone.
+    Tensor& incoming = grad_outputs[0];
+    const auto& impl = incoming.impl_ptr();
+    if (impl.use_count() == 1 && impl->storage.use_count() == 1 && !incoming.autograd_meta()) {
+      meta.grad = impl;
+    } else {
+      meta.grad = g.clone().impl_ptr();
+    }
   } else {
     Tensor acc(meta.grad);
     kernels_for(acc.device()).axpy(1.f, g, acc);

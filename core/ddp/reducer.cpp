@@ -8,6 +8,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/node.h"
+#include "autograd/variable.h"
 #include "tensor/kernels.h"
 #include "trace/emitters_ddp.h"
 #include "trace/strings.h"
@@ -25,6 +26,34 @@ std::mutex g_lingering_mutex;
 std::vector<std::pair<HookKey, std::shared_ptr<Node>>>& lingering() {
   static auto* v = new std::vector<std::pair<HookKey, std::shared_ptr<Node>>>();
   return *v;
+}
+
+// Note [Gradients as bucket views]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// As PyTorch's gradient_as_bucket_view: each parameter's gradient, once
+// reduced, is a view of its range of the bucket (Note [Storage views] in
+// tensor/tensor.h), made once per Reducer. finalize_backward allocates and
+// copies nothing: the averaged bucket already is the gradients. A gradient
+// that is still the view when the next backward marks it ready (it was not
+// set to None, AccumulateGrad accumulated into it in place) is already in the
+// bucket and is not copied either. As in PyTorch, a gradient kept across a
+// backward sees the next backward's values.
+Tensor bucket_view(const Tensor& buffer, int64_t offset, const Shape& shape) {
+  const Storage& src = *buffer.impl()->storage;
+  auto storage = std::make_shared<Storage>();
+  storage->device = src.device;
+  storage->device_index = src.device_index;
+  const int64_t n = numel_of(shape);
+  if (src.device == Device::kCPU) {
+    storage->alias_cpu(const_cast<Storage&>(src).cpu_data() + offset, n, buffer.impl()->storage);
+  } else {
+    storage->numel = n;
+    storage->cuda = std::shared_ptr<void>(src.cuda, const_cast<Storage&>(src).cuda_data() + offset);
+  }
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->storage = std::move(storage);
+  return Tensor(std::move(impl));
 }
 
 constexpr uint8_t kNoopNotPrepared = 0;
@@ -45,6 +74,7 @@ struct Reducer::Core {
     std::vector<size_t> offsets;
     size_t numel = 0;
     Tensor buffer;  // flat, on the parameters' device; reduced in place
+    std::vector<Tensor> views;  // per slot (Note [Gradients as bucket views])
     size_t pending = 0;
     std::shared_ptr<Work> work;
     uint64_t collective = 0;
@@ -77,6 +107,11 @@ struct Reducer::Core {
     auto close = [&] {
       if (current.params.empty()) return;
       current.buffer = Tensor::zeros({static_cast<int64_t>(current.numel)}, device());
+      for (size_t s = 0; s < current.params.size(); ++s) {
+        current.views.push_back(bucket_view(current.buffer,
+                                            static_cast<int64_t>(current.offsets[s]),
+                                            params[current.params[s]].tensor.shape()));
+      }
       buckets.push_back(std::move(current));
       current = Bucket{};
       bytes = 0;
@@ -141,7 +176,9 @@ struct Reducer::Core {
     const int64_t n = params[index].tensor.numel();
     Tensor g = params[index].tensor.grad();
     Kernels& k = kernels_for(bucket.buffer.device());
-    if (g.defined()) {
+    if (g.impl() == bucket.views[slot].impl()) {
+      // Already in the bucket (Note [Gradients as bucket views]).
+    } else if (g.defined()) {
       k.copy_range(g, 0, bucket.buffer, offset, n);
     } else {
       k.fill_range(bucket.buffer, offset, n, 0.f);
@@ -195,9 +232,8 @@ struct Reducer::Core {
       k.scale(bucket.buffer, scale, bucket.buffer);
       for (size_t s = 0; s < bucket.params.size(); ++s) {
         Tensor& p = params[bucket.params[s]].tensor;
-        Tensor g = Tensor::empty(p.shape(), p.device());
-        k.copy_range(bucket.buffer, static_cast<int64_t>(bucket.offsets[s]), g, 0, p.numel());
-        p.set_grad(g);
+        AutogradMeta& meta = p.materialize_autograd_meta();
+        if (meta.grad != bucket.views[s].impl_ptr()) meta.grad = bucket.views[s].impl_ptr();
       }
     }
     trace::emit_buckets_finalized(owner, backward_index);

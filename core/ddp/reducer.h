@@ -1,7 +1,9 @@
 #pragma once
 // DDP's Reducer, with the semantics of PyTorch's c10d Reducer: one post hook
 // on every parameter's AccumulateGrad, buckets reduced in order as their
-// gradients become ready, gradients averaged over the world.
+// gradients become ready, gradients averaged over the world. After a backward
+// every parameter's .grad is a view of its bucket (Note [Gradients as bucket
+// views] in reducer.cpp): keep a copy, not the tensor, across backward passes.
 
 #include <cstddef>
 #include <functional>

@@ -30,6 +30,14 @@ using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& shape);
 int64_t numel_of(const Shape& shape);
 
+// Note [CPU block cache]
+// CPU blocks of 64 KiB and more are kept when freed and handed out again for
+// the same size (bounded, process-wide), so a training step that allocates
+// the same tensors every step neither page-faults nor goes back to the
+// kernel for them (what PyTorch's CUDA caching allocator does on the GPU).
+float* cpu_block_acquire(int64_t numel);
+void cpu_block_release(float* block, int64_t numel);
+
 // Contiguous float32 storage on one device. Small CPU tensors (scalars in
 // autograd chains) keep their data inline: one allocation per tensor.
 struct Storage {
@@ -39,21 +47,38 @@ struct Storage {
   std::shared_ptr<void> cuda;    // device == kCUDA: a block from the caching allocator
 
   Storage() = default;
+  ~Storage();  // returns a large CPU block to the block cache (tensor/cpu_allocator.cpp)
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
+  // Uninitialised, as at::empty: every kernel writes all of its output.
   void allocate_cpu(int64_t n) {
+    cpu_block_release(block_, numel);
+    block_ = nullptr;
     numel = n;
     if (n <= kInline) {
       cpu_ = inline_;
     } else {
-      heap_.resize(static_cast<size_t>(n));
-      cpu_ = heap_.data();
+      block_ = cpu_block_acquire(n);
+      cpu_ = block_;
     }
   }
   void adopt_cpu(std::vector<float> values) {
+    cpu_block_release(block_, numel);
+    block_ = nullptr;
     numel = static_cast<int64_t>(values.size());
     heap_ = std::move(values);
     cpu_ = heap_.data();
+  }
+  // Note [Storage views]
+  // A view of `n` floats at `data` inside another Storage (DDP's gradients as
+  // views of the bucket, Note [Gradients as bucket views] in ddp/reducer.cpp):
+  // `owner` keeps that memory alive; kernels see plain contiguous data.
+  void alias_cpu(float* data, int64_t n, std::shared_ptr<void> owner) {
+    cpu_block_release(block_, numel);
+    block_ = nullptr;
+    numel = n;
+    cpu_ = data;
+    owner_ = std::move(owner);
   }
   float* cpu_data() { return cpu_; }
   float* cuda_data() { return static_cast<float*>(cuda.get()); }
@@ -61,7 +86,9 @@ struct Storage {
  private:
   static constexpr int64_t kInline = 4;
   float* cpu_ = nullptr;
+  float* block_ = nullptr;  // from cpu_block_acquire, numel floats
   std::vector<float> heap_;
+  std::shared_ptr<void> owner_;
   float inline_[kInline] = {};
 };
 
