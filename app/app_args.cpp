@@ -3,7 +3,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
+
+#include "scenario_options.h"
 
 namespace hookscope::app {
 
@@ -15,22 +21,12 @@ int parse_args(int argc, char** argv, Args& a) {
                  "the same scenario under --policy by-key")
       ->check(CLI::ExistingFile);
   std::string live;
-  app.add_option("--live", live, "run a built-in scenario live and watch its events")
-      ->check(CLI::IsMember(
-          {"autograd-demo", "recovery", "shared-module", "unused-parameter", "marked-twice"}));
+  app.add_option("--live", live,
+                 scenario_help("run a built-in scenario live and watch its events (options as in "
+                               "`hookscope-cli record`)", false))
+      ->check(scenario_name_check(false));
   auto& s = a.scenario;
-  app.add_option("--steps", s.steps, "training steps")->check(CLI::Range(1, 1000000));
-  app.add_option("--seed", s.seed, "seed");
-  app.add_option("--policy", s.policy, "Reducer hook removal policy")
-      ->check(CLI::IsMember({"by-key", "none", "by-type"}));
-  app.add_option("--world-size", s.world_size, "ranks")->check(CLI::Range(1, 64));
-  app.add_option("--recoveries", s.recoveries, "failures to inject")->check(CLI::Range(1, 100));
-  app.add_option("--fail-rank", s.fail_rank, "the rank that fails");
-  app.add_option("--fail-step", s.fail_step, "step of the first failure");
-  app.add_option("--fail-mode", s.fail_mode, "throw or timeout")
-      ->check(CLI::IsMember({"throw", "timeout"}));
-  app.add_option("--device", s.device, "cpu or cuda (live scenarios)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  add_scenario_options(&app, s, scenarios::kUseLive);
   app.add_option("--screenshot", a.screenshot, "render, write this PNG and exit");
   app.add_option("--at", a.at, "current event index");
   app.add_option("--select", a.select, "select the Function with this id");
@@ -66,6 +62,14 @@ int parse_args(int argc, char** argv, Args& a) {
     s.scenario = "recovery";  // the story hookscope exists to tell
   }
   if (a.bench_frames > 0) a.frames = a.bench_frames;
+  if (a.live) {
+    try {
+      scenarios::validate(s, scenarios::RunMode::kThreads);
+    } catch (const std::invalid_argument& e) {
+      fmt::print(stderr, "hookscope: error: {}\n", e.what());
+      return 2;
+    }
+  }
   return -1;
 }
 
@@ -79,9 +83,33 @@ int run_headless_fallback(const Args& a, const std::string& why) {
   }
   fmt::print(stderr, "hookscope: {}; recording the '{}' scenario headless instead.\n", why,
              a.scenario.scenario);
-  cli::ScenarioArgs s = a.scenario;
+  scenarios::ScenarioArgs s = a.scenario;
   if (s.output.empty()) s.output = s.scenario + ".hstrace";
-  const int rc = cli::run_record(s);
+  std::error_code ec;
+  const auto cli = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "hookscope-cli";
+  std::vector<std::string> argv = {cli.string(), "record", s.scenario};
+  for (std::string& arg : scenarios::to_arguments(s)) argv.push_back(std::move(arg));
+  argv.insert(argv.end(), {"-o", s.output});
+  if (ec || ::access(cli.c_str(), X_OK) != 0) {
+    fmt::print(stderr, "hookscope: {} is missing; record with: hookscope-cli {}\n", cli.string(),
+               fmt::join(argv.begin() + 1, argv.end(), " "));
+    return 2;
+  }
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> cargv;
+    for (auto& arg : argv) cargv.push_back(arg.data());
+    cargv.push_back(nullptr);
+    ::execv(cargv[0], cargv.data());
+    std::_Exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid) {
+    fmt::print(stderr, "hookscope: could not run {}\n", cli.string());
+    return 2;
+  }
+  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   if (rc == 0) {
     fmt::print("open it later with: hookscope {}\n", s.output);
   }

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "../app/cli.h"
+#include "scenarios/registry.h"
 
 namespace hookscope::app {
 
@@ -12,7 +12,7 @@ struct Args {
   std::vector<std::string> files;  // traces to open (several = the ranks of one run)
   std::vector<std::string> compare;  // --compare FILE...: a second trace beside the first
   bool live = false;               // --live SCENARIO: run it on worker threads, show events as they come
-  cli::ScenarioArgs scenario;      // the scenario for --live (and the headless fallback)
+  scenarios::ScenarioArgs scenario;  // the scenario for --live (and the headless fallback)
   std::string screenshot;          // --screenshot FILE.png: render, write the PNG, exit
   long at = -1;                    // --at I: the current event
   long select = -1;                // --select FUNCTION_ID
@@ -30,7 +30,8 @@ struct Args {
 // Returns -1 to go on, or an exit code (help printed, usage error).
 int parse_args(int argc, char** argv, Args& args);
 
-// No window possible: say so and record the scenario headless instead.
+// No window possible: say so and record the scenario headless instead, with
+// the hookscope-cli installed beside this program.
 int run_headless_fallback(const Args& args, const std::string& why);
 
 }  // namespace hookscope::app

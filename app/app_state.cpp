@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "scenarios/autograd_demo.h"
-#include "scenarios/ddp_scenarios.h"
+#include "app_assets.h"
 #include "render/colors.h"
+#include "scenarios/registry.h"
 #include "trace/strings.h"
 
 namespace hookscope::app {
@@ -55,9 +55,8 @@ void App::setup_style(float scale) {
     io.IniFilename = ini_path_.c_str();
   }
   scale = std::clamp(scale, 1.f, 4.f);
-  const char* font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
-  if (std::filesystem::exists(font)) {
-    io.Fonts->AddFontFromFileTTF(font, 15.f * scale);
+  if (const std::string font = ui_font().string(); !font.empty()) {
+    io.Fonts->AddFontFromFileTTF(font.c_str(), 15.f * scale);
   } else {
     ImFontConfig config;
     config.SizePixels = 13.f * scale;
@@ -328,17 +327,7 @@ void App::start_live() {
   live_thread_ = std::thread([this] {
     std::string result;
     try {
-      if (args_.scenario.scenario == "autograd-demo") {
-        scenarios::AutogradDemoOptions o;
-        o.steps = args_.scenario.steps > 0 ? args_.scenario.steps : 5;
-        o.seed = args_.scenario.seed;
-        auto r = scenarios::run_autograd_demo(o);
-        result = fmt::format("loss {:.4f} -> {:.4f}", r.losses.front(), r.losses.back());
-      } else {
-        auto o = cli::to_ddp_options(args_.scenario);
-        auto r = scenarios::run_ddp_scenario(o);
-        result = scenarios::format_result(o, r);
-      }
+      result = scenarios::run_scenario(args_.scenario);
     } catch (const std::exception& e) {
       result = std::string("the scenario failed: ") + e.what();
     }

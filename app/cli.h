@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/ddp_scenarios.h"
+#include "analysis/model.h"
+#include "scenarios/registry.h"
 
 namespace hookscope::cli {
 
@@ -23,34 +24,11 @@ struct CliError : std::runtime_error {
   int exit_code;
 };
 
-// Options shared by `record` and `launch`, kept as text so `launch` can hand
-// them to its children unchanged.
-struct ScenarioArgs {
-  std::string scenario;
-  std::string output;  // -o
-  int steps = -1;      // -1: the scenario's default
-  uint64_t seed = 0;
-  std::string policy = "by-key";
-  int world_size = 2;
-  int recoveries = 1;
-  int fail_rank = 1;
-  int fail_step = -1;
-  std::string fail_mode = "throw";
-  std::string fail_point = "hook";
-  int timeout_ms = 5000;
-  int batch = 16;
-  std::string device = "cpu";
-  std::string backend = "auto";  // auto | gloo | nccl (DDP scenarios)
-  // Process mode (set by `launch` for its children).
-  int rank = -1;
-  std::string store_dir;
-  int generation = 0;
-  int start_step = 0;
-};
+// Options shared by `record` and `launch` (Note [Scenario registry]).
+using scenarios::ScenarioArgs;
 
 void add_scenario_options(CLI::App* app, ScenarioArgs& args, bool launcher);
 std::vector<std::string> child_arguments(const ScenarioArgs& args);
-scenarios::DdpScenarioOptions to_ddp_options(const ScenarioArgs& args);
 
 struct EventsArgs {
   std::vector<std::string> kinds;
@@ -69,5 +47,15 @@ int run_export(const std::vector<std::string>& files, const std::string& format,
 int run_diff(const std::string& a, const std::string& b, const std::string& format);
 int run_stats(const std::vector<std::string>& files);
 int run_launch(const ScenarioArgs& args, int nproc);
+// cli_views.cpp: the GUI's lanes / readiness / explain answers, headless.
+int run_lanes(const std::vector<std::string>& files, const std::string& format, bool leaks_only);
+int run_readiness(const std::vector<std::string>& files, const std::string& format);
+int run_explain(const std::vector<std::string>& files, long event, const std::string& format);
+// diff at a matching point (analysis/compare.h Note [Matching points]), with the hook-order diff.
+int run_diff_at(const std::string& a, const std::string& b, const std::string& at, bool order,
+                const std::string& format);
+
+// Loads trace files into one model; unreadable input -> CliError(kExitUsage).
+analysis::Model load_model(const std::vector<std::string>& files, bool quiet);
 
 }  // namespace hookscope::cli

@@ -70,9 +70,32 @@ int main(int argc, char** argv) {
   diff->add_option("a", a, "first trace")->required();
   diff->add_option("b", b, "second trace")->required();
   diff->add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  std::string diff_at;
+  bool diff_order = false;
+  diff->add_option("--at", diff_at, "compare at a matching point: end, backward:N, rebuild:N, failure:N, "
+                                    "constructed:N, destroyed:N or KIND:N (the state right after it in each)");
+  diff->add_flag("--order", diff_order, "also compare the order in which hooks were added and fired on "
+                                        "each Function");
 
   auto* stats = app.add_subcommand("stats", "fires per hook and owner, hook counts over time");
   add_files(stats);
+
+  bool leaks_only = false;
+  auto* lanes = app.add_subcommand("lanes", "one line per hook: added, removed, owner's death, fires "
+                                            "before/after it");
+  add_files(lanes);
+  lanes->add_option("--format", format, "text or jsonl")->check(CLI::IsMember({"text", "jsonl"}));
+  lanes->add_flag("--leaks", leaks_only, "only hooks that outlive their owner, or fire after its death or their removal");
+  auto* readiness = app.add_subcommand("readiness", "per rank, DDP parameters x backward passes: ok, "
+                                                    "unused, marked twice, stale");
+  add_files(readiness);
+  readiness->add_option("--format", format, "text or jsonl")->check(CLI::IsMember({"text", "jsonl"}));
+  long explain_event = -1;
+  auto* explain = app.add_subcommand("explain", "why did this hook fire: the chain of events behind one "
+                                                "hook_fire");
+  add_files(explain);
+  explain->add_option("--event", explain_event, "index of a hook_fire event")->required();
+  explain->add_option("--format", format, "text or jsonl")->check(CLI::IsMember({"text", "jsonl"}));
 
   try {
     app.parse(argc, argv);
@@ -88,8 +111,12 @@ int main(int argc, char** argv) {
     if (*state) return run_state(files, at, rank, format);
     if (*check) return run_check(files, format, all);
     if (*exp) return run_export(files, format, at, output);
-    if (*diff) return run_diff(a, b, format);
+    if (*diff) return diff_at.empty() && !diff_order ? run_diff(a, b, format)
+                                                     : run_diff_at(a, b, diff_at, diff_order, format);
     if (*stats) return run_stats(files);
+    if (*lanes) return run_lanes(files, format, leaks_only);
+    if (*readiness) return run_readiness(files, format);
+    if (*explain) return run_explain(files, explain_event, format);
   } catch (const CliError& e) {
     fmt::print(stderr, "hookscope-cli: error: {}\n", e.what());
     return e.exit_code;

@@ -7,6 +7,7 @@
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
+#include <stb/stb_image.h>
 #include <stb/stb_image_write.h>
 
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "app_args.h"
+#include "app_assets.h"
 #include "app_state.h"
 
 namespace {
@@ -28,6 +30,18 @@ bool save_png(const std::string& path, int w, int h) {
   // OpenGL's rows go bottom-up; PNG's top-down.
   const int stride = w * 4;
   return stbi_write_png(path.c_str(), w, h, 4, pixels.data() + (h - 1) * stride, -stride) != 0;
+}
+
+// The window's icon: the installed (or built) share/hookscope/icons PNG.
+void set_window_icon(GLFWwindow* window) {
+  const auto dir = hookscope::app::data_dir();
+  if (dir.empty()) return;
+  GLFWimage image{};
+  const std::string path = (dir / "icons" / "hookscope-48.png").string();
+  image.pixels = stbi_load(path.c_str(), &image.width, &image.height, nullptr, 4);
+  if (!image.pixels) return;
+  glfwSetWindowIcon(window, 1, &image);
+  stbi_image_free(image.pixels);
 }
 
 }  // namespace
@@ -50,6 +64,7 @@ int main(int argc, char** argv) {
     glfwTerminate();
     return hookscope::app::run_headless_fallback(args, "no OpenGL 3.3 window could be created");
   }
+  set_window_icon(window);
   glfwMakeContextCurrent(window);
   glfwSwapInterval(args.headless_frames() ? 0 : 1);
   gladLoadGL(glfwGetProcAddress);

@@ -11,7 +11,7 @@ packages=(
   libopenblas-dev libzstd-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   doctest-dev libbenchmark-dev libgloo-dev
   libimgui-dev libstb-dev libglfw3-dev python3-glad
-  xvfb xauth fonts-dejavu-core
+  xvfb xauth fonts-dejavu-core help2man
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(graphviz python3-torch clang libclang-rt-14-dev)

@@ -1,5 +1,5 @@
 // The analysis on traces of the real DDP runtime (ranks as threads): the
-// stories of DESIGN.md show up as the findings that name them.
+// stories the README tells (PR #21591) show up as the findings that name them.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -24,10 +24,7 @@ trace::TraceData record(const scenarios::DdpScenarioOptions& o) {
   trace::MemoryRecorder rec;
   rec.start();
   scenarios::run_ddp_scenario(o);
-  rec.finish();
-  trace::TraceData data;
-  data.events = rec.events();
-  data.strings = trace::strings_since(0);
+  trace::TraceData data = rec.take_trace();
   data.header.world_size = o.world_size;
   return data;
 }

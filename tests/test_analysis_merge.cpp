@@ -141,11 +141,8 @@ TEST_CASE("leaf hooks migrate in a real runtime trace") {
   w.register_post_accumulate_grad_hook([](const Tensor&) {}, owner);
   for (int step = 0; step < 3; ++step) sum(tanh(w)).backward();  // each graph freed after
   w.remove_hook(pre, owner);
-  rec.finish();
+  trace::TraceData data = rec.take_trace();
   destroy_owner(owner);
-  trace::TraceData data;
-  data.events = rec.events();
-  data.strings = trace::strings_since(0);
   Model m(std::move(data));
 
   std::vector<FunctionIndex> accs;

@@ -181,12 +181,7 @@ trace::TraceData record_demo(int steps, uint64_t seed = 0) {
   trace::MemoryRecorder rec;
   rec.start();
   scenarios::run_autograd_demo({steps, seed});
-  rec.finish();
-  trace::TraceData data;
-  data.events = rec.events();
-  data.strings = trace::strings_since(0);
-  data.source = "memory";
-  return data;
+  return rec.take_trace();
 }
 
 // Checks state_at at `samples` random indices (and the ends) against the reference.
@@ -251,11 +246,7 @@ TEST_CASE("state_at equals a replay from 0 on a DDP recovery trace (ranks as thr
   o.policy = trace::DestroyPolicy::kNone;
   o.steps = 6;
   scenarios::run_ddp_scenario(o);
-  rec.finish();
-  trace::TraceData data;
-  data.events = rec.events();
-  data.strings = trace::strings_since(0);
-  Model m(std::move(data), ModelOptions{256, 8.0});
+  Model m(rec.take_trace(), ModelOptions{256, 8.0});
   REQUIRE_FALSE(m.reducers().empty());
   check_against_reference(m, 150, 5);
 }

@@ -3,10 +3,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <any>
 #include <functional>
 #include <random>
 
 #include "autograd/engine.h"
+#include "autograd/saved_variable.h"
+#include "nn/nn.h"
 #include "tensor/device.h"
 #include "tensor/ops.h"
 
@@ -170,6 +173,39 @@ TEST_CASE("forward values match the definitions") {
   for (float v : lsm.to_vector()) CHECK(v == doctest::Approx(-std::log(3.f)));
   CHECK(cross_entropy(Tensor::from_vector({1, 3}, {0, 0, 0}), {1}).item() ==
         doctest::Approx(std::log(3.f)));
+}
+
+TEST_CASE("gradcheck: through module hooks (BackwardHookFunction Nodes)") {
+  // Forward (pre) hooks that change values are part of the function (they run
+  // in both the analytic and the numeric pass); backward hooks that hand back
+  // a gradient of their own (a copy) must not change the result.
+  auto model = nn::mlp({3, 4, 2}, 21);
+  for (size_t i : {0, 2}) {
+    nn::Module& m = (*model)[i];
+    m.register_forward_pre_hook([](nn::Module&, const Tensor& x) { return mul_scalar(x, 1.5f); });
+    m.register_forward_hook([](nn::Module&, const Tensor&, const Tensor& y) { return tanh(y); });
+    m.register_full_backward_pre_hook([](nn::Module&, const Tensor& g) { return g.clone(); });
+    m.register_full_backward_hook([](nn::Module&, const Tensor& gi, const Tensor&) {
+      return gi.defined() ? gi.clone() : Tensor();
+    });
+  }
+  Tensor w0 = model->parameters()[0];
+  Tensor b2 = model->parameters()[3];
+  gradcheck("mlp with module hooks", [&](auto& v) { return (*model)(v[0]); },
+            {Tensor::uniform({2, 3}, -1.f, 1.f, 5), w0, b2});
+}
+
+TEST_CASE("gradcheck: through saved-tensor hooks (pack to a copy, unpack it)") {
+  auto model = nn::mlp({3, 5, 2}, 22);
+  SavedTensorsHooks hooks([](const Tensor& t) -> std::any { return t.clone(); },
+                          [](const std::any& p) { return std::any_cast<Tensor>(p); });
+  Tensor w = model->parameters()[2];
+  gradcheck("mlp + tanh/div/mse under saved hooks",
+            [&](auto& v) {
+              Tensor h = (*model)(v[0]);
+              return mse_loss(div(tanh(h), v[1]), Tensor::zeros(h.shape()));
+            },
+            {Tensor::uniform({2, 3}, -1.f, 1.f, 6), away_from_zero({2, 2}, 7), w});
 }
 
 TEST_CASE("shape errors name the shapes") {

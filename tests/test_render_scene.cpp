@@ -11,6 +11,7 @@
 #include "render/layout.h"
 #include "scenarios/autograd_demo.h"
 #include "scenarios/ddp_scenarios.h"
+#include "test_util.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"
 
@@ -19,17 +20,7 @@ using namespace hookscope::render;
 
 namespace {
 
-trace::TraceData record(const std::function<void()>& run) {
-  trace::MemoryRecorder rec;
-  rec.start();
-  run();
-  rec.finish();
-  trace::TraceData data;
-  data.events = rec.events();
-  data.strings = trace::strings_since(0);
-  data.source = "memory";
-  return data;
-}
+trace::TraceData record(const std::function<void()>& run) { return hookscope::testing::record_trace(run); }
 
 analysis::Model ddp_model(const std::string& name, trace::DestroyPolicy policy) {
   return analysis::Model(record([&] {

@@ -32,12 +32,7 @@ trace::TraceData record_trace(Workload&& workload) {
   trace::MemoryRecorder rec;
   rec.start();
   workload();
-  rec.finish();
-  trace::TraceData t;
-  t.events = rec.events();
-  t.strings = trace::strings_since(0);
-  t.source = "memory";
-  return t;
+  return rec.take_trace();
 }
 
 // Runs a shell command as a user would; stdout and stderr together.

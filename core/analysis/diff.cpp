@@ -7,78 +7,23 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "analysis/signature.h"
 #include "analysis/state.h"
 
 namespace hookscope::analysis {
 
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h * 0xff51afd7ed558ccdull;
-}
-
-uint64_t text_hash(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  return h;
-}
-
-class Signatures {
- public:
-  explicit Signatures(const Model& m) : m_(m) {}
-  // Iterative: graphs can be deeper than the stack.
-  uint64_t of(FunctionIndex root) {
-    if (auto it = memo_.find(root); it != memo_.end()) return it->second;
-    std::vector<std::pair<FunctionIndex, bool>> stack{{root, false}};
-    std::unordered_map<FunctionIndex, bool> expanded;
-    while (!stack.empty()) {
-      auto [f, children_done] = stack.back();
-      if (memo_.count(f)) {
-        stack.pop_back();
-        continue;
-      }
-      const FunctionInfo& info = m_.functions()[f];
-      if (!children_done) {
-        if (expanded[f]) {  // a cycle: no recorded graph has one; do not loop
-          stack.pop_back();
-          continue;
-        }
-        expanded[f] = true;
-        stack.back().second = true;
-        for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
-          if (!memo_.count(m_.edges()[e].to)) stack.emplace_back(m_.edges()[e].to, false);
-        }
-        continue;
-      }
-      stack.pop_back();
-      uint64_t h = mix(text_hash(m_.str(info.name)), text_hash(m_.str(info.label)));
-      if (!info.announced) h = mix(h, text_hash("unknown"));
-      for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
-        const EdgeInfo& edge = m_.edges()[e];
-        auto child = memo_.find(edge.to);
-        h = mix(mix(h, edge.input_nr), child == memo_.end() ? 0 : child->second);
-      }
-      memo_.emplace(f, h);
-    }
-    return memo_[root];
-  }
-
- private:
-  const Model& m_;
-  std::unordered_map<FunctionIndex, uint64_t> memo_;
-};
-
 struct EndCounts {
   FunctionIndex function;
   std::array<uint32_t, trace::kNumHookKinds> hooks{};
 };
 
-// Hooks per Function at the last event, a leaf tensor's counted on its last AccumulateGrad.
-std::vector<EndCounts> counts_at_end(const Model& m) {
+// Hooks per Function right after event `at`, a leaf tensor's counted on its last AccumulateGrad.
+std::vector<EndCounts> counts_at(const Model& m, size_t at) {
   std::map<FunctionIndex, EndCounts> by;
   if (m.num_events() == 0) return {};
-  const State st = m.state_at(m.num_events() - 1);
+  const State st = m.state_at(std::min(at, m.num_events() - 1));
   for (const FunctionAt& f : st.functions) {
     if (f.num_hooks() == 0) continue;
     EndCounts& c = by[f.function];
@@ -95,18 +40,18 @@ std::vector<EndCounts> counts_at_end(const Model& m) {
   return out;
 }
 
-using MatchKey = std::pair<uint64_t, uint32_t>;  // (signature, ordinal among equals)
 
-std::map<MatchKey, EndCounts> keyed(const Model& m, Signatures& sig) {
-  std::vector<EndCounts> counts = counts_at_end(m);
+std::map<MatchKey, EndCounts> keyed(const Model& m, Signatures& sig, size_t at) {
+  std::vector<EndCounts> counts = counts_at(m, at);
   std::sort(counts.begin(), counts.end(), [&](const EndCounts& x, const EndCounts& y) {
     return m.functions()[x.function].created_at < m.functions()[y.function].created_at;
   });
   std::map<MatchKey, EndCounts> out;
-  std::map<uint64_t, uint32_t> seen;
+  std::map<std::pair<uint16_t, uint64_t>, uint32_t> seen;
   for (const EndCounts& c : counts) {
+    const uint16_t rank = m.functions()[c.function].rank;
     const uint64_t s = sig.of(c.function);
-    out.emplace(MatchKey{s, seen[s]++}, c);
+    out.emplace(MatchKey{rank, s, seen[{rank, s}]++}, c);
   }
   return out;
 }
@@ -156,18 +101,32 @@ size_t ModelDiff::num_differing() const {
 
 ModelDiff diff_models(const Model& a, const std::vector<Finding>& findings_a, const Model& b,
                       const std::vector<Finding>& findings_b) {
+  return diff_models_at(a, findings_a, a.num_events() ? a.num_events() - 1 : 0, b, findings_b,
+                        b.num_events() ? b.num_events() - 1 : 0);
+}
+
+ModelDiff diff_models_at(const Model& a, const std::vector<Finding>& all_a, size_t at_a, const Model& b,
+                         const std::vector<Finding>& all_b, size_t at_b) {
+  auto until = [](const std::vector<Finding>& all, size_t at) {
+    std::vector<Finding> out;
+    for (const Finding& f : all) {
+      if (f.at <= at) out.push_back(f);
+    }
+    return out;
+  };
+  const std::vector<Finding> findings_a = until(all_a, at_a), findings_b = until(all_b, at_b);
   Signatures sig_a(a), sig_b(b);
   ModelDiff d;
   std::map<MatchKey, FunctionCounts> rows;
-  for (auto& [key, c] : keyed(a, sig_a)) {
+  for (auto& [key, c] : keyed(a, sig_a, at_a)) {
     FunctionCounts& row = rows[key];
-    row.function = a.function_name(c.function);
+    row.function = matched_name(a, c.function);
     row.a = c.function;
     row.hooks_a = c.hooks;
   }
-  for (auto& [key, c] : keyed(b, sig_b)) {
+  for (auto& [key, c] : keyed(b, sig_b, at_b)) {
     FunctionCounts& row = rows[key];
-    if (row.function.empty()) row.function = b.function_name(c.function);
+    if (row.function.empty()) row.function = matched_name(b, c.function);
     row.b = c.function;
     row.hooks_b = c.hooks;
   }
@@ -188,8 +147,9 @@ ModelDiff diff_models(const Model& a, const Model& b) {
 
 std::string format_diff(const ModelDiff& d, std::string_view name_a, std::string_view name_b,
                         size_t max_lines) {
-  std::string out = fmt::format("hooks at the end: {} of {} Function(s) differ ({} vs {})\n",
-                                d.num_differing(), d.functions.size(), name_a, name_b);
+  std::string out = fmt::format("hooks {}: {} of {} Function(s) differ ({} vs {})\n",
+                                d.where.empty() ? "at the end" : d.where, d.num_differing(),
+                                d.functions.size(), name_a, name_b);
   size_t shown = 0;
   for (const FunctionCounts& c : d.functions) {
     if (!c.differs()) break;

@@ -36,6 +36,7 @@ struct FunctionCounts {
 };
 
 struct ModelDiff {
+  std::string where;  // "" = at the end; else the matching point ("after backward 5")
   // Every Function with hooks at the end (on it, or on its leaf tensor) in
   // either model; those that differ first, then by name.
   std::vector<FunctionCounts> functions;
@@ -47,6 +48,10 @@ struct ModelDiff {
 ModelDiff diff_models(const Model& a, const std::vector<Finding>& findings_a, const Model& b,
                       const std::vector<Finding>& findings_b);
 ModelDiff diff_models(const Model& a, const Model& b);  // runs diagnose() on both
+// The same right after event at_a of `a` and at_b of `b` (matching points,
+// analysis/compare.h); only findings that hold by then count.
+ModelDiff diff_models_at(const Model& a, const std::vector<Finding>& findings_a, size_t at_a,
+                         const Model& b, const std::vector<Finding>& findings_b, size_t at_b);
 
 // Text for a terminal; at most `max_lines` per section.
 std::string format_diff(const ModelDiff& diff, std::string_view name_a, std::string_view name_b,

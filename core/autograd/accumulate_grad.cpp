@@ -2,11 +2,9 @@
 
 #include "autograd/node.h"
 #include "tensor/kernels.h"
-#include "trace/emit.h"
+#include "trace/emitters_autograd.h"
 
 namespace hookscope {
-
-using trace::EventKind;
 
 AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable)) {
   // PyTorch gives AccumulateGrad the highest priority in the ready queue.
@@ -39,8 +37,7 @@ variable_list AccumulateGrad::apply(variable_list&& grad_outputs) {
     kernels_for(acc.device()).axpy(1.f, g, acc);
   }
   meta.post_accumulate_hooks.fire([&](const auto& e, PostAccumulateGradHookFn& fn) {
-    trace::emit(EventKind::kHookFired, static_cast<uint8_t>(HookKind::kPostAccumulate), id_,
-                e.key.value, 0, e.owner);
+    trace::emit_hook_fired(id_, e.key.value, HookKind::kPostAccumulate, e.owner);
     fn(variable_);
   });
   return {};

@@ -9,11 +9,9 @@
 
 #include "autograd/node.h"
 #include "tensor/kernels.h"
-#include "trace/emit.h"
+#include "trace/emitters_autograd.h"
 
 namespace hookscope::autograd {
-
-using trace::EventKind;
 
 namespace {
 
@@ -25,6 +23,7 @@ struct NodeState {
   int dependencies = 0;
   bool relevant = false;  // on a path to something the task wants
   bool executes = false;  // runs apply (and pre/post hooks)
+  bool target = false;    // backward(inputs=...): one of the inputs' Functions
   bool queued = false;
   variable_list buffer;   // incoming gradients, one per input
   std::vector<std::pair<uint32_t, size_t>> captures;  // (input_nr, result slot)
@@ -46,16 +45,21 @@ class GraphTask {
         stamp_(g_next_task_stamp.fetch_add(1, std::memory_order_relaxed)) {}
 
   // Runs the task from `roots` seeded with `grads`. For grad(), `capture`
-  // lists the edges whose incoming gradient is the result.
+  // lists the edges whose incoming gradient is the result. For
+  // backward(inputs=...), `targets` lists the inputs' Functions: only they
+  // and what leads to them run.
   variable_list run(const std::vector<Edge>& roots, const variable_list& grads,
-                    const std::vector<Edge>& capture) {
+                    const std::vector<Edge>& capture, const std::vector<Edge>& targets = {}) {
     discover(roots);
     for (size_t i = 0; i < capture.size(); ++i) {
       if (NodeState* s = state(capture[i].function.get())) {
         s->captures.emplace_back(capture[i].input_nr, i);
       }
     }
-    mark_relevant();
+    for (const Edge& t : targets) {
+      if (NodeState* s = state(t.function.get())) s->target = true;
+    }
+    mark_relevant(!targets.empty());
     count_dependencies();
 
     for (size_t i = 0; i < roots.size(); ++i) add_input(*state(roots[i].function.get()), roots[i], grads[i]);
@@ -107,17 +111,22 @@ class GraphTask {
     }
   }
 
-  // backward(): everything reachable runs. grad(): only Functions on a path
-  // to a captured edge are relevant, and only those with a relevant
-  // successor run (so AccumulateGrad never runs).
-  void mark_relevant() {
-    if (accumulate_) {
+  // backward(): everything reachable runs. backward(inputs=...): the
+  // inputs' Functions run, and the Functions on a path to them. grad():
+  // only Functions on a path to a captured edge are relevant, and only those
+  // with a relevant successor run (so AccumulateGrad never runs). As
+  // PyTorch's GraphTask::init_to_execute (needed_ / captures_).
+  void mark_relevant(bool has_targets) {
+    if (accumulate_ && !has_targets) {
       for (NodeState& s : states_) s.relevant = s.executes = true;
       return;
     }
     // Fixed point over the reachable set; the graph is a DAG, so iterating
     // in reverse discovery order converges in a few sweeps.
-    for (NodeState& s : states_) s.relevant = !s.captures.empty();
+    for (NodeState& s : states_) {
+      s.relevant = !s.captures.empty() || s.target;
+      s.executes = s.target;
+    }
     bool changed = true;
     while (changed) {
       changed = false;
@@ -161,32 +170,47 @@ class GraphTask {
     ready_.push(ReadyEntry{s.node->sequence_nr(), s.node->task_slot_});
   }
 
+  // Note [Captures and tensor pre hooks]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // As PyTorch 2.x Engine::evaluate_function: a Node that will not execute
+  // (a captured input's Function in grad()) runs its tensor pre hooks and is
+  // captured after them; a Node that executes anyway (it leads to another
+  // captured input) is captured from its raw incoming gradients, before its
+  // tensor pre hooks, which then run once, inside call_function.
   void evaluate(NodeState& s, variable_list& results) {
     Node* node = s.node;
     variable_list grads = std::move(s.buffer);
     if (grads.empty()) grads.resize(node->num_inputs());
-    node->call_tensor_pre_hooks(grads);
-    for (auto [input_nr, slot] : s.captures) results[slot] = grads.at(input_nr);
-    if (!s.executes) return;
-
-    bool any_defined = false;
-    for (const Tensor& g : grads) any_defined = any_defined || g.defined();
-    variable_list outputs;
-    if (any_defined) {
-      node->call_pre_hooks(grads);
-      trace::emit(EventKind::kApplyBegin, 0, node->id());
-      // Post hooks see the incoming gradients too; copy them only for those.
-      if (node->num_post_hooks() == 0) {
-        outputs = node->apply(std::move(grads));
-      } else {
-        outputs = node->apply(variable_list(grads));
-      }
-      trace::emit(EventKind::kApplyEnd, 0, node->id());
-      ++executed_;
-      node->call_post_hooks(outputs, grads);
-      if (!retain_graph_) node->release_variables();
+    if (!s.executes) {
+      node->call_tensor_pre_hooks(grads);
+      for (auto [input_nr, slot] : s.captures) results[slot] = grads.at(input_nr);
+      return;
     }
+    for (auto [input_nr, slot] : s.captures) results[slot] = grads.at(input_nr);
+
+    // call_function: every hook runs, defined gradients or not (Note
+    // [Undefined gradients]).
+    node->call_tensor_pre_hooks(grads);
+    node->call_pre_hooks(grads);
+    trace::emit_apply_begin(node->id());
+    variable_list outputs;
+    // Post hooks see the incoming gradients too; copy them only for those.
+    if (node->num_post_hooks() == 0) {
+      outputs = node->apply(std::move(grads));
+    } else {
+      outputs = node->apply(variable_list(grads));
+    }
+    trace::emit_apply_end(node->id());
+    ++executed_;
     outputs.resize(node->num_outputs());
+    node->call_post_hooks(outputs, grads);
+    if (outputs.size() != node->num_outputs()) {
+      throw std::runtime_error("a post hook on " + node->name() + " changed the number of "
+                               "gradients from " + std::to_string(node->num_outputs()) +
+                               " to " + std::to_string(outputs.size()) +
+                               "; a post hook may replace gradients, not add or drop them");
+    }
+    if (!retain_graph_) node->release_variables();
     const edge_list& edges = node->next_edges();
     for (size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];
@@ -219,12 +243,12 @@ class BackwardScope {
     }
     tl_in_backward = true;
     tl_final_callbacks = &callbacks;
-    trace::emit(EventKind::kBackwardBegin, grad_mode ? 1 : 0, 0, 0, roots);
+    trace::emit_backward_begin(roots, grad_mode);
   }
   ~BackwardScope() {
     tl_in_backward = false;
     tl_final_callbacks = nullptr;
-    trace::emit(EventKind::kBackwardEnd, completed ? 0 : 2, 0, 0, executed);
+    trace::emit_backward_end(executed, completed);
   }
   // Runs the queued final callbacks (they may queue more).
   void run_callbacks() {
@@ -288,11 +312,34 @@ void queue_callback(std::function<void()> callback) {
 }
 
 void backward(const variable_list& roots, const variable_list& grad_roots,
-              bool retain_graph) {
+              bool retain_graph, const variable_list& inputs) {
   auto [edges, grads] = make_roots(roots, grad_roots);
+  // backward(inputs=...): as torch.autograd.backward, a non-leaf input
+  // retains its gradient (retain_grad() is called on it, and stays); a leaf's
+  // AccumulateGrad is used only if it exists (none means unreachable).
+  std::vector<Edge> targets;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined() || !t.requires_grad()) {
+      throw std::invalid_argument("backward: input " + std::to_string(i) +
+                                  " does not require grad (every tensor in inputs= must)");
+    }
+    if (!t.is_leaf()) {
+      Tensor(t).retain_grad();  // shares t's impl
+      targets.push_back(Edge{t.grad_fn(), t.output_nr()});
+    } else if (auto* meta = t.autograd_meta()) {
+      if (auto acc = meta->grad_accumulator.lock()) targets.push_back(Edge{acc, 0});
+    }
+  }
   BackwardScope scope(roots.size(), false);
   GraphTask task(retain_graph, /*accumulate=*/true);
-  task.run(edges, grads, {});
+  if (!inputs.empty() && targets.empty()) {
+    // No input is reachable from the roots: nothing runs (PyTorch allows it).
+    scope.run_callbacks();
+    scope.completed = true;
+    return;
+  }
+  task.run(edges, grads, {}, targets);
   scope.executed = task.executed();
   scope.run_callbacks();
   scope.completed = true;

@@ -14,8 +14,13 @@ namespace hookscope::autograd {
 // Without retain_graph the graph's saved tensors are freed as it runs.
 // Calling backward or grad from inside a hook while this thread is running a
 // backward pass throws (the engine is not reentrant).
+// `inputs` (torch.autograd.backward's inputs=): when not empty, gradients are
+// accumulated only into these tensors (.grad of a non-leaf input is retained,
+// as PyTorch does); only the Functions leading to them run, so no other
+// hooks fire. create_graph (double backward) is not supported: backward
+// formulas never record history (docs/semantics.md).
 void backward(const variable_list& roots, const variable_list& grad_roots = {},
-              bool retain_graph = false);
+              bool retain_graph = false, const variable_list& inputs = {});
 
 // Returns d(outputs)/d(inputs) without touching any .grad: AccumulateGrad
 // does not run, as in torch.autograd.grad. With allow_unused, an input the

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trace/event.h"
+#include "trace/hook_key.h"
 
 namespace hookscope {
 
@@ -24,25 +25,18 @@ using trace::OwnerKind;
 // the hook is freed, so a stale key kept by a dead Reducer could remove a
 // newer Reducer's hook (ABA). With counter keys a stale key matches nothing:
 // del_*_hook returns false, removes nothing, and emits kHookRemoveFailed.
-struct HookKey {
-  uint64_t value = 0;
-  explicit operator bool() const { return value != 0; }
-  friend bool operator==(HookKey a, HookKey b) { return a.value == b.value; }
-};
+// (HookKey itself is declared in trace/hook_key.h.)
 
-// A key names the slot its hook occupies in its list (low kHookSlotBits) and
-// carries a process-wide serial number above them, so it is unique in the
-// process and removal needs no search.
-constexpr int kHookSlotBits = 24;
+// A key names the slot its hook occupies in its list and carries a
+// process-wide serial number (Note [Hook key layout] in trace/hook_key.h), so
+// it is unique in the process and removal needs no search.
 HookKey next_hook_key_for_slot(uint32_t slot);
-inline uint32_t slot_of(HookKey key) {
-  return static_cast<uint32_t>(key.value & ((1u << kHookSlotBits) - 1));
-}
+inline uint32_t slot_of(HookKey key) { return trace::hook_key_slot(key.value); }
 
 // Who added a hook (a user, a Reducer, retain_grad). Owners are recorded in
 // the trace with a kind and a label, and their end of life is an event, so
 // the analysis can tell a live owner's hooks from a leaked one's.
-using OwnerId = uint32_t;
+// OwnerId: trace/hook_key.h.
 
 struct HookOwner {
   OwnerKind kind = OwnerKind::kUser;
@@ -58,22 +52,26 @@ void destroy_owner(OwnerId id);
 HookOwner owner_info(OwnerId id);
 // The default owner of hooks added without one: kind user, label "user".
 OwnerId user_owner();
+// `owner`, or user_owner() for kDefaultHookOwner.
+inline OwnerId resolve_owner(OwnerId owner) { return owner == kDefaultHookOwner ? user_owner() : owner; }
 
 // Note [Removing hooks while they fire]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A hook list fires its hooks in registration order. While it fires, hooks
-// may be added to or removed from the same list (by the firing hook itself or
-// by another):
-//  * a hook removed before its turn in the current pass does not run;
-//  * a hook removed after it ran (including a hook removing itself) has run
-//    once; it will not run in later passes;
+// A hook list fires its hooks in registration order, over a snapshot of the
+// list taken when the pass begins, as PyTorch's _call_hooks does (it iterates
+// PyDict_Values(dict), a copy: Note [Extend Hook Lifetime] in
+// torch/csrc/autograd/python_hook.cpp, issue #58354; docs/semantics.md rule S1):
+//  * a hook removed during the pass (by an earlier hook, or by itself) still
+//    runs in that pass if it had not run yet; it never runs in later passes;
 //  * a hook added during a pass does not run in that pass, only in later ones.
 // Removal is O(1): the key names its slot (Note [Hook keys]); the entry is
-// marked dead and, when no pass is running, its callable is freed. Dead
-// entries are unlinked in batches (before a pass, or when they pile up), and
-// never during a pass, so the hook that is running and the pass's position
-// stay valid. Entries live in fixed blocks that never move, so a hook added during
-// a pass cannot move the one that is running.
+// marked dead with the list's clock and, when no pass is running, its callable
+// is freed. A pass runs the entries that are live or died after the pass
+// began. Dead entries are unlinked in batches (before a pass, or when they
+// pile up), never during a pass, so the hook that is running and the pass's
+// position stay valid, and a slot is never reused during a pass. Entries live
+// in fixed blocks that never move, so a hook added during a pass cannot move
+// the one that is running.
 template <class Fn>
 class HookList {
  public:
@@ -82,6 +80,7 @@ class HookList {
     OwnerId owner = 0;
     uint32_t input_nr = 0;  // which gradient a tensor pre hook sees
     bool live = false;
+    uint64_t removed_at = 0;  // the list's clock when it was removed
     uint32_t prev = kNil, next = kNil;
     Fn fn;
   };
@@ -105,6 +104,7 @@ class HookList {
     e.owner = owner;
     e.input_nr = input_nr;
     e.live = true;
+    e.removed_at = 0;
     e.fn = std::move(fn);
     e.next = kNil;
     e.prev = tail_;
@@ -126,6 +126,7 @@ class HookList {
     Entry& e = at(slot);
     if (!e.live || e.key.value != key.value) return false;
     e.live = false;
+    e.removed_at = ++clock_;
     --size_;
     if (owner) *owner = e.owner;
     // Unlinking touches the neighbours; it is batched (Note [Removing hooks
@@ -136,11 +137,13 @@ class HookList {
     return true;
   }
 
-  // Calls visit(entry, fn) for each live hook present when the pass began.
+  // Calls visit(entry, fn) for each hook that was live when the pass began
+  // (Note [Removing hooks while they fire]).
   template <class Visit>
   void fire(Visit&& visit) {
     if (firing_ == 0 && !deferred_.empty()) release_deferred();
     if (size_ == 0) return;
+    const uint64_t began = ++clock_;
     ++firing_;
     struct Done {
       HookList* self;
@@ -151,7 +154,7 @@ class HookList {
     const uint32_t last = tail_;
     for (uint32_t s = head_; s != kNil;) {
       Entry& e = at(s);
-      if (e.live) visit(static_cast<const Entry&>(e), e.fn);
+      if (e.live || e.removed_at > began) visit(static_cast<const Entry&>(e), e.fn);
       if (s == last) break;
       s = e.next;  // read after the call: e stays linked even if it was removed
     }
@@ -212,6 +215,7 @@ class HookList {
   uint32_t head_ = kNil, tail_ = kNil;
   uint32_t size_ = 0;
   uint32_t firing_ = 0;
+  uint64_t clock_ = 0;  // ticks at each pass start and each removal
 };
 
 }  // namespace hookscope

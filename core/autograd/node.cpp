@@ -6,12 +6,11 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "trace/emit.h"
+#include "trace/emitters_autograd.h"
 #include "trace/strings.h"
 
 namespace hookscope {
 
-using trace::EventKind;
 using trace::RemoveCause;
 
 namespace {
@@ -29,8 +28,6 @@ OwnerRegistry& owners() {
   return *r;
 }
 
-uint8_t kind_byte(HookKind k) { return static_cast<uint8_t>(k); }
-
 // A trace that starts after some owners were created still names them.
 void emit_live_owners() {
   std::vector<HookOwner> live;
@@ -42,8 +39,7 @@ void emit_live_owners() {
   std::sort(live.begin(), live.end(),
             [](const HookOwner& a, const HookOwner& b) { return a.id < b.id; });
   for (const HookOwner& o : live) {
-    trace::emit(EventKind::kOwnerCreated, static_cast<uint8_t>(o.kind), 0, 0,
-                trace::intern(o.label), o.id, trace::kOwnerFromSnapshot);
+    trace::emit_owner_created(o.id, o.kind, trace::intern(o.label), /*from_snapshot=*/true);
   }
 }
 const bool g_owner_snapshot_registered = (trace::add_start_callback(&emit_live_owners), true);
@@ -54,11 +50,11 @@ uint64_t next_sequence_nr() {
   return g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed);
 }
 HookKey next_hook_key_for_slot(uint32_t slot) {
-  if (slot >= (1u << kHookSlotBits)) {
+  if (slot >= trace::kMaxHookSlots) {
     throw std::length_error("more than 16M hooks of one kind on one Function");
   }
   const uint64_t serial = g_next_hook_key.fetch_add(1, std::memory_order_relaxed);
-  return HookKey{(serial << kHookSlotBits) | slot};
+  return HookKey{trace::make_hook_key(serial, slot)};
 }
 
 // ---- owners -----------------------------------------------------------------
@@ -72,8 +68,7 @@ OwnerId create_owner(OwnerKind kind, std::string label) {
     r.owners[id] = HookOwner{kind, id, label};
   }
   if (trace::recording()) {
-    trace::emit(EventKind::kOwnerCreated, static_cast<uint8_t>(kind), 0, 0,
-                trace::intern(label), id);
+    trace::emit_owner_created(id, kind, trace::intern(label));
   }
   return id;
 }
@@ -84,7 +79,7 @@ void destroy_owner(OwnerId id) {
     std::lock_guard<std::mutex> lock(r.mutex);
     r.owners.erase(id);
   }
-  trace::emit(EventKind::kOwnerDestroyed, 0, 0, 0, 0, id);
+  trace::emit_owner_destroyed(id);
 }
 
 HookOwner owner_info(OwnerId id) {
@@ -108,17 +103,14 @@ Node::Node(edge_list next_edges)
 
 Node::~Node() {
   record_release_of_hooks();
-  trace::emit(EventKind::kNodeReleased, 0, id_);
+  trace::emit_node_released(id_);
 }
 
 void Node::record_created(uint8_t flags, uint64_t previous_accumulator) {
   if (!trace::recording()) return;
-  trace::emit(EventKind::kNodeCreated, flags, id_, previous_accumulator,
-              trace::intern(name()));
+  trace::emit_node_created(id_, trace::intern(name()), flags, previous_accumulator);
   for (const Edge& e : next_edges_) {
-    if (e.function) {
-      trace::emit(EventKind::kNodeEdge, 0, id_, 0, e.function->id(), 0, e.input_nr);
-    }
+    if (e.function) trace::emit_node_edge(id_, e.function->id(), e.input_nr);
   }
 }
 
@@ -126,8 +118,7 @@ void Node::record_release_of_hooks() {
   if (!trace::recording()) return;
   auto emit_all = [this](const auto& list, HookKind kind) {
     for (const auto* e : list.live_entries()) {
-      trace::emit(EventKind::kHookRemoved, kind_byte(kind), id_, e->key.value,
-                  static_cast<uint64_t>(RemoveCause::kNodeReleased), e->owner, 0);
+      trace::emit_hook_removed(id_, e->key.value, kind, e->owner, 0, RemoveCause::kNodeReleased);
     }
   };
   // A leaf's tensor hooks live on the tensor and survive this Node.
@@ -143,8 +134,7 @@ template <class List, class Fn>
 HookKey add_hook(Node& node, List& list, HookKind kind, Fn fn, OwnerId owner,
                  uint32_t input_nr) {
   HookKey key = list.add(std::move(fn), owner, input_nr);
-  trace::emit(EventKind::kHookAdded, kind_byte(kind), node.id(), key.value, input_nr,
-              owner);
+  trace::emit_hook_added(node.id(), key.value, kind, owner, input_nr);
   return key;
 }
 
@@ -153,12 +143,10 @@ bool del_hook(Node& node, List& list, HookKind kind, HookKey key, OwnerId remove
               RemoveCause cause = RemoveCause::kByKey) {
   OwnerId owner = 0;
   if (!list.remove(key, &owner)) {
-    trace::emit(EventKind::kHookRemoveFailed, kind_byte(kind), node.id(), key.value, 0,
-                0, remover);
+    trace::emit_hook_remove_failed(node.id(), key.value, kind, remover);
     return false;
   }
-  trace::emit(EventKind::kHookRemoved, kind_byte(kind), node.id(), key.value,
-              static_cast<uint64_t>(cause), owner, remover);
+  trace::emit_hook_removed(node.id(), key.value, kind, owner, remover, cause);
   return true;
 }
 
@@ -211,25 +199,38 @@ size_t Node::del_post_hooks_of_kind(OwnerKind kind, OwnerId remover) {
 // ---- firing -----------------------------------------------------------------
 
 namespace {
-void fire_event(const Node& node, HookKind kind, HookKey key, OwnerId owner) {
-  trace::emit(EventKind::kHookFired, kind_byte(kind), node.id(), key.value, 0, owner);
-}
-
+// Note [Hook fire events]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// kHookFired is emitted immediately before the hook is called, and only then:
+// one event per call, none for a hook that does not run. Hooks run whether
+// their gradient is defined or not (PyTorch passes None: python_hook.cpp
+// PyFunctionTensorPreHook wraps an undefined tensor as None and calls every
+// hook of the snapshot), so no hook of a list that fires is ever skipped.
 void fire_tensor_hooks(Node& node, HookList<TensorPreHookFn>& list, HookKind kind,
                        variable_list& grads) {
   list.fire([&](const auto& e, TensorPreHookFn& fn) {
-    fire_event(node, kind, e.key, e.owner);
-    if (e.input_nr >= grads.size() || !grads[e.input_nr].defined()) return;
-    Tensor replaced = fn(grads[e.input_nr]);
-    if (replaced.defined()) {
-      if (replaced.shape() != grads[e.input_nr].shape()) {
-        throw std::runtime_error("hook on " + node.name() + " returned a gradient of shape " +
-                                 shape_str(replaced.shape()) + " for one of shape " +
-                                 shape_str(grads[e.input_nr].shape()) +
-                                 "; a tensor hook must keep the gradient's shape");
-      }
-      grads[e.input_nr] = std::move(replaced);
+    if (e.input_nr >= grads.size()) {
+      throw std::logic_error("tensor pre hook on " + node.name() + " for input " +
+                             std::to_string(e.input_nr) + " of " +
+                             std::to_string(grads.size()));
     }
+    trace::emit_hook_fired(node.id(), e.key.value, kind, e.owner);
+    Tensor& grad = grads[e.input_nr];
+    Tensor replaced = fn(grad);
+    if (!replaced.defined()) return;  // an undefined result keeps the gradient (Python: None)
+    if (!grad.defined()) {
+      throw std::runtime_error("hook on " + node.name() +
+                               " returned a gradient where the incoming gradient is undefined; "
+                               "a tensor hook can't replace an undefined gradient (return an "
+                               "undefined Tensor to keep it)");
+    }
+    if (replaced.shape() != grad.shape()) {
+      throw std::runtime_error("hook on " + node.name() + " returned a gradient of shape " +
+                               shape_str(replaced.shape()) + " for one of shape " +
+                               shape_str(grad.shape()) +
+                               "; a tensor hook must keep the gradient's shape");
+    }
+    grad = std::move(replaced);
   });
 }
 }  // namespace
@@ -241,14 +242,14 @@ void Node::call_tensor_pre_hooks(variable_list& grads) {
 
 void Node::call_pre_hooks(variable_list& grads) {
   pre_hooks_.fire([&](const auto& e, FunctionPreHookFn& fn) {
-    fire_event(*this, HookKind::kPre, e.key, e.owner);
+    trace::emit_hook_fired(id_, e.key.value, HookKind::kPre, e.owner);
     fn(grads);
   });
 }
 
 void Node::call_post_hooks(variable_list& grad_inputs, const variable_list& grad_outputs) {
   post_hooks_.fire([&](const auto& e, FunctionPostHookFn& fn) {
-    fire_event(*this, HookKind::kPost, e.key, e.owner);
+    trace::emit_hook_fired(id_, e.key.value, HookKind::kPost, e.owner);
     fn(grad_inputs, grad_outputs);
   });
 }
@@ -258,20 +259,33 @@ void Node::call_post_hooks(variable_list& grad_inputs, const variable_list& grad
 FunctionNode::FunctionNode(const char* name, Backward backward)
     : name_(name), backward_(std::move(backward)) {}
 
-variable_list FunctionNode::apply(variable_list&& grad_outputs) {
-  if (released_) {
-    throw std::runtime_error(
-        std::string("Trying to backward through the graph a second time (") + name_ +
-        " already ran and freed its saved tensors). Saved intermediate values of the "
-        "graph are freed when you call backward() or grad(); pass retain_graph=true to "
-        "the first call if you need to backward through the graph again.");
+FunctionNode::FunctionNode(const char* name, SimpleBackward backward)
+    : name_(name),
+      backward_([fn = std::move(backward)](const variable_list& g, const variable_list&) {
+        return fn(g);
+      }) {}
+
+void FunctionNode::save_for_backward(const variable_list& tensors) {
+  saved_.reserve(saved_.size() + tensors.size());
+  for (const Tensor& t : tensors) {
+    saved_.emplace_back(t, *this, static_cast<uint32_t>(saved_.size()));
   }
-  return backward_(grad_outputs);
+}
+
+variable_list FunctionNode::apply(variable_list&& grad_outputs) {
+  // Saved tensors are unpacked on every run, whether or not a gradient is
+  // defined (as PyTorch's generated apply() does).
+  variable_list saved;
+  saved.reserve(saved_.size());
+  for (const SavedVariable& s : saved_) saved.push_back(s.unpack(*this));
+  bool any_defined = false;
+  for (const Tensor& g : grad_outputs) any_defined = any_defined || g.defined();
+  if (!any_defined) return variable_list(num_outputs());  // Note [Undefined gradients]
+  return backward_(grad_outputs, saved);
 }
 
 void FunctionNode::release_variables() {
-  backward_ = nullptr;
-  released_ = true;
+  for (SavedVariable& s : saved_) s.reset();
 }
 
 }  // namespace hookscope

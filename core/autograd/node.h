@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "autograd/hooks.h"
+#include "autograd/saved_variable.h"
+#include "autograd/variable.h"
 #include "tensor/tensor.h"
 
 namespace hookscope {
@@ -30,13 +32,18 @@ using FunctionPostHookFn =
 
 // Note [Hook firing order]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
-// When the engine runs a Node it fires, in this order (PyTorch's documented
-// order): tensor pre hooks (for a leaf's AccumulateGrad, the leaf's
-// register_hook hooks), then retain_grad hooks, then pre hooks, then the
-// Node itself (for AccumulateGrad: accumulate, then post-accumulate hooks),
-// then post hooks. Hooks of one kind run in registration order. Every firing
-// emits kHookFired before the hook runs. See also Note [Removing hooks while
-// they fire].
+// When the engine runs a Node it fires, in this order (PyTorch 2.x
+// engine.cpp call_function; NOTE [Hooks ordering] in function.h): tensor pre
+// hooks (for a leaf's AccumulateGrad, the leaf's register_hook hooks), then
+// retain_grad hooks, then pre hooks, then the Node itself (for
+// AccumulateGrad: accumulate, then post-accumulate hooks), then post hooks.
+// Hooks of one kind run in registration order. Tensor pre hooks (and
+// retain_grad hooks) run whenever the engine reaches the Node, even when it
+// will not execute (autograd::grad); pre and post hooks only when it
+// executes. Every call emits kHookFired just before it (Note [Hook fire
+// events]); hooks run with undefined gradients too (Note [Undefined
+// gradients]). See also Note [Removing hooks while they fire] and
+// docs/semantics.md.
 
 namespace autograd {
 class GraphTask;
@@ -123,20 +130,33 @@ class Node : public std::enable_shared_from_this<Node> {
 uint64_t next_node_id();
 uint64_t next_sequence_nr();
 
-// A backward Node built from a closure: the op's saved tensors live in the
-// closure and are dropped by release_variables().
+// A backward Node built from a closure. The tensors the op saves for backward
+// are SavedVariables (Note [Saved tensor hooks]); the closure gets them
+// unpacked, in the order given to save_for_backward. release_variables()
+// frees them; running the Node again then throws (as PyTorch, only a Node
+// that saved something refuses a second backward).
+// Note [Undefined gradients]: when every incoming gradient is undefined the
+// formula is not evaluated and every output gradient is undefined, as
+// PyTorch's generated Functions do (`any_grad_defined ? formula : Tensor()`).
 class FunctionNode : public Node {
  public:
-  using Backward = std::function<variable_list(const variable_list& grad_outputs)>;
+  using Backward =
+      std::function<variable_list(const variable_list& grad_outputs, const variable_list& saved)>;
+  // A formula that saves nothing.
+  using SimpleBackward = std::function<variable_list(const variable_list& grad_outputs)>;
   FunctionNode(const char* name, Backward backward);
+  FunctionNode(const char* name, SimpleBackward backward);
   variable_list apply(variable_list&& grad_outputs) override;
   std::string name() const override { return name_; }
   void release_variables() override;
+  // Saves tensors for backward (after the Node is wired and recorded, so
+  // pack events name a known Function).
+  void save_for_backward(const variable_list& tensors);
 
  private:
   const char* name_;
   Backward backward_;
-  bool released_ = false;
+  std::vector<SavedVariable> saved_;
 };
 
 // Accumulates the gradient into a leaf's .grad. Holds the leaf strongly; the

@@ -2,7 +2,7 @@
 
 #include <atomic>
 
-#include "trace/emit.h"
+#include "trace/emitters_ddp.h"
 
 namespace hookscope::ddp {
 
@@ -21,18 +21,17 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
     for (auto& p : module_->named_parameters()) {
       const uint64_t id = g_next_collective.fetch_add(1);
       const size_t n = static_cast<size_t>(p.tensor.numel());
-      trace::emit(EventKind::kCollectiveBegin,
-                  static_cast<uint8_t>(trace::CollectiveOp::kBroadcast), 0, id,
-                  n * sizeof(float), 0, UINT32_MAX);
+      trace::emit_collective_begin(0, trace::CollectiveOp::kBroadcast, id, n * sizeof(float),
+                                   trace::kNoBucket);
       auto work = group_->broadcast_tensor(p.tensor, options.broadcast_root);
       try {
         work->wait();
       } catch (const CollectiveError& e) {
-        trace::emit(EventKind::kCollectiveEnd, static_cast<uint8_t>(e.status()), 0, id,
-                    work->duration_ns(), 0, work->placement());
+        trace::emit_collective_end(0, e.status(), id, work->duration_ns(), work->placement());
         throw;
       }
-      trace::emit(EventKind::kCollectiveEnd, 0, 0, id, work->duration_ns(), 0, work->placement());
+      trace::emit_collective_end(0, trace::CollectiveStatus::kOk, id, work->duration_ns(),
+                                 work->placement());
     }
   }
   reducer_ = std::make_unique<Reducer>(module_->named_parameters(), group_,

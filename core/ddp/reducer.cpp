@@ -9,20 +9,12 @@
 #include "autograd/engine.h"
 #include "autograd/node.h"
 #include "tensor/kernels.h"
-#include "trace/emit.h"
+#include "trace/emitters_ddp.h"
 #include "trace/strings.h"
 
 namespace hookscope::ddp {
 
 using trace::EventKind;
-
-DestroyPolicy parse_policy(const std::string& name) {
-  if (name == "by-key") return DestroyPolicy::kByKey;
-  if (name == "none") return DestroyPolicy::kNone;
-  if (name == "by-type") return DestroyPolicy::kByType;
-  throw std::invalid_argument("unknown hook removal policy '" + name +
-                              "': expected by-key (default), none or by-type");
-}
 
 namespace {
 
@@ -115,8 +107,8 @@ struct Reducer::Core {
 
   void autograd_hook(size_t index) {
     if (!expect_hooks) {
-      trace::emit(EventKind::kAutogradHookNoop, kNoopNotPrepared, hooks[index].second->id(),
-                  hooks[index].first.value, 0, owner);
+      trace::emit_autograd_hook_noop(owner, kNoopNotPrepared, hooks[index].second->id(),
+                                     hooks[index].first.value, 0);
       return;
     }
     if (options.fault) options.fault(FaultPoint::kInHook, backward_index);
@@ -130,8 +122,7 @@ struct Reducer::Core {
   void mark_variable_ready(size_t index) {
     const uint64_t node = hooks[index].second->id();
     if (ready[index]) {
-      trace::emit(EventKind::kMarkedTwice, 0, node, 0, name_ids[index], owner,
-                  static_cast<uint32_t>(index));
+      trace::emit_marked_twice(owner, node, name_ids[index], static_cast<uint32_t>(index));
       throw std::runtime_error(
           label + ": expected to mark a variable ready only once, but parameter '" +
           params[index].name + "' (index " + std::to_string(index) +
@@ -155,7 +146,7 @@ struct Reducer::Core {
     } else {
       k.fill_range(bucket.buffer, offset, n, 0.f);
     }
-    trace::emit(EventKind::kMarkReady, 0, node, 0, index, owner, static_cast<uint32_t>(b));
+    trace::emit_mark_ready(owner, node, index, static_cast<uint32_t>(b));
     if (--bucket.pending == 0) mark_bucket_ready();
   }
 
@@ -166,11 +157,10 @@ struct Reducer::Core {
       Bucket& bucket = buckets[next_bucket];
       if (options.fault) options.fault(FaultPoint::kBeforeCollective, backward_index);
       bucket.collective = g_next_collective.fetch_add(1);
-      trace::emit(EventKind::kBucketReady, 0, 0, bucket.collective, next_bucket, owner,
-                  static_cast<uint32_t>(bucket.params.size()));
-      trace::emit(EventKind::kCollectiveBegin,
-                  static_cast<uint8_t>(trace::CollectiveOp::kAllreduce), 0, bucket.collective,
-                  bucket.numel * sizeof(float), owner, static_cast<uint32_t>(next_bucket));
+      trace::emit_bucket_ready(owner, bucket.collective, next_bucket,
+                               static_cast<uint32_t>(bucket.params.size()));
+      trace::emit_collective_begin(owner, trace::CollectiveOp::kAllreduce, bucket.collective,
+                                   bucket.numel * sizeof(float), static_cast<uint32_t>(next_bucket));
       bucket.work = group->allreduce_tensor(bucket.buffer);
       ++next_bucket;
     }
@@ -182,8 +172,7 @@ struct Reducer::Core {
       std::string missing;
       for (size_t i = 0; i < params.size(); ++i) {
         if (ready[i]) continue;
-        trace::emit(EventKind::kUnusedParameter, 0, hooks[i].second->id(), 0, name_ids[i], owner,
-                    static_cast<uint32_t>(i));
+        trace::emit_unused_parameter(owner, hooks[i].second->id(), name_ids[i], static_cast<uint32_t>(i));
         missing += (missing.empty() ? "" : ", ") + params[i].name;
       }
       throw std::runtime_error(
@@ -196,13 +185,12 @@ struct Reducer::Core {
       try {
         bucket.work->wait();
       } catch (const CollectiveError& e) {
-        trace::emit(EventKind::kCollectiveEnd, static_cast<uint8_t>(e.status()), 0,
-                    bucket.collective, bucket.work->duration_ns(), owner,
-                    bucket.work->placement());
+        trace::emit_collective_end(owner, e.status(), bucket.collective, bucket.work->duration_ns(),
+                                   bucket.work->placement());
         throw;
       }
-      trace::emit(EventKind::kCollectiveEnd, 0, 0, bucket.collective, bucket.work->duration_ns(),
-                  owner, bucket.work->placement());
+      trace::emit_collective_end(owner, trace::CollectiveStatus::kOk, bucket.collective,
+                                 bucket.work->duration_ns(), bucket.work->placement());
       Kernels& k = kernels_for(bucket.buffer.device());
       k.scale(bucket.buffer, scale, bucket.buffer);
       for (size_t s = 0; s < bucket.params.size(); ++s) {
@@ -212,7 +200,7 @@ struct Reducer::Core {
         p.set_grad(g);
       }
     }
-    trace::emit(EventKind::kBucketsFinalized, 0, 0, 0, backward_index, owner);
+    trace::emit_buckets_finalized(owner, backward_index);
   }
 
   void remove_hooks() {
@@ -240,8 +228,7 @@ struct Reducer::Core {
         break;
       }
     }
-    trace::emit(EventKind::kReducerDestroyed, 0, 0, 0, static_cast<uint64_t>(options.policy),
-                owner, static_cast<uint32_t>(removed));
+    trace::emit_reducer_destroyed(owner, options.policy, static_cast<uint32_t>(removed));
   }
 };
 
@@ -271,8 +258,7 @@ Reducer::Reducer(std::vector<nn::NamedParameter> params, std::shared_ptr<Process
     }
     c.name_ids.push_back(trace::intern(p.name));
   }
-  trace::emit(EventKind::kReducerConstructed, 0, 0, 0, c.params.size(), c.owner,
-              static_cast<uint32_t>(c.buckets.size()));
+  trace::emit_reducer_constructed(c.owner, c.params.size(), static_cast<uint32_t>(c.buckets.size()));
   std::weak_ptr<Core> weak = core_;
   for (size_t i = 0; i < c.params.size(); ++i) {
     std::shared_ptr<Node> acc = c.params[i].tensor.grad_accumulator();
@@ -282,7 +268,7 @@ Reducer::Reducer(std::vector<nn::NamedParameter> params, std::shared_ptr<Process
           if (auto core = weak.lock()) {
             core->autograd_hook(i);
           } else {
-            trace::emit(EventKind::kAutogradHookNoop, kNoopOwnerDestroyed, acc_id, 0, i, owner);
+            trace::emit_autograd_hook_noop(owner, kNoopOwnerDestroyed, acc_id, 0, i);
           }
         },
         c.owner);
@@ -301,7 +287,7 @@ void Reducer::prepare_for_backward(const variable_list& outputs) {
   c.reset_for_backward();
   c.expect_hooks = true;
   ++c.backward_index;
-  trace::emit(EventKind::kPrepareForBackward, 0, 0, 0, c.backward_index, c.owner);
+  trace::emit_prepare_for_backward(c.owner, c.backward_index);
   if (!c.options.find_unused_parameters) return;
   // Search the graph from the outputs; parameters whose AccumulateGrad is not
   // reached get no gradient in this backward and are marked ready now.
@@ -319,8 +305,8 @@ void Reducer::prepare_for_backward(const variable_list& outputs) {
   }
   for (size_t i = 0; i < c.params.size(); ++i) {
     if (seen.count(c.hooks[i].second.get())) continue;
-    trace::emit(EventKind::kUnusedParameter, 0, c.hooks[i].second->id(), 0, c.name_ids[i],
-                c.owner, static_cast<uint32_t>(i));
+    trace::emit_unused_parameter(c.owner, c.hooks[i].second->id(), c.name_ids[i],
+                                 static_cast<uint32_t>(i));
     c.mark_variable_ready(i);
   }
 }

@@ -31,9 +31,6 @@ struct ReducerOptions {
   std::function<void(FaultPoint, size_t backward_index)> fault;
 };
 
-// Parses "by-key" / "none" / "by-type"; throws naming the accepted values.
-DestroyPolicy parse_policy(const std::string& name);
-
 // Note [Reducer destruction]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The Reducer keeps a (HookKey, AccumulateGrad) pair per parameter; holding

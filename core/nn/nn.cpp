@@ -47,9 +47,26 @@ std::vector<NamedParameter> Linear::named_parameters(const std::string& prefix) 
 
 Tensor ReLU::forward(const Tensor& x) { return relu(x); }
 
+namespace {
+std::string child_path(const std::string& parent, size_t i) {
+  return parent.empty() ? std::to_string(i) : parent + "." + std::to_string(i);
+}
+}  // namespace
+
+void Sequential::push_back(std::shared_ptr<Module> m) {
+  if (!m) throw std::invalid_argument("Sequential::push_back: got a null module");
+  m->set_path(child_path(path(), modules_.size()));
+  modules_.push_back(std::move(m));
+}
+
+void Sequential::set_path(std::string path) {
+  Module::set_path(std::move(path));
+  for (size_t i = 0; i < modules_.size(); ++i) modules_[i]->set_path(child_path(this->path(), i));
+}
+
 Tensor Sequential::forward(const Tensor& x) {
   Tensor h = x;
-  for (auto& m : modules_) h = m->forward(h);
+  for (auto& m : modules_) h = (*m)(h);  // through __call__: children's hooks run
   return h;
 }
 

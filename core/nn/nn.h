@@ -2,14 +2,18 @@
 // A small nn library: enough to train the MLPs the scenarios run.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "autograd/hooks.h"
 #include "tensor/tensor.h"
 
 namespace hookscope::nn {
+
+struct ModuleHooks;
 
 struct NamedParameter {
   std::string name;  // "0.weight", "2.bias", ...
@@ -18,7 +22,25 @@ struct NamedParameter {
 
 class Module {
  public:
-  virtual ~Module() = default;
+  // Module hooks (Note [Module hooks]). A hook returning an undefined Tensor
+  // keeps the value it was given (Python: returning None).
+  //  forward pre hook: sees the input before forward; may replace it.
+  using ForwardPreHookFn = std::function<Tensor(Module& module, const Tensor& input)>;
+  //  forward hook: sees input and output after forward; may replace the output.
+  using ForwardHookFn =
+      std::function<Tensor(Module& module, const Tensor& input, const Tensor& output)>;
+  //  full backward pre hook: the gradient w.r.t. the output; may replace it.
+  using BackwardPreHookFn = std::function<Tensor(Module& module, const Tensor& grad_output)>;
+  //  full backward hook: gradients w.r.t. the input (undefined when the input
+  //  does not require grad) and the output; may replace the input's.
+  using BackwardHookFn = std::function<Tensor(Module& module, const Tensor& grad_input,
+                                              const Tensor& grad_output)>;
+
+  Module();
+  virtual ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
   virtual Tensor forward(const Tensor& x) = 0;
   virtual std::string name() const = 0;
   // Parameters in registration order, names prefixed with `prefix`.
@@ -28,7 +50,30 @@ class Module {
   }
   std::vector<Tensor> parameters() const;
   void zero_grad();
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  // Calls forward with the module's hooks, as PyTorch's Module.__call__.
+  Tensor operator()(const Tensor& x);
+
+  HookKey register_forward_pre_hook(ForwardPreHookFn fn);
+  HookKey register_forward_hook(ForwardHookFn fn);
+  HookKey register_full_backward_pre_hook(BackwardPreHookFn fn);
+  HookKey register_full_backward_hook(BackwardHookFn fn);
+  // Removes a hook of any kind by key (RemovableHandle.remove()). False, and
+  // a failed removal in the trace, for a key that names no live hook here.
+  bool remove_hook(HookKey key);
+  size_t num_hooks() const;
+
+  // The module's qualified name in its model ("0", "encoder.layers.3"; "" for
+  // the root). Containers set their children's; set it before adding hooks,
+  // since the hooks' owner is named once, when the first hook is added.
+  const std::string& path() const { return path_; }
+  virtual void set_path(std::string path) { path_ = std::move(path); }
+  // The owner of this module's hooks (OwnerKind::kModule, label = path or
+  // "(root)"), created with the first hook.
+  OwnerId hook_owner();
+
+ private:
+  std::string path_;
+  std::unique_ptr<ModuleHooks> hooks_;
 };
 
 // y = x @ W^T + b, W: [out, in], initialised as PyTorch's (Kaiming uniform).
@@ -53,7 +98,9 @@ class ReLU : public Module {
 class Sequential : public Module {
  public:
   Sequential() = default;
-  void push_back(std::shared_ptr<Module> m) { modules_.push_back(std::move(m)); }
+  // Adds a child named by its position ("0", "1", ...: under this module's path).
+  void push_back(std::shared_ptr<Module> m);
+  void set_path(std::string path) override;
   Tensor forward(const Tensor& x) override;
   std::string name() const override { return "Sequential"; }
   std::vector<NamedParameter> named_parameters(const std::string& prefix = "") const override;

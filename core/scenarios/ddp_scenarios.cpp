@@ -1,4 +1,5 @@
 #include "scenarios/ddp_scenarios.h"
+#include "scenarios/registry.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -16,19 +17,13 @@
 #include "ddp/ddp.h"
 #include "nn/nn.h"
 #include "tensor/ops.h"
-#include "trace/emit.h"
+#include "trace/emitters_ddp.h"
 #include "trace/strings.h"
 
 namespace hookscope::scenarios {
 
-using trace::EventKind;
 using trace::FailureMode;
 using trace::RecoveryStep;
-
-bool is_ddp_scenario(const std::string& name) {
-  return name == "recovery" || name == "shared-module" || name == "unused-parameter" ||
-         name == "marked-twice";
-}
 
 namespace {
 
@@ -116,8 +111,7 @@ class RankRun {
         return rep_;
       } catch (const InjectedFailure& e) {
         rep_.failed = true;
-        trace::emit(EventKind::kFailure, static_cast<uint8_t>(o_.fail_mode), 0, 0,
-                    trace::intern(e.what()), 0, static_cast<uint32_t>(rep_.rank));
+        trace::emit_failure(o_.fail_mode, static_cast<uint32_t>(rep_.rank), trace::intern(e.what()));
         if (pg) pg->abort();
         ddp.reset();
         second.reset();
@@ -160,8 +154,8 @@ class RankRun {
                   ? ddp::make_nccl_process_group(store, rep_.rank, o_.world_size, opts)
                   : ddp::make_gloo_process_group(store, rep_.rank, o_.world_size, opts);
     group_id_ = (static_cast<uint64_t>(gen_) << 16) | static_cast<uint64_t>(rep_.rank);
-    trace::emit(EventKind::kProcessGroupCreated, 0, 0, group_id_,
-                static_cast<uint64_t>(o_.world_size), 0, static_cast<uint32_t>(gen_));
+    trace::emit_process_group_created(group_id_, static_cast<uint64_t>(o_.world_size),
+                                      static_cast<uint32_t>(gen_));
     if (gen_ > 0) {
       recovery_step(RecoveryStep::kGroupFormed,
                     fmt::format("new process group (generation {}) of {} ranks", gen_,
@@ -177,7 +171,7 @@ class RankRun {
   void destroy_group(std::shared_ptr<ddp::ProcessGroup>& pg, bool aborted) {
     if (!pg) return;
     pg.reset();
-    trace::emit(EventKind::kProcessGroupDestroyed, aborted ? 1 : 0, 0, group_id_);
+    trace::emit_process_group_destroyed(group_id_, aborted);
   }
 
   std::unique_ptr<ddp::DistributedDataParallel> make_ddp(std::shared_ptr<ddp::ProcessGroup> pg) {
@@ -206,8 +200,7 @@ class RankRun {
       if (o_.rank < 0) {
         throw std::invalid_argument("--fail-mode kill needs ranks as processes (hookscope-cli launch)");
       }
-      trace::emit(EventKind::kFailure, static_cast<uint8_t>(o_.fail_mode), 0, 0,
-                  trace::intern(what), 0, static_cast<uint32_t>(rep_.rank));
+      trace::emit_failure(o_.fail_mode, static_cast<uint32_t>(rep_.rank), trace::intern(what));
       write_failure_note();
       ::kill(::getpid(), SIGKILL);
     }
@@ -249,7 +242,7 @@ class RankRun {
       rep_.losses.push_back(l);
       uint32_t bits;
       std::memcpy(&bits, &l, sizeof(bits));
-      trace::emit(EventKind::kTrainStep, 0, 0, bits, static_cast<uint64_t>(step_));
+      trace::emit_train_step(static_cast<uint64_t>(step_), bits);
     }
   }
 
@@ -268,7 +261,7 @@ class RankRun {
   }
 
   void recovery_step(RecoveryStep step, const std::string& what) {
-    trace::emit(EventKind::kRecoveryStep, static_cast<uint8_t>(step), 0, 0, trace::intern(what));
+    trace::emit_recovery_step(step, trace::intern(what));
   }
 
   const DdpScenarioOptions& o_;
@@ -289,10 +282,13 @@ class RankRun {
 void validate(const DdpScenarioOptions& o) {
   auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
   if (!is_ddp_scenario(o.name)) {
-    bad("unknown scenario '" + o.name +
-        "': expected recovery, shared-module, unused-parameter or marked-twice");
+    std::string names;
+    for (const std::string& n : scenario_names(true)) names += (names.empty() ? "" : ", ") + n;
+    bad("unknown DDP scenario '" + o.name + "': expected one of " + names);
   }
-  if (o.world_size < 1 || o.world_size > 64) bad("--world-size must be between 1 and 64");
+  if (o.world_size < 1 || o.world_size > kMaxWorldSize) {
+    bad(fmt::format("--world-size {} is out of range: expected 1 to {}", o.world_size, kMaxWorldSize));
+  }
   if (o.steps < 1) bad("--steps must be at least 1");
   if (o.batch_per_rank < 1) bad("--batch must be at least 1");
   if (o.name == "recovery") {
@@ -310,7 +306,9 @@ void validate(const DdpScenarioOptions& o) {
       bad("--fail-point must be hook or collective");
     }
     if (o.fail_mode == FailureMode::kKill && o.rank < 0) {
-      bad("--fail-mode kill kills a process: run the scenario with `hookscope-cli launch`");
+      bad("--fail-mode kill kills a rank's process, and here the ranks are threads of one process "
+          "(record, the GUI's --live): run the scenario with `hookscope-cli launch -o PREFIX` "
+          "(one process per rank) and open PREFIX.rank*.hstrace");
     }
   }
   check_device_usable(o.device);

@@ -14,6 +14,8 @@
 
 namespace hookscope::scenarios {
 
+constexpr int kMaxWorldSize = 64;
+
 struct DdpScenarioOptions {
   std::string name = "recovery";  // recovery | shared-module | unused-parameter | marked-twice
   trace::DestroyPolicy policy = trace::DestroyPolicy::kByKey;
@@ -71,6 +73,7 @@ DdpScenarioResult run_ddp_scenario(const DdpScenarioOptions& options);
 // Human-readable summary lines (steps, loss, recoveries, hooks per AccumulateGrad).
 std::string format_result(const DdpScenarioOptions& options, const DdpScenarioResult& result);
 
+// True for the scenarios of the registry that train with DDP (Note [Scenario registry]).
 bool is_ddp_scenario(const std::string& name);
 
 }  // namespace hookscope::scenarios

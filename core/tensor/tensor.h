@@ -1,5 +1,14 @@
 #pragma once
 // float32 tensors with autograd metadata, named as in PyTorch.
+//
+// Note [Layers]
+// ~~~~~~~~~~~~~
+// tensor/ sits below autograd/, as ATen below torch/csrc/autograd: nothing in
+// core/tensor includes core/autograd. The autograd half of Tensor's API
+// (requires_grad, grad_fn, hooks, backward) is declared here and defined in
+// autograd/variable.cpp, next to AutogradMeta (as PyTorch's variable.cpp);
+// the differentiable ops declared in tensor/ops.h are defined in
+// autograd/ops.cpp (as PyTorch's VariableType wraps ATen's kernels).
 
 #include <cstdint>
 #include <functional>
@@ -8,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/hooks.h"
 #include "tensor/device.h"
+#include "trace/hook_key.h"
 
 namespace hookscope {
 
@@ -62,34 +71,17 @@ using TensorHookFn = std::function<Tensor(const Tensor& grad)>;
 // Tensor::register_post_accumulate_grad_hook: runs after .grad was updated.
 using PostAccumulateGradHookFn = std::function<void(const Tensor& param)>;
 
-struct AutogradMeta {
-  bool requires_grad = false;
-  bool retains_grad = false;
-  uint32_t output_nr = 0;
-  std::shared_ptr<Node> grad_fn;           // non-leaf: the Function that made it
-  std::weak_ptr<Node> grad_accumulator;    // leaf: as in PyTorch, held weakly
-  std::shared_ptr<struct TensorImpl> grad; // accumulated gradient (leaf / retain_grad)
-  std::string name;                        // parameter name, e.g. "0.weight"
-  HookKey retain_grad_key;
-  // Note [Leaf hooks live on the tensor]
-  // A leaf's tensor hooks and post-accumulate hooks live here, not on its
-  // AccumulateGrad, exactly as in PyTorch: the AccumulateGrad is held weakly
-  // and may be freed and re-created between iterations, while hooks the user
-  // registered on a parameter must survive that. AccumulateGrad reads these
-  // lists when it runs. Their events name the AccumulateGrad current at the
-  // time (it is created if needed when a hook is registered), and a later
-  // AccumulateGrad of the same leaf carries the previous one's id, so the
-  // analysis can follow the hooks across re-creation.
-  HookList<TensorHookFn> leaf_tensor_pre_hooks;
-  HookList<PostAccumulateGradHookFn> post_accumulate_hooks;
-  uint64_t last_accumulator_id = 0;
-};
+// Autograd metadata (requires_grad, grad_fn, .grad, leaf hooks): declared in
+// autograd/variable.h (Note [Layers]); a tensor that never took part in
+// autograd has none.
+struct AutogradMeta;
 
 struct TensorImpl {
   Shape shape;
   std::shared_ptr<Storage> storage;
   std::unique_ptr<AutogradMeta> autograd;
-  ~TensorImpl();
+  TensorImpl();
+  ~TensorImpl();  // autograd/variable.cpp (AutogradMeta is complete there)
 };
 
 class Tensor {
@@ -151,14 +143,17 @@ class Tensor {
 
   // Tensor hook: on a leaf it runs before accumulation; on a non-leaf it is a
   // tensor pre hook of grad_fn for this output. Returns a key for remove_hook.
-  HookKey register_hook(TensorHookFn fn, OwnerId owner = user_owner());
-  bool remove_hook(HookKey key, OwnerId remover = user_owner());
+  // Owner kDefaultHookOwner means the default user owner (user_owner()).
+  HookKey register_hook(TensorHookFn fn, OwnerId owner = kDefaultHookOwner);
+  bool remove_hook(HookKey key, OwnerId remover = kDefaultHookOwner);
   HookKey register_post_accumulate_grad_hook(PostAccumulateGradHookFn fn,
-                                             OwnerId owner = user_owner());
-  bool remove_post_accumulate_grad_hook(HookKey key, OwnerId remover = user_owner());
+                                             OwnerId owner = kDefaultHookOwner);
+  bool remove_post_accumulate_grad_hook(HookKey key, OwnerId remover = kDefaultHookOwner);
 
-  // Computes gradients of this tensor w.r.t. graph leaves (see autograd/engine.h).
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // Computes gradients of this tensor w.r.t. graph leaves (see autograd/engine.h);
+  // with `inputs`, only into those.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false,
+                const variable_list& inputs = {}) const;
 
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

@@ -1,4 +1,5 @@
 #include "trace/emit.h"
+#include "trace/strings.h"
 
 #include <algorithm>
 #include <chrono>
@@ -207,6 +208,17 @@ std::vector<Event> MemoryRecorder::events() const {
   view.reserve(chunks_.size());
   for (const auto& c : chunks_) view.push_back(c.get());
   return merge_chunks(view);
+}
+
+TraceData MemoryRecorder::take_trace() {
+  recorder_.finish();
+  TraceData t;
+  t.events = events();
+  t.strings = strings_since(0);
+  t.source = "memory";
+  std::lock_guard<std::mutex> lock(mutex_);
+  chunks_.clear();
+  return t;
 }
 
 std::vector<Event> merge_chunks(const std::vector<const Chunk*>& chunks) {

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "trace/hook_key.h"
+
 namespace hookscope::trace {
 
 std::string_view to_string(EventKind kind) {
@@ -140,9 +142,9 @@ EventKind event_kind_from_string(std::string_view name) {
 }
 
 std::string format_hook_key(uint64_t key) {
-  constexpr int kSlotBits = 24;  // autograd/hooks.h kHookSlotBits
-  if (key >> kSlotBits == 0) return std::to_string(key);
-  return std::to_string(key >> kSlotBits) + "." + std::to_string(key & ((uint64_t{1} << kSlotBits) - 1));
+  // Note [Hook key layout]
+  if (hook_key_serial(key) == 0) return std::to_string(key);
+  return std::to_string(hook_key_serial(key)) + "." + std::to_string(hook_key_slot(key));
 }
 
 std::optional<uint64_t> parse_hook_key(std::string_view text) {
@@ -156,8 +158,42 @@ std::optional<uint64_t> parse_hook_key(std::string_view text) {
   if (dot == std::string_view::npos) return number(text);
   const auto serial = number(text.substr(0, dot));
   const auto slot = number(text.substr(dot + 1));
-  if (!serial || !slot || *slot >= (uint64_t{1} << 24) || *serial >= (uint64_t{1} << 40)) return std::nullopt;
-  return *serial << 24 | *slot;
+  if (!serial || !slot || *slot >= kMaxHookSlots || *serial >= (uint64_t{1} << (64 - kHookSlotBits))) {
+    return std::nullopt;
+  }
+  return make_hook_key(*serial, static_cast<uint32_t>(*slot));
+}
+
+namespace {
+
+constexpr DestroyPolicy kDestroyPolicies[] = {DestroyPolicy::kByKey, DestroyPolicy::kNone,
+                                              DestroyPolicy::kByType};
+constexpr FailureMode kFailureModes[] = {FailureMode::kThrow, FailureMode::kKill, FailureMode::kTimeout};
+
+template <class E, size_t N>
+std::vector<std::string> names_of(const E (&values)[N]) {
+  std::vector<std::string> names;
+  for (E v : values) names.emplace_back(to_string(v));
+  return names;
+}
+
+template <class E, size_t N>
+std::optional<E> parse_name(std::string_view name, const E (&values)[N]) {
+  for (E v : values) {
+    if (to_string(v) == name) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::string> destroy_policy_names() { return names_of(kDestroyPolicies); }
+std::optional<DestroyPolicy> parse_destroy_policy(std::string_view name) {
+  return parse_name(name, kDestroyPolicies);
+}
+std::vector<std::string> failure_mode_names() { return names_of(kFailureModes); }
+std::optional<FailureMode> parse_failure_mode(std::string_view name) {
+  return parse_name(name, kFailureModes);
 }
 
 }  // namespace hookscope::trace

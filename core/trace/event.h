@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 #include <type_traits>
 
 namespace hookscope::trace {
@@ -206,6 +207,13 @@ std::string_view to_string(FailureMode mode);
 std::string_view to_string(RecoveryStep step);
 // Inverse of to_string(EventKind); kNone when unknown.
 EventKind event_kind_from_string(std::string_view name);
+// The names of the policies and failure modes (to_string's spelling, in enum
+// order: what the scenario options accept) and their inverses (nullopt when
+// unknown).
+std::vector<std::string> destroy_policy_names();
+std::optional<DestroyPolicy> parse_destroy_policy(std::string_view name);
+std::vector<std::string> failure_mode_names();
+std::optional<FailureMode> parse_failure_mode(std::string_view name);
 
 // Note [Hook keys in text]
 // ~~~~~~~~~~~~~~~~~~~~~~~~

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trace/event.h"
+#include "trace/trace_data.h"
 
 namespace hookscope::trace {
 
@@ -61,6 +62,10 @@ class MemoryRecorder : public ChunkSink {
   // The merged stream, ordered by (t_ns, thread), per-thread order kept.
   // Call after finish().
   std::vector<Event> events() const;
+  // What a trace file of this recording would hold: finishes recording (if
+  // still attached) and hands over the merged events with the process's
+  // string table; source "memory". The recorder is empty afterwards.
+  TraceData take_trace();
 
   void on_chunk(std::unique_ptr<Chunk> chunk) override;
 

@@ -43,11 +43,7 @@ analysis::Model record_recovery() {
   o.steps = 8;
   o.recoveries = 2;
   scenarios::run_ddp_scenario(o);
-  rec.finish();
-  trace::TraceData data;
-  data.events = rec.events();
-  data.strings = trace::strings_since(0);
-  data.source = "memory";
+  trace::TraceData data = rec.take_trace();
   data.header.scenario = "recovery --policy none";
   return analysis::Model(std::move(data));
 }

@@ -1,3 +1,6 @@
+// The differentiable ops declared in tensor/ops.h: kernels from tensor/ plus
+// the backward Function each records (Note [Layers] in tensor/tensor.h; as
+// PyTorch's VariableType over ATen).
 #include "tensor/ops.h"
 
 #include <stdexcept>
@@ -44,15 +47,17 @@ void check_2d(const char* op, const Tensor& t, const char* name) {
 Tensor like(const Tensor& t) { return Tensor::empty(t.shape(), t.device()); }
 Kernels& k(const Tensor& t) { return kernels_for(t.device()); }
 
-// Records `backward` as the grad_fn of `out` if any input requires grad.
+// Records `backward` as the grad_fn of `out` if any input requires grad, and
+// saves `saved` for it (Note [Saved tensor hooks]): the formula gets them back
+// as its second argument, in this order.
 void record(const char* name, FunctionNode::Backward backward, const variable_list& inputs,
-            Tensor& out) {
+            Tensor& out, const variable_list& saved = {}) {
   if (!GradMode::is_enabled()) return;
   bool any = false;
   for (const Tensor& t : inputs) any = any || t.requires_grad();
   if (!any) return;
   auto node = std::make_shared<FunctionNode>(name, std::move(backward));
-  set_history(node, inputs, {&out});
+  if (set_history(node, inputs, {&out})) node->save_for_backward(saved);
 }
 
 Tensor binary_op(const char* name, BinaryOp op, const Tensor& a, const Tensor& b) {
@@ -88,12 +93,12 @@ Tensor unary_with_grad(const char* name, const char* bw_name, UnaryOp op, UnaryG
   Tensor out = unary_op(op, a);
   Tensor saved = save_output ? out.detach() : a.detach();
   record(bw_name,
-         [gop, saved](const variable_list& g) -> variable_list {
+         [gop](const variable_list& g, const variable_list& s) -> variable_list {
            Tensor gi = like(g[0]);
-           k(g[0]).unary_grad(gop, g[0], saved, gi);
+           k(g[0]).unary_grad(gop, g[0], s[0], gi);
            return {gi};
          },
-         {a}, out);
+         {a}, out, {saved});
   return out;
 }
 
@@ -101,7 +106,7 @@ Tensor unary_with_grad(const char* name, const char* bw_name, UnaryOp op, UnaryG
 
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op("add", BinaryOp::kAdd, a, b);
-  record("AddBackward0", [](const variable_list& g) -> variable_list { return {g[0], g[0]}; },
+  record("AddBackward0", [](const variable_list& g, const variable_list&) -> variable_list { return {g[0], g[0]}; },
          {a, b}, out);
   return out;
 }
@@ -109,39 +114,37 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op("sub", BinaryOp::kSub, a, b);
   record("SubBackward0",
-         [](const variable_list& g) -> variable_list { return {g[0], scaled(g[0], -1.f)}; },
+         [](const variable_list& g, const variable_list&) -> variable_list { return {g[0], scaled(g[0], -1.f)}; },
          {a, b}, out);
   return out;
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op("mul", BinaryOp::kMul, a, b);
-  Tensor sa = a.detach(), sb = b.detach();
   record("MulBackward0",
-         [sa, sb](const variable_list& g) -> variable_list {
-           return {bin(BinaryOp::kMul, g[0], sb), bin(BinaryOp::kMul, g[0], sa)};
+         [](const variable_list& g, const variable_list& s) -> variable_list {
+           return {bin(BinaryOp::kMul, g[0], s[1]), bin(BinaryOp::kMul, g[0], s[0])};
          },
-         {a, b}, out);
+         {a, b}, out, {a.detach(), b.detach()});
   return out;
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op("div", BinaryOp::kDiv, a, b);
-  Tensor sb = b.detach(), so = out.detach();
   record("DivBackward0",
-         [sb, so](const variable_list& g) -> variable_list {
-           Tensor ga = bin(BinaryOp::kDiv, g[0], sb);             // g / b
-           Tensor gb = scaled(bin(BinaryOp::kMul, ga, so), -1.f);  // -g * (a/b) / b
+         [](const variable_list& g, const variable_list& s) -> variable_list {
+           Tensor ga = bin(BinaryOp::kDiv, g[0], s[0]);             // g / b
+           Tensor gb = scaled(bin(BinaryOp::kMul, ga, s[1]), -1.f);  // -g * (a/b) / b
            return {ga, gb};
          },
-         {a, b}, out);
+         {a, b}, out, {b.detach(), out.detach()});
   return out;
 }
 
 Tensor mul_scalar(const Tensor& a, float s) {
   check_defined("mul_scalar", a);
   Tensor out = scaled(a, s);
-  record("MulBackward1", [s](const variable_list& g) -> variable_list { return {scaled(g[0], s)}; },
+  record("MulBackward1", [s](const variable_list& g, const variable_list&) -> variable_list { return {scaled(g[0], s)}; },
          {a}, out);
   return out;
 }
@@ -150,7 +153,7 @@ Tensor neg(const Tensor& a) {
   check_defined("neg", a);
   Tensor out = unary_op(UnaryOp::kNeg, a);
   record("NegBackward0",
-         [](const variable_list& g) -> variable_list { return {scaled(g[0], -1.f)}; }, {a},
+         [](const variable_list& g, const variable_list&) -> variable_list { return {scaled(g[0], -1.f)}; }, {a},
          out);
   return out;
 }
@@ -183,15 +186,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   }
   Tensor out = Tensor::empty({a.size(0), b.size(1)}, a.device());
   k(a).matmul(a, false, b, false, out);
-  Tensor sa = a.detach(), sb = b.detach();
   record("MmBackward0",
-         [sa, sb](const variable_list& g) -> variable_list {
+         [](const variable_list& g, const variable_list& s) -> variable_list {
+           const Tensor &sa = s[0], &sb = s[1];
            Tensor ga = like(sa), gb = like(sb);
            k(g[0]).matmul(g[0], false, sb, true, ga);  // g @ b^T
            k(g[0]).matmul(sa, true, g[0], false, gb);  // a^T @ g
            return {ga, gb};
          },
-         {a, b}, out);
+         {a, b}, out, {a.detach(), b.detach()});
   return out;
 }
 
@@ -209,10 +212,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   k(x).matmul(x, false, weight, true, mm);
   Tensor out = like(mm);
   k(x).add_bias(mm, bias, out);
-  Tensor sx = x.detach(), sw = weight.detach();
   const int64_t out_features = weight.size(0);
   record("AddmmBackward0",
-         [sx, sw, out_features](const variable_list& g) -> variable_list {
+         [out_features](const variable_list& g, const variable_list& s) -> variable_list {
+           const Tensor &sx = s[0], &sw = s[1];
            Tensor gx = like(sx), gw = like(sw);
            Tensor gb = Tensor::empty({out_features}, g[0].device());
            k(g[0]).matmul(g[0], false, sw, false, gx);  // g @ W
@@ -220,7 +223,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
            k(g[0]).sum_rows(g[0], gb);
            return {gx, gw, gb};
          },
-         {x, weight, bias}, out);
+         {x, weight, bias}, out, {x.detach(), weight.detach()});
   return out;
 }
 
@@ -236,7 +239,7 @@ Tensor add_bias(const Tensor& x, const Tensor& bias) {
   k(x).add_bias(x, bias, out);
   const int64_t cols = x.size(1);
   record("AddBiasBackward0",
-         [cols](const variable_list& g) -> variable_list {
+         [cols](const variable_list& g, const variable_list&) -> variable_list {
            Tensor gb = Tensor::empty({cols}, g[0].device());
            k(g[0]).sum_rows(g[0], gb);
            return {g[0], gb};
@@ -256,7 +259,7 @@ Tensor reduce_all(const char* bw_name, const Tensor& a, bool mean) {
   Device dev = a.device();
   const float alpha = mean ? (n > 0 ? 1.f / n : 0.f) : 1.f;
   record(bw_name,
-         [shape, dev, alpha](const variable_list& g) -> variable_list {
+         [shape, dev, alpha](const variable_list& g, const variable_list&) -> variable_list {
            Tensor gi = Tensor::empty(shape, dev);
            k(g[0]).broadcast_scalar(g[0], alpha, gi);
            return {gi};
@@ -291,7 +294,7 @@ Tensor reshape(const Tensor& a, Shape shape) {
   out.impl()->shape = shape;
   Shape in_shape = a.shape();
   record("ViewBackward0",
-         [in_shape](const variable_list& g) -> variable_list {
+         [in_shape](const variable_list& g, const variable_list&) -> variable_list {
            Tensor gi = g[0].detach();
            gi.impl()->shape = in_shape;
            return {gi};
@@ -306,7 +309,7 @@ Tensor transpose(const Tensor& a) {
   Tensor out = Tensor::empty({a.size(1), a.size(0)}, a.device());
   k(a).transpose2d(a, out);
   record("TBackward0",
-         [](const variable_list& g) -> variable_list {
+         [](const variable_list& g, const variable_list&) -> variable_list {
            Tensor gi = Tensor::empty({g[0].size(1), g[0].size(0)}, g[0].device());
            k(g[0]).transpose2d(g[0], gi);
            return {gi};
@@ -325,13 +328,14 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
   const float n = static_cast<float>(input.numel());
   out = scaled(out, 1.f / n);
   record("MseLossBackward0",
-         [diff, n](const variable_list& g) -> variable_list {
+         [n](const variable_list& g, const variable_list& s) -> variable_list {
+           const Tensor& diff = s[0];
            Tensor coeff = Tensor::empty(diff.shape(), diff.device());
            k(diff).broadcast_scalar(g[0], 2.f / n, coeff);
            Tensor gi = bin(BinaryOp::kMul, coeff, diff);
            return {gi, scaled(gi, -1.f)};
          },
-         {input, target}, out);
+         {input, target}, out, {diff});
   return out;
 }
 
@@ -340,14 +344,13 @@ Tensor log_softmax(const Tensor& logits) {
   check_2d("log_softmax", logits, "input");
   Tensor out = like(logits);
   k(logits).log_softmax(logits, out);
-  Tensor saved = out.detach();
   record("LogSoftmaxBackward0",
-         [saved](const variable_list& g) -> variable_list {
+         [](const variable_list& g, const variable_list& s) -> variable_list {
            Tensor gi = like(g[0]);
-           k(g[0]).log_softmax_grad(g[0], saved, gi);
+           k(g[0]).log_softmax_grad(g[0], s[0], gi);
            return {gi};
          },
-         {logits}, out);
+         {logits}, out, {out.detach()});
   return out;
 }
 
@@ -371,7 +374,7 @@ Tensor nll_loss(const Tensor& log_probs, const std::vector<int64_t>& target) {
   Shape shape = log_probs.shape();
   Device dev = log_probs.device();
   record("NllLossBackward0",
-         [shape, dev, target](const variable_list& g) -> variable_list {
+         [shape, dev, target](const variable_list& g, const variable_list&) -> variable_list {
            Tensor gi = Tensor::empty(shape, dev);
            k(g[0]).nll_loss_grad(g[0], target, gi);
            return {gi};

@@ -1,0 +1,238 @@
+#include "analysis/compare.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "analysis/signature.h"
+
+namespace hookscope::analysis {
+
+using trace::EventKind;
+
+namespace {
+
+size_t parse_ordinal(std::string_view name, std::string_view text) {
+  size_t n = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc{} || p != text.data() + text.size() || n == 0) {
+    throw std::invalid_argument(fmt::format("matching point '{}': '{}' is not a count from 1", name, text));
+  }
+  return n;
+}
+
+// The n-th (1-based) event among `candidates` passing `keep`, or throws.
+template <class Keep>
+size_t nth(const Model& m, const std::vector<EventIndex>& candidates, size_t n, std::string_view what,
+           Keep keep) {
+  size_t seen = 0;
+  for (EventIndex i : candidates) {
+    if (keep(m.event(i)) && ++seen == n) return i;
+  }
+  throw std::invalid_argument(fmt::format("the trace has {} {}, not {}", seen, what, n));
+}
+
+std::vector<EventIndex> all_of_kind(const Model& m, EventKind kind) {
+  const auto& indexed = m.events_of_kind(kind);
+  if (!indexed.empty()) return indexed;
+  std::vector<EventIndex> out;  // bulk kinds are not indexed: scan
+  for (size_t i = 0; i < m.num_events(); ++i) {
+    if (m.event(i).kind == kind) out.push_back(static_cast<EventIndex>(i));
+  }
+  return out;
+}
+
+}  // namespace
+
+MatchPoint resolve_point(const Model& m, std::string_view name) {
+  if (m.num_events() == 0) throw std::invalid_argument("the trace has no events");
+  if (name.empty() || name == "end") return {m.num_events() - 1, "at the end"};
+  const size_t colon = name.rfind(':');
+  if (colon == std::string_view::npos) {
+    throw std::invalid_argument(fmt::format(
+        "matching point '{}': use end, backward:N, rebuild:N, failure:N, constructed:N, destroyed:N "
+        "or KIND:N (e.g. hook_fire:100)", name));
+  }
+  const std::string_view what = name.substr(0, colon);
+  const size_t n = parse_ordinal(name, name.substr(colon + 1));
+  if (what == "backward") {
+    uint16_t lowest = UINT16_MAX;
+    const auto& ends = m.events_of_kind(EventKind::kBackwardEnd);
+    for (EventIndex i : m.events_of_kind(EventKind::kBackwardBegin)) lowest = std::min(lowest, m.event(i).rank);
+    // a kBackwardEnd does not say which kind of pass it closes: pair it with its begin
+    std::map<std::pair<uint32_t, uint32_t>, bool> open;  // (source, thread) -> is backward()
+    std::vector<EventIndex> backward_ends;
+    std::vector<EventIndex> both = m.events_of_kind(EventKind::kBackwardBegin);
+    both.insert(both.end(), ends.begin(), ends.end());
+    std::sort(both.begin(), both.end());
+    for (EventIndex i : both) {
+      const trace::Event e = m.event(i);
+      const auto key = std::make_pair(m.source(i), e.thread);
+      if (e.kind == EventKind::kBackwardBegin) {
+        open[key] = e.sub == 0;
+      } else if (auto it = open.find(key); it != open.end()) {
+        if (it->second && e.rank == lowest) backward_ends.push_back(i);
+        open.erase(it);
+      }
+    }
+    if (n > backward_ends.size()) {
+      throw std::invalid_argument(fmt::format("the trace has {} backward passes on rank {}, not {}",
+                                              backward_ends.size(), lowest, n));
+    }
+    return {backward_ends[n - 1], fmt::format("after backward {}", n)};
+  }
+  if (what == "rebuild") {
+    // every rank rebuilds its DDP: count the lowest rank's
+    uint16_t lowest = UINT16_MAX;
+    for (EventIndex i : m.events_of_kind(EventKind::kRecoveryStep)) lowest = std::min(lowest, m.event(i).rank);
+    const size_t i = nth(m, m.events_of_kind(EventKind::kRecoveryStep), n,
+                         fmt::format("DDP rebuilds on rank {}", lowest), [lowest](const trace::Event& e) {
+                           return e.rank == lowest && e.sub == static_cast<uint8_t>(trace::RecoveryStep::kDdpRebuilt);
+                         });
+    return {i, fmt::format("after rebuild {}", n)};
+  }
+  struct Alias {
+    std::string_view name;
+    EventKind kind;
+    std::string_view words;
+  };
+  static constexpr Alias kAliases[] = {{"failure", EventKind::kFailure, "failures"},
+                                       {"constructed", EventKind::kReducerConstructed, "Reducers constructed"},
+                                       {"destroyed", EventKind::kReducerDestroyed, "Reducers destroyed"}};
+  for (const Alias& a : kAliases) {
+    if (what != a.name) continue;
+    const size_t i = nth(m, m.events_of_kind(a.kind), n, a.words, [](const trace::Event&) { return true; });
+    return {i, fmt::format("after {} {}", a.name, n)};
+  }
+  const EventKind kind = trace::event_kind_from_string(what);
+  if (kind == EventKind::kNone) {
+    throw std::invalid_argument(fmt::format(
+        "matching point '{}': '{}' is neither backward, rebuild, failure, constructed, destroyed nor an "
+        "event kind (hook_fire, reducer_destroyed, ...)", name, what));
+  }
+  const size_t i = nth(m, all_of_kind(m, kind), n, fmt::format("{} events", what),
+                       [](const trace::Event&) { return true; });
+  return {i, fmt::format("after {} {}", what, n)};
+}
+
+namespace {
+
+struct Timed {
+  EventIndex at;
+  OrderStep step;
+};
+
+// A leaf's AccumulateGrads come and go (Note [Leaf hooks live on the
+// tensor]): its hooks are one history, kept under the leaf's first one.
+FunctionIndex leaf_root(const Model& m, FunctionIndex f) {
+  for (size_t guard = 0; guard < m.functions().size() && m.functions()[f].previous != kNoIndex; ++guard) {
+    f = m.functions()[f].previous;
+  }
+  return f;
+}
+
+// Owners named so that two runs compare: labels carry process-wide counters
+// ("Reducer 7" in a process that built six before), so an owner is named by
+// its kind and its ordinal among the owners of that kind on its rank.
+std::vector<std::string> comparable_owner_names(const Model& m) {
+  std::map<std::pair<uint16_t, trace::OwnerKind>, uint32_t> count;
+  std::vector<std::string> out;
+  out.reserve(m.owners().size());
+  for (const OwnerInfo& o : m.owners()) {
+    out.push_back(fmt::format("{}#{}", trace::to_string(o.kind), ++count[{o.rank, o.kind}]));
+  }
+  return out;
+}
+
+// Every Function's add/fire steps up to `at`, in event order.
+std::map<FunctionIndex, std::vector<OrderStep>> sequences(const Model& m, size_t at) {
+  const std::vector<std::string> owner_names = comparable_owner_names(m);
+  std::map<FunctionIndex, std::vector<HookIndex>> by_function;
+  for (HookIndex h = 0; h < m.hooks().size(); ++h) {
+    const HookInfo& info = m.hooks()[h];
+    if (info.function != kNoIndex && info.added_at <= at) by_function[leaf_root(m, info.function)].push_back(h);
+  }
+  std::map<FunctionIndex, std::vector<OrderStep>> out;
+  for (auto& [f, hooks] : by_function) {
+    std::sort(hooks.begin(), hooks.end(),
+              [&](HookIndex x, HookIndex y) { return m.hooks()[x].added_at < m.hooks()[y].added_at; });
+    std::vector<Timed> timed;
+    uint32_t ordinal[trace::kNumHookKinds] = {};
+    for (HookIndex h : hooks) {
+      const HookInfo& info = m.hooks()[h];
+      const std::string name = fmt::format("{}#{} {}", trace::to_string(info.kind),
+                                           ++ordinal[static_cast<int>(info.kind)],
+                                           info.owner == kNoIndex ? "?" : owner_names[info.owner]);
+      timed.push_back({info.added_at, {false, name}});
+      for (EventIndex fire : m.fires(h)) {
+        if (fire > at) break;
+        timed.push_back({fire, {true, name}});
+      }
+    }
+    std::stable_sort(timed.begin(), timed.end(), [](const Timed& x, const Timed& y) { return x.at < y.at; });
+    auto& seq = out[f];
+    for (auto& t : timed) seq.push_back(std::move(t.step));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<OrderDiff> hook_order_diff(const Model& a, size_t at_a, const Model& b, size_t at_b) {
+  using Key = MatchKey;
+  auto keyed = [](const Model& m, size_t at) {
+    Signatures sig(m);
+    auto seqs = sequences(m, at);  // ordered by FunctionIndex = creation order
+    std::map<Key, std::pair<FunctionIndex, std::vector<OrderStep>>> out;
+    std::map<std::pair<uint16_t, uint64_t>, uint32_t> seen;
+    for (auto& [f, seq] : seqs) {
+      const uint16_t rank = m.functions()[f].rank;
+      const uint64_t s = sig.of(f);
+      out.emplace(Key{rank, s, seen[{rank, s}]++}, std::make_pair(f, std::move(seq)));
+    }
+    return out;
+  };
+  auto ka = keyed(a, at_a), kb = keyed(b, at_b);
+  std::map<Key, OrderDiff> rows;
+  for (auto& [k, v] : ka) {
+    rows[k].a = v.first;
+    rows[k].function = matched_name(a, v.first);
+    rows[k].steps_a = std::move(v.second);
+  }
+  for (auto& [k, v] : kb) {
+    rows[k].b = v.first;
+    if (rows[k].function.empty()) rows[k].function = matched_name(b, v.first);
+    rows[k].steps_b = std::move(v.second);
+  }
+  std::vector<OrderDiff> out;
+  for (auto& [k, row] : rows) {
+    if (row.steps_a == row.steps_b) continue;
+    const auto mismatch = std::mismatch(row.steps_a.begin(), row.steps_a.end(), row.steps_b.begin(),
+                                        row.steps_b.end());
+    row.position = static_cast<size_t>(mismatch.first - row.steps_a.begin());
+    out.push_back(std::move(row));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const OrderDiff& x, const OrderDiff& y) { return x.function < y.function; });
+  return out;
+}
+
+std::string format_order_diff(const std::vector<OrderDiff>& diffs, std::string_view name_a,
+                              std::string_view name_b, size_t max_functions) {
+  std::string out = fmt::format("hook order: {} Function(s) differ ({} vs {})\n", diffs.size(), name_a, name_b);
+  auto step = [](const std::vector<OrderStep>& v, size_t i) {
+    if (i >= v.size()) return std::string("(nothing)");
+    return fmt::format("{} {}", v[i].fire ? "fire" : "add ", v[i].hook);
+  };
+  for (size_t d = 0; d < diffs.size() && d < max_functions; ++d) {
+    const OrderDiff& x = diffs[d];
+    out += fmt::format("    {}: step {} of {} / {}: {} | {}\n", x.function, x.position + 1, x.steps_a.size(),
+                       x.steps_b.size(), step(x.steps_a, x.position), step(x.steps_b, x.position));
+  }
+  if (diffs.size() > max_functions) out += fmt::format("    ... {} more\n", diffs.size() - max_functions);
+  return out;
+}
+
+}  // namespace hookscope::analysis

@@ -1,0 +1,39 @@
+#pragma once
+// "Why did this fire?": for one hook_fire event, the chain of events that
+// explains it — who added the hook and when, whether its owner was destroyed
+// or the hook removed before it fired, the backward pass that fired it, and
+// what its Reducer did with it. The data behind the Function inspector's
+// explanation and `hookscope-cli explain`.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/model.h"
+
+namespace hookscope::analysis {
+
+struct ExplainStep {
+  EventIndex at = kNever;  // the event this step rests on (a link in the GUI)
+  std::string text;
+};
+
+enum class FireVerdict : uint8_t {
+  kNormal = 0,        // owner alive, hook attached
+  kStale = 1,         // its owner was destroyed before (Note [Findings] stale_fire)
+  kAfterRemoval = 2,  // the hook had been removed: it ran from a snapshot of the list
+};
+std::string_view to_string(FireVerdict v);  // "normal", "stale", "after_removal"
+
+struct Explanation {
+  EventIndex fire = kNever;
+  HookIndex hook = kNoIndex;
+  FireVerdict verdict = FireVerdict::kNormal;
+  std::string summary;              // one sentence
+  std::vector<ExplainStep> steps;   // in event order
+};
+
+// Throws std::invalid_argument when `index` is not a hook_fire event.
+Explanation explain_fire(const Model& model, size_t index);
+
+}  // namespace hookscope::analysis

@@ -1,0 +1,39 @@
+#pragma once
+// Structural signatures of Functions, to match them across traces. See
+// Note [Matching Functions across traces] (analysis/diff.h).
+
+#include <cstdint>
+#include <compare>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/model.h"
+
+namespace hookscope::analysis {
+
+// Memoised over one model: signing every Function costs O(graph) in all.
+class Signatures {
+ public:
+  explicit Signatures(const Model& m) : m_(m) {}
+  uint64_t of(FunctionIndex root);
+
+ private:
+  const Model& m_;
+  std::unordered_map<FunctionIndex, uint64_t> memo_;
+};
+
+// How Functions are keyed across traces: (rank, signature, ordinal among the
+// equal ones of that rank by creation order). Ranks are compared rank to rank.
+struct MatchKey {
+  uint16_t rank = 0;
+  uint64_t signature = 0;
+  uint32_t ordinal = 0;
+  friend auto operator<=>(const MatchKey&, const MatchKey&) = default;
+};
+
+// "AccumulateGrad (0.bias [32])", with " on rank 1" when the model has several ranks.
+std::string matched_name(const Model& model, FunctionIndex function);
+
+}  // namespace hookscope::analysis
