@@ -21,6 +21,9 @@ namespace hookscope::app {
 // any (tick_columns: one binary search per column with ticks, so a hook that
 // fired 100k times costs at most the canvas width). The counter track samples
 // the live-hook count once per pixel column (LiveCounter: two binary searches).
+// Measured: 100k hooks, 265k events (bench/make_lanes_trace), Lanes in front
+// at 1600x1000 under Xvfb, `--bench-frames 300`: median CPU frame time
+// 1.25 ms over three runs (0.66 ms for the same trace without the panel).
 
 // The visible event range [begin, end) mapped onto [x0, x0 + width).
 struct EventAxis {
