@@ -53,7 +53,10 @@ void App::draw_lanes_panel() {
     v.counter.build(v.lanes, m->owners().size());
     v.lanes_model = m;
     v.rows_dirty = true;
-    if (!v.axis_set || v.axis.end > static_cast<double>(n)) {
+    // Fit a new trace; a grown one (live) stays fitted if it was, else keeps the view.
+    const bool was_fit = v.axis.begin <= 0.0 && v.axis.end >= static_cast<double>(v.lanes_events);
+    v.lanes_events = n;
+    if (!v.axis_set || was_fit || v.axis.end > static_cast<double>(n)) {
       v.axis.begin = 0.0;
       v.axis.end = static_cast<double>(n);
       v.axis_set = true;
@@ -171,8 +174,9 @@ void App::draw_lanes_panel() {
   }
 
   // ---- lanes ----
-  ImGui::BeginChild("##lanes_rows", ImVec2(0.f, 0.f), false);
   ImGuiIO& io = ImGui::GetIO();
+  // Ctrl+wheel zooms the axis: then the rows must not scroll too.
+  ImGui::BeginChild("##lanes_rows", ImVec2(0.f, 0.f), false, io.KeyCtrl ? ImGuiWindowFlags_NoScrollWithMouse : 0);
   const bool hovered_child = ImGui::IsWindowHovered();
   if (hovered_child && io.KeyCtrl && io.MouseWheel != 0.f) {
     v.axis.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, io.MousePos.x, static_cast<double>(n));

@@ -39,6 +39,7 @@ struct ViewPanels {
 
   // ---- Lanes ----
   const analysis::Model* lanes_model = nullptr;
+  size_t lanes_events = 0;  // events of lanes_model
   std::vector<analysis::HookLane> lanes;
   LiveCounter counter;
   LaneGrouping grouping = LaneGrouping::kFunction;

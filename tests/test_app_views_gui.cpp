@@ -96,7 +96,7 @@ Shot shoot(const std::string& trace, const std::string& args, const std::string&
 
 }  // namespace
 
-TEST_CASE("gui views: lanes turn red where hooks outlive their owner with policy none, never with by-key" *
+TEST_CASE("gui views: lanes turn red where hooks outlive their owner with policy none and never with by-key" *
           doctest::test_suite("gui")) {
   if (!have_xvfb()) {
     MESSAGE("skipping: xvfb-run is not installed (scripts/setup.sh installs xvfb)");
@@ -120,7 +120,7 @@ TEST_CASE("gui views: lanes turn red where hooks outlive their owner with policy
   CHECK(by_key.count("lanes", red) == 0);
 }
 
-TEST_CASE("gui views: the readiness map shows unused cells for the unused-parameter run, twice for marked-twice" *
+TEST_CASE("gui views: the readiness map shows unused cells for the unused-parameter run and twice cells for marked-twice" *
           doctest::test_suite("gui")) {
   if (!have_xvfb()) {
     MESSAGE("skipping: xvfb-run is not installed");
