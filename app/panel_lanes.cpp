@@ -11,6 +11,7 @@
 
 #include "app_state.h"
 #include "render/colors.h"
+#include "analysis/stats.h"
 #include "render/graph_scene.h"
 
 namespace hookscope::app {
@@ -26,6 +27,7 @@ using render::palette;
 constexpr float kLabelWidth = 250.f;
 constexpr float kCounterHeight = 54.f;
 constexpr int kCounterOwners = 6;  // owners drawn as lines on the counter track
+constexpr size_t kSeriesSamples = 2048;  // the selected Function's series
 
 ViewsDrawStats::Rect rect_of(ImVec2 a, ImVec2 b) { return {a.x, a.y, b.x, b.y}; }
 
@@ -138,6 +140,27 @@ void App::draw_lanes_panel() {
       dl->AddRectFilled(ImVec2(canvas_x0 + c, b.y - total[c] * scale), ImVec2(canvas_x0 + c + 1.f, b.y),
                         render::with_alpha(palette().text_dim, 110));
     }
+    // The selected Function's hooks (its leaf's, across AccumulateGrads), as
+    // `hookscope-cli stats` samples them: a dashed line in the selection colour.
+    const analysis::FunctionIndex sel = session_.selected_function();
+    if (sel != kNoIndex && (v.series_model != m || v.series_function != sel)) {
+      v.series = analysis::hook_count_series(*m, sel, kSeriesSamples);
+      v.series_model = m;
+      v.series_function = sel;
+    }
+    auto selected_at = [&](double e) -> uint32_t {
+      if (sel == kNoIndex || v.series.empty() || e < 0 || e >= static_cast<double>(n)) return 0;
+      // Samples are evenly spaced over the trace: the last one at or before e.
+      const size_t k = n <= 1 ? 0 : static_cast<size_t>(e * static_cast<double>(v.series.size() - 1) / static_cast<double>(n - 1));
+      return v.series[std::min(k, v.series.size() - 1)].hooks;
+    };
+    if (sel != kNoIndex && !v.series.empty()) {
+      for (int c = 0; c + 2 < cols; c += 4) {
+        const double e0 = ax.event_at(canvas_x0 + c + 0.5f), e1 = ax.event_at(canvas_x0 + c + 2.5f);
+        dl->AddLine(ImVec2(canvas_x0 + c, b.y - 1.f - selected_at(e0) * scale),
+                    ImVec2(canvas_x0 + c + 2.f, b.y - 1.f - selected_at(e1) * scale), palette().selected, 2.f);
+      }
+    }
     const auto& owners = v.counter.owners_by_size();
     for (size_t k = 0; k < owners.size() && k < kCounterOwners; ++k) {
       const uint32_t color = render::owner_color(*m, owners[k]);
@@ -166,6 +189,10 @@ void App::draw_lanes_panel() {
       for (size_t k = 0; k < owners.size() && k < kCounterOwners; ++k) {
         ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(render::owner_color(*m, owners[k])), "%s: %u",
                            m->owner_name(owners[k]).c_str(), v.counter.owner_at(owners[k], static_cast<size_t>(e)));
+      }
+      if (sel != kNoIndex) {
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().selected), "%s: %u (sampled)",
+                           m->function_name(sel).c_str(), selected_at(e));
       }
       ImGui::TextDisabled("click: go to this event");
       ImGui::EndTooltip();

@@ -13,6 +13,7 @@
 #include "analysis/explain.h"
 #include "analysis/lanes.h"
 #include "analysis/readiness.h"
+#include "analysis/stats.h"
 #include "panel_lanes_layout.h"
 
 namespace hookscope::app {
@@ -42,6 +43,9 @@ struct ViewPanels {
   size_t lanes_events = 0;  // events of lanes_model
   std::vector<analysis::HookLane> lanes;
   LiveCounter counter;
+  const analysis::Model* series_model = nullptr;  // the selected Function's live hooks
+  analysis::FunctionIndex series_function = analysis::kNoIndex;
+  std::vector<analysis::SeriesPoint> series;
   LaneGrouping grouping = LaneGrouping::kFunction;
   std::vector<uint32_t> folded;  // group keys, sorted
   bool rows_dirty = true;
