@@ -158,6 +158,7 @@ class App {
   void draw_lanes_panel();        // panel_lanes.cpp
   void draw_readiness_panel();    // panel_readiness.cpp
   void draw_explain_panel();      // panel_explain.cpp
+  void draw_changes_section();    // panel_explain.cpp: what changed at this event
   void draw_help_window();        // panel_help.cpp
   void draw_goto_dialog();        // panel_help.cpp
   void draw_file_browser();       // file_browser.cpp

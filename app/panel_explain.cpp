@@ -43,6 +43,7 @@ void App::draw_explain_panel() {
     v.explained_event = now;
     v.explanation.reset();
     v.explain_error.clear();
+    v.changes = changes_since_previous(*m, now);
     if (m->event(now).kind == trace::EventKind::kHookFired) {
       try {
         v.explanation = analysis::explain_fire(*m, now);
@@ -62,6 +63,7 @@ void App::draw_explain_panel() {
                          "Lanes, or Ctrl+Right with step kind hook_fire) to see why it fired.",
                          now, std::string(trace::to_string(m->event(now).kind)).c_str());
     }
+    draw_changes_section();
     ImGui::End();
     return;
   }
@@ -94,7 +96,46 @@ void App::draw_explain_panel() {
     ImGui::PopTextWrapPos();
     ImGui::PopID();
   }
+  draw_changes_section();
   ImGui::End();
+}
+
+void App::draw_changes_section() {
+  const analysis::Model* m = session_.model();
+  const EventChanges& c = views_.changes;
+  if (!m || c.at >= m->num_events()) return;
+  ImGui::Spacing();
+  ImGui::Separator();
+  const std::string kind(trace::to_string(m->event(c.at).kind));
+  ImGui::TextDisabled("What changed on rank %u since", static_cast<unsigned>(m->event(c.at).rank));
+  ImGui::SameLine();
+  if (c.since != analysis::kNever) {
+    ImGui::TextDisabled("the previous %s", kind.c_str());
+    ImGui::SameLine();
+    event_link(c.since);
+  } else {
+    ImGui::TextDisabled("#%zu (no earlier %s)", c.scanned_from, kind.c_str());
+  }
+  auto list = [&](const char* what, const std::vector<analysis::EventIndex>& events, size_t total, uint32_t color) {
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(total ? color : palette().text_dim), "%zu %s", total, what);
+    for (size_t i = 0; i < events.size(); ++i) {
+      ImGui::PushID(what);
+      ImGui::PushID(static_cast<int>(i));
+      ImGui::Indent();
+      event_link(events[i]);
+      ImGui::SameLine();
+      const std::string line = m->describe(events[i]);  // "#i r0 ...": the link says #i
+      const size_t space = line.find(' ');
+      ImGui::TextDisabled("%s", space == std::string::npos ? line.c_str() : line.c_str() + space + 1);
+      ImGui::Unindent();
+      ImGui::PopID();
+      ImGui::PopID();
+    }
+    if (total > events.size()) ImGui::TextDisabled("    ... and %zu more", total - events.size());
+  };
+  list("hooks added", c.added, c.num_added, palette().running);
+  list("hooks removed", c.removed, c.num_removed, palette().removed);
+  list("fires", c.fired, c.num_fired, palette().text);
 }
 
 }  // namespace hookscope::app

@@ -14,6 +14,7 @@
 #include "analysis/lanes.h"
 #include "analysis/readiness.h"
 #include "analysis/stats.h"
+#include "panel_changes.h"
 #include "panel_lanes_layout.h"
 
 namespace hookscope::app {
@@ -63,6 +64,7 @@ struct ViewPanels {
   size_t explained_event = SIZE_MAX;
   std::optional<analysis::Explanation> explanation;
   std::string explain_error;
+  EventChanges changes;  // at explained_event
 
   ViewsDrawStats stats;
 };
