@@ -38,6 +38,10 @@ int parse_args(int argc, char** argv, Args& a) {
   app.add_flag("--light", a.light, "light theme");
   app.add_option("--play", a.play, "start playing at this many events per second once open")
       ->check(CLI::Range(0.5, 1e7));
+  app.add_option("--panel", a.panel, "show this panel in front: lanes, readiness, explain, graph, function, "
+                 "reducers, timeline, events, diagnostics, compare")
+      ->check(CLI::IsMember({"lanes", "readiness", "explain", "graph", "function", "reducers", "timeline", "events",
+                             "diagnostics", "compare"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -20,6 +20,7 @@ struct Args {
   int frames = 0;                  // --frames N: run N frames and exit
   int bench_frames = 0;            // --bench-frames N: print the median CPU frame time
   bool light = false;              // --light: light theme
+  std::string panel;               // --panel NAME: show that panel in front (lanes, readiness, explain, ...)
   double play = 0.0;               // --play SPEED: start playing at SPEED events/s once open
 
   bool headless_frames() const { return !screenshot.empty() || frames > 0 || bench_frames > 0; }

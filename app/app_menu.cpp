@@ -33,6 +33,7 @@ void App::draw_menu() {
   }
   if (ImGui::BeginMenu("View")) {
     ImGui::MenuItem("Compare", nullptr, &show_compare_);
+    draw_view_menu_items();
     if (ImGui::MenuItem("Reset layout")) reset_layout_ = true;
     if (ImGui::MenuItem("Fit graph")) graph_.fit();
     if (ImGui::MenuItem("Fit timeline")) timeline_.fit();

@@ -421,6 +421,7 @@ void App::frame() {
     place(kLeft, 0.f, 1.f - kLeft, kTop);
     draw_compare_panel();
   }
+  draw_view_panels();
   reset_layout_ = false;
   draw_status_bar();
   draw_help_window();

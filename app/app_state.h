@@ -25,6 +25,7 @@
 #include "render/timeline_view.h"
 #include "session.h"
 #include "trace/recorder.h"
+#include "view_panels.h"
 
 namespace hookscope::app {
 
@@ -155,6 +156,12 @@ class App {
   void draw_reducers_panel();     // panel_reducers.cpp
   void draw_diagnostics_panel();  // panel_diagnostics.cpp
   void draw_compare_panel();      // panel_compare.cpp
+  void draw_view_panels();        // panel_views.cpp: Lanes, Readiness, Why did this fire?
+  void draw_view_menu_items();    // panel_views.cpp
+  void draw_lanes_panel();        // panel_lanes.cpp
+  void draw_readiness_panel();    // panel_readiness.cpp
+  void draw_explain_panel();      // panel_explain.cpp
+  void draw_changes_section();    // panel_explain.cpp: what changed at this event
   void draw_help_window();        // panel_help.cpp
   void draw_goto_dialog();        // panel_help.cpp
   void draw_file_browser();       // file_browser.cpp
@@ -177,6 +184,7 @@ class App {
   render::CollectiveNames collective_names_;  // the Events panel's names for collectives
   FindingsState findings_;
   CompareState compare_;
+  ViewPanels views_;  // Lanes, Readiness, Why did this fire? (view_panels.h)
   RecentFiles recent_;
 
   // Live run.

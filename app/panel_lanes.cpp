@@ -1,0 +1,364 @@
+// Lanes panel: one bar per hook from its add to its end (analysis/lanes.h,
+// Note [Hook lanes]), grouped by Function or by owner (folding), in the
+// owner's colour, red from the owner's death on (a bar that goes on red is a
+// leak), fire ticks on it (stale ones in the stale colour), the current
+// event as a line. Above, the counter track: live hooks in total and per
+// owner. A click on a bar or tick goes to that event and selects the
+// Function. Drawing is bounded by pixels (Note [Lanes level of detail]).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "app_state.h"
+#include "render/colors.h"
+#include "analysis/stats.h"
+#include "render/graph_scene.h"
+
+namespace hookscope::app {
+
+namespace {
+
+using analysis::EventIndex;
+using analysis::HookLane;
+using analysis::kNever;
+using analysis::kNoIndex;
+using render::palette;
+
+constexpr float kLabelWidth = 250.f;
+constexpr float kCounterHeight = 54.f;
+constexpr int kCounterOwners = 6;  // owners drawn as lines on the counter track
+constexpr size_t kSeriesSamples = 2048;  // the selected Function's series
+
+ViewsDrawStats::Rect rect_of(ImVec2 a, ImVec2 b) { return {a.x, a.y, b.x, b.y}; }
+
+std::string event_range(const HookLane& l) {
+  return l.ended_at == kNever ? fmt::format("#{} .. end", l.added_at) : fmt::format("#{} .. #{}", l.added_at, l.ended_at);
+}
+
+}  // namespace
+
+void App::draw_lanes_panel() {
+  ViewPanels& v = views_;
+  if (!ImGui::Begin("Lanes", &v.show_lanes)) {
+    ImGui::End();
+    return;
+  }
+  const analysis::Model* m = session_.model();
+  if (!m || m->num_events() == 0) {
+    ImGui::TextDisabled("No trace open.");
+    ImGui::End();
+    return;
+  }
+  const size_t n = m->num_events();
+  if (v.lanes_model != m) {
+    v.lanes = analysis::hook_lanes(*m);
+    v.counter.build(v.lanes, m->owners().size());
+    v.lanes_model = m;
+    v.rows_dirty = true;
+    // Fit a new trace; a grown one (live) stays fitted if it was, else keeps the view.
+    const bool was_fit = v.axis.begin <= 0.0 && v.axis.end >= static_cast<double>(v.lanes_events);
+    v.lanes_events = n;
+    if (!v.axis_set || was_fit || v.axis.end > static_cast<double>(n)) {
+      v.axis.begin = 0.0;
+      v.axis.end = static_cast<double>(n);
+      v.axis_set = true;
+    }
+  }
+  ViewsDrawStats& s = v.stats;
+  s.lane_rows = s.bars = s.dead_segments = s.ticks = s.stale_ticks = 0;
+
+  // ---- toolbar ----
+  int grouping = static_cast<int>(v.grouping);
+  ImGui::TextDisabled("group by");
+  ImGui::SameLine();
+  bool regroup = ImGui::RadioButton("Function", &grouping, 0);
+  ImGui::SameLine();
+  regroup |= ImGui::RadioButton("owner / module", &grouping, 1);
+  if (regroup) {
+    v.grouping = static_cast<LaneGrouping>(grouping);
+    v.folded.clear();
+    v.rows_dirty = true;
+  }
+  ImGui::SameLine();
+  if (ImGui::SmallButton("fold all")) {
+    v.folded.clear();
+    for (const LaneGroup& g : v.rows.groups) v.folded.push_back(g.key);
+    std::sort(v.folded.begin(), v.folded.end());
+    v.rows_dirty = true;
+  }
+  ImGui::SameLine();
+  if (ImGui::SmallButton("unfold all")) {
+    v.folded.clear();
+    v.rows_dirty = true;
+  }
+  ImGui::SameLine();
+  if (ImGui::SmallButton("fit")) v.axis.begin = 0.0, v.axis.end = static_cast<double>(n);
+  ImGui::SameLine();
+  if (v.rows_dirty) {
+    v.rows = build_lane_rows(v.lanes, v.grouping, v.folded, n);
+    v.rows_dirty = false;
+  }
+  size_t outliving = 0;
+  for (const LaneGroup& g : v.rows.groups) outliving += g.outliving;
+  if (outliving > 0) {
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().alarm), "%zu of %zu hooks outlive their owner", outliving,
+                       v.lanes.size());
+  } else {
+    ImGui::TextDisabled("%zu hooks, none outlives its owner", v.lanes.size());
+  }
+  if (v.rows_dirty) {
+    v.rows = build_lane_rows(v.lanes, v.grouping, v.folded, n);
+    v.rows_dirty = false;
+  }
+
+  const float row_h = ImGui::GetTextLineHeightWithSpacing();
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const float avail_w = ImGui::GetContentRegionAvail().x;
+  const float canvas_x0 = origin.x + kLabelWidth;
+  const float canvas_w = std::max(40.f, avail_w - kLabelWidth - ImGui::GetStyle().ScrollbarSize);
+  v.axis.x0 = canvas_x0;
+  v.axis.width = canvas_w;
+  const EventAxis& ax = v.axis;
+  const size_t now = session_.current();
+
+  // ---- counter track: live hooks, in total (area) and for the biggest owners (lines) ----
+  {
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 a(canvas_x0, origin.y), b(canvas_x0 + canvas_w, origin.y + kCounterHeight);
+    dl->AddRectFilled(a, b, palette().background);
+    const int cols = static_cast<int>(canvas_w);
+    std::vector<uint32_t> total(static_cast<size_t>(cols));
+    uint32_t peak = 1;
+    for (int c = 0; c < cols; ++c) {
+      const double e = ax.event_at(canvas_x0 + c + 0.5f);
+      total[c] = e < 0 || e >= static_cast<double>(n) ? 0 : v.counter.total_at(static_cast<size_t>(e));
+      peak = std::max(peak, total[c]);
+    }
+    const float scale = (kCounterHeight - 4.f) / static_cast<float>(peak);
+    for (int c = 0; c < cols; ++c) {
+      if (total[c] == 0) continue;
+      dl->AddRectFilled(ImVec2(canvas_x0 + c, b.y - total[c] * scale), ImVec2(canvas_x0 + c + 1.f, b.y),
+                        render::with_alpha(palette().text_dim, 110));
+    }
+    // The selected Function's hooks (its leaf's, across AccumulateGrads), as
+    // `hookscope-cli stats` samples them: a dashed line in the selection colour.
+    const analysis::FunctionIndex sel = session_.selected_function();
+    if (sel != kNoIndex && (v.series_model != m || v.series_function != sel)) {
+      v.series = analysis::hook_count_series(*m, sel, kSeriesSamples);
+      v.series_model = m;
+      v.series_function = sel;
+    }
+    auto selected_at = [&](double e) -> uint32_t {
+      if (sel == kNoIndex || v.series.empty() || e < 0 || e >= static_cast<double>(n)) return 0;
+      // Samples are evenly spaced over the trace: the last one at or before e.
+      const size_t k = n <= 1 ? 0 : static_cast<size_t>(e * static_cast<double>(v.series.size() - 1) / static_cast<double>(n - 1));
+      return v.series[std::min(k, v.series.size() - 1)].hooks;
+    };
+    if (sel != kNoIndex && !v.series.empty()) {
+      for (int c = 0; c + 2 < cols; c += 4) {
+        const double e0 = ax.event_at(canvas_x0 + c + 0.5f), e1 = ax.event_at(canvas_x0 + c + 2.5f);
+        dl->AddLine(ImVec2(canvas_x0 + c, b.y - 1.f - selected_at(e0) * scale),
+                    ImVec2(canvas_x0 + c + 2.f, b.y - 1.f - selected_at(e1) * scale), palette().selected, 2.f);
+      }
+    }
+    const auto& owners = v.counter.owners_by_size();
+    for (size_t k = 0; k < owners.size() && k < kCounterOwners; ++k) {
+      const uint32_t color = render::owner_color(*m, owners[k]);
+      ImVec2 prev;
+      for (int c = 0; c < cols; ++c) {
+        const double e = ax.event_at(canvas_x0 + c + 0.5f);
+        const uint32_t live = e < 0 || e >= static_cast<double>(n) ? 0 : v.counter.owner_at(owners[k], static_cast<size_t>(e));
+        const ImVec2 p(canvas_x0 + c, b.y - 1.f - live * scale);
+        if (c > 0) dl->AddLine(prev, p, color, 1.5f);
+        prev = p;
+      }
+    }
+    const float xn = ax.x(static_cast<double>(now));
+    if (xn >= a.x && xn <= b.x) dl->AddLine(ImVec2(xn, a.y), ImVec2(xn, b.y), palette().selected);
+    s.counter = rect_of(a, b);
+    ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y));
+    ImGui::TextDisabled("live hooks");
+    ImGui::Text("%u at #%zu", v.counter.total_at(now), now);
+    ImGui::TextDisabled("peak in view %u", peak);
+    ImGui::SetCursorScreenPos(ImVec2(canvas_x0, origin.y));
+    ImGui::InvisibleButton("##counter", ImVec2(canvas_w, kCounterHeight));
+    if (ImGui::IsItemHovered()) {
+      const double e = std::clamp(ax.event_at(ImGui::GetIO().MousePos.x), 0.0, static_cast<double>(n - 1));
+      ImGui::BeginTooltip();
+      ImGui::Text("#%zu: %u hooks attached", static_cast<size_t>(e), v.counter.total_at(static_cast<size_t>(e)));
+      for (size_t k = 0; k < owners.size() && k < kCounterOwners; ++k) {
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(render::owner_color(*m, owners[k])), "%s: %u",
+                           m->owner_name(owners[k]).c_str(), v.counter.owner_at(owners[k], static_cast<size_t>(e)));
+      }
+      if (sel != kNoIndex) {
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().selected), "%s: %u (sampled)",
+                           m->function_name(sel).c_str(), selected_at(e));
+      }
+      ImGui::TextDisabled("click: go to this event");
+      ImGui::EndTooltip();
+      if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) jump_to(static_cast<size_t>(e));
+    }
+  }
+
+  // ---- lanes ----
+  ImGuiIO& io = ImGui::GetIO();
+  // Ctrl+wheel zooms the axis: then the rows must not scroll too.
+  ImGui::BeginChild("##lanes_rows", ImVec2(0.f, 0.f), false, io.KeyCtrl ? ImGuiWindowFlags_NoScrollWithMouse : 0);
+  const bool hovered_child = ImGui::IsWindowHovered();
+  if (hovered_child && io.KeyCtrl && io.MouseWheel != 0.f) {
+    v.axis.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, io.MousePos.x, static_cast<double>(n));
+  }
+  if (hovered_child && (io.KeyShift ? io.MouseWheel != 0.f : false)) v.axis.pan(io.MouseWheel * 60.f, static_cast<double>(n));
+  if (hovered_child && ImGui::IsMouseDragging(ImGuiMouseButton_Right)) {
+    v.axis.pan(io.MouseDelta.x, static_cast<double>(n));
+  }
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float top = ImGui::GetCursorScreenPos().y;
+  const ImVec2 clip_min = ImGui::GetWindowPos();
+  const ImVec2 clip_max(clip_min.x + ImGui::GetWindowSize().x, clip_min.y + ImGui::GetWindowSize().y);
+  std::optional<std::pair<size_t, analysis::FunctionIndex>> go;
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(v.rows.rows.size()), row_h);
+  while (clipper.Step()) {
+    for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) {
+      const LaneRow& row = v.rows.rows[static_cast<size_t>(r)];
+      LaneGroup& g = v.rows.groups[row.group];
+      const ImVec2 p = ImGui::GetCursorScreenPos();
+      const float y0 = p.y + 2.f, y1 = p.y + row_h - 2.f;
+      ImGui::PushID(r);
+      // Label column.
+      ImGui::InvisibleButton("##label", ImVec2(kLabelWidth - 6.f, row_h));
+      const bool label_hovered = ImGui::IsItemHovered();
+      const bool label_clicked = ImGui::IsItemClicked(ImGuiMouseButton_Left);
+      std::string label;
+      uint32_t label_color = palette().text;
+      if (row.lane == kNoIndex) {
+        const std::string name = v.grouping == LaneGrouping::kFunction
+                                     ? (g.key < m->functions().size() ? m->function_name(g.key) : "no Function")
+                                     : (g.key < m->owners().size() ? m->owner_name(g.key) : "no owner");
+        label = fmt::format("{} {} ({})", g.folded ? "+" : "-", name, g.count);
+        if (g.outliving) label_color = palette().alarm;
+        if (label_clicked) {
+          auto it = std::lower_bound(v.folded.begin(), v.folded.end(), g.key);
+          if (it != v.folded.end() && *it == g.key) v.folded.erase(it); else v.folded.insert(it, g.key);
+          v.rows_dirty = true;
+        }
+        if (label_hovered) {
+          ImGui::SetTooltip("%s\n%u hooks, %u outlive their owner, %u stale fires\nclick: %s", name.c_str(), g.count,
+                            g.outliving, g.stale_fires, g.folded ? "unfold" : "fold");
+        }
+      } else {
+        const HookLane& l = v.lanes[row.lane];
+        const analysis::HookInfo& h = m->hooks()[l.hook];
+        label = v.grouping == LaneGrouping::kFunction
+                    ? fmt::format("   {} {} · {}", trace::to_string(h.kind), trace::format_hook_key(h.key), m->owner_name(l.owner))
+                    : fmt::format("   {} {} · {}", trace::to_string(h.kind), trace::format_hook_key(h.key),
+                                  l.function < m->functions().size() ? m->function_name(l.function) : "?");
+        if (label_clicked && l.function != kNoIndex) select_function(l.function);
+        if (label_hovered) ImGui::SetTooltip("click: select its Function");
+      }
+      const float ty = p.y + (row_h - ImGui::GetTextLineHeight()) * 0.5f;
+      dl->PushClipRect(p, ImVec2(p.x + kLabelWidth - 6.f, p.y + row_h), true);
+      if (row.lane == kNoIndex) dl->AddRectFilled(p, ImVec2(p.x + kLabelWidth - 6.f, p.y + row_h), palette().track);
+      // The selected Function's (or owner's) rows, marked as in the graph.
+      const uint32_t function = row.lane == kNoIndex ? (v.grouping == LaneGrouping::kFunction ? g.key : kNoIndex)
+                                                     : v.lanes[row.lane].function;
+      const uint32_t owner = row.lane == kNoIndex ? (v.grouping == LaneGrouping::kOwner ? g.key : kNoIndex)
+                                                  : v.lanes[row.lane].owner;
+      if ((function != kNoIndex && function == session_.selected_function()) ||
+          (owner != kNoIndex && owner == session_.selected_owner())) {
+        dl->AddRectFilled(p, ImVec2(p.x + 3.f, p.y + row_h), palette().selected);
+      }
+      dl->AddText(ImVec2(p.x + 2.f, ty), label_color, label.c_str());
+      dl->PopClipRect();
+
+      // Bar area.
+      ImGui::SameLine(0.f, 6.f);
+      ImGui::InvisibleButton("##bar", ImVec2(canvas_w, row_h));
+      const bool bar_hovered = ImGui::IsItemHovered();
+      const bool bar_clicked = ImGui::IsItemClicked(ImGuiMouseButton_Left);
+      dl->PushClipRect(ImVec2(canvas_x0, p.y), ImVec2(canvas_x0 + canvas_w, p.y + row_h), true);
+      ++s.lane_rows;
+      const double x_lo = canvas_x0 - 2.0, x_hi = canvas_x0 + canvas_w + 2.0;
+      auto bar = [&](EventIndex from, EventIndex to, EventIndex died, uint32_t color, float inset) {
+        const double end = to == kNever ? static_cast<double>(n) : static_cast<double>(to);
+        float xa = ax.x(from), xb = ax.x(end);
+        if (xb < x_lo || xa > x_hi) return;
+        xa = static_cast<float>(std::max<double>(xa, x_lo));
+        xb = static_cast<float>(std::min<double>(std::max(xb, xa + 1.f), x_hi));  // at least a pixel
+        dl->AddRectFilled(ImVec2(xa, y0 + inset), ImVec2(xb, y1 - inset), color);
+        ++s.bars;
+        if (died != kNever && died < end) {
+          const float xd = std::max(xa, ax.x(died));
+          if (xd < xb) {
+            dl->AddRectFilled(ImVec2(xd, y0 + inset), ImVec2(xb, y1 - inset), palette().alarm);
+            ++s.dead_segments;
+          }
+        }
+      };
+      if (row.lane == kNoIndex) {
+        // A group's header: its whole span, red when some lane in it outlives its owner.
+        bar(g.begin, g.end, kNever, render::with_alpha(palette().text_dim, 90), 3.f);
+        if (g.outliving) {
+          const float xa = std::max(ax.x(g.begin), canvas_x0), xb = std::min(ax.x(g.end), canvas_x0 + canvas_w);
+          if (xb > xa) dl->AddRectFilled(ImVec2(xa, y1 - 3.f), ImVec2(xb, y1), palette().alarm);
+        }
+        if (bar_clicked) {
+          const double e = std::clamp(ax.event_at(io.MousePos.x), 0.0, static_cast<double>(n - 1));
+          go = {{static_cast<size_t>(e), kNoIndex}};
+        }
+      } else {
+        const HookLane& l = v.lanes[row.lane];
+        const uint32_t color = l.owner < m->owners().size() ? render::owner_color(*m, l.owner) : palette().ghost;
+        bar(l.added_at, l.ended_at, l.owner_died_at, render::with_alpha(color, 215), 0.f);
+        const auto fires = m->fires(l.hook);
+        tick_columns(fires, ax, l.owner_died_at, v.ticks);
+        for (const TickColumn& t : v.ticks) {
+          const uint32_t tc = t.stale ? palette().stale : palette().text;
+          // Stale ticks stand out of the bar (it is red there): taller and wider.
+          const float out = t.stale ? 3.f : 1.f, w = t.stale || t.fires > 1 ? 2.f : 1.f;
+          dl->AddRectFilled(ImVec2(t.x, y0 - out), ImVec2(t.x + w, y1 + out), tc);
+          ++s.ticks;
+          s.stale_ticks += t.stale;
+        }
+        if (bar_hovered || bar_clicked) {
+          const double e = ax.event_at(io.MousePos.x);
+          const EventIndex near = nearest_lane_event(l, fires, e);
+          if (bar_hovered) {
+            const analysis::HookInfo& h = m->hooks()[l.hook];
+            ImGui::BeginTooltip();
+            ImGui::Text("%s hook %s of %s", std::string(trace::to_string(h.kind)).c_str(),
+                        trace::format_hook_key(h.key).c_str(), m->owner_name(l.owner).c_str());
+            ImGui::Text("on %s", l.function < m->functions().size() ? m->function_name(l.function).c_str() : "?");
+            ImGui::Text("attached %s", event_range(l).c_str());
+            if (l.owner_died_at != kNever) {
+              ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(l.outlives_owner() ? palette().alarm : palette().text_dim),
+                                 "owner destroyed at #%u%s", l.owner_died_at,
+                                 l.outlives_owner() ? " while the hook was still attached" : "");
+            }
+            ImGui::Text("fires: %u before the owner's death, %u after (stale)", l.fires_before, l.fires_after);
+            if (l.fires_after_removal) ImGui::Text("%u fires after its removal", l.fires_after_removal);
+            ImGui::TextDisabled("click: go to #%u (%s)", near, m->describe(near).c_str());
+            ImGui::EndTooltip();
+          }
+          if (bar_clicked) go = {{near, l.function}};
+        }
+      }
+      dl->PopClipRect();
+      ImGui::PopID();
+    }
+  }
+  clipper.End();
+  // The current event, over every visible row.
+  const float xn = ax.x(static_cast<double>(now));
+  if (xn >= canvas_x0 && xn <= canvas_x0 + canvas_w) {
+    dl->AddLine(ImVec2(xn, std::max(top, clip_min.y)), ImVec2(xn, clip_max.y), palette().selected, 1.5f);
+  }
+  s.lanes = rect_of(ImVec2(canvas_x0, clip_min.y), ImVec2(canvas_x0 + canvas_w, clip_max.y));
+  if (v.rows.rows.empty()) ImGui::TextDisabled("No hooks in this trace.");
+  ImGui::EndChild();
+  ImGui::End();
+  if (go) jump_to(go->first, go->second);
+}
+
+}  // namespace hookscope::app

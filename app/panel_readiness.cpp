@@ -1,0 +1,174 @@
+// Readiness panel: the DDP readiness map (analysis/readiness.h, Note
+// [Readiness map]). Per rank a grid, parameters down, backward passes
+// across, ranks side by side with one cell width for all, so that a
+// parameter unused on one rank only stands out in its row. A cell's colour is
+// its status (the legend counts them); hovering names the parameter, the
+// pass and the status; a click goes to the event that proves it.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "app_state.h"
+#include "render/colors.h"
+#include "view_colors.h"
+
+namespace hookscope::app {
+
+namespace {
+
+using analysis::kNever;
+using analysis::Readiness;
+using render::palette;
+
+constexpr float kNameWidth = 170.f;
+constexpr float kGap = 18.f;
+
+const char* status_words(Readiness r) {
+  switch (r) {
+    case Readiness::kNoDdp: return "no Reducer prepared for this pass";
+    case Readiness::kOk: return "marked ready once (ok)";
+    case Readiness::kUnused: return "never marked ready: reported unused";
+    case Readiness::kTwice: return "marked ready twice";
+    case Readiness::kStale: return "a destroyed Reducer's hook fired on it (stale)";
+    case Readiness::kNotReached: return "not reached: a failure cut the pass short";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void App::draw_readiness_panel() {
+  ViewPanels& v = views_;
+  if (!ImGui::Begin("Readiness", &v.show_readiness)) {
+    ImGui::End();
+    return;
+  }
+  const analysis::Model* m = session_.model();
+  if (!m || m->num_events() == 0) {
+    ImGui::TextDisabled("No trace open.");
+    ImGui::End();
+    return;
+  }
+  if (v.readiness_model != m) {
+    v.grids = analysis::readiness_grids(*m);
+    v.readiness_model = m;
+  }
+  ViewsDrawStats& s = v.stats;
+  s.cells = 0;
+  std::fill(std::begin(s.cell_status), std::end(s.cell_status), 0u);
+  if (v.grids.empty()) {
+    ImGui::TextDisabled("No DDP Reducer in this trace: nothing to map.");
+    ImGui::End();
+    return;
+  }
+
+  // Legend, with how many cells of each status.
+  size_t counts[6] = {};
+  size_t max_params = 0, total_backwards = 0;
+  for (const auto& g : v.grids) {
+    for (const auto& c : g.cells) ++counts[static_cast<int>(c.status)];
+    max_params = std::max(max_params, g.parameters.size());
+    total_backwards += g.backwards.size();
+  }
+  for (int k : {1, 2, 3, 4, 5, 0}) {
+    const auto r = static_cast<Readiness>(k);
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float side = ImGui::GetTextLineHeight() * 0.8f;
+    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + 2.f), ImVec2(p.x + side, p.y + 2.f + side), readiness_color(r));
+    ImGui::Dummy(ImVec2(side + 2.f, side));
+    ImGui::SameLine();
+    ImGui::Text("%s %zu", std::string(analysis::to_string(r)).c_str(), counts[k]);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", status_words(r));
+    ImGui::SameLine(0.f, 14.f);
+  }
+  ImGui::NewLine();
+
+  ImGui::BeginChild("##readiness_grids", ImVec2(0.f, 0.f), false, ImGuiWindowFlags_HorizontalScrollbar);
+  const float line = ImGui::GetTextLineHeight();
+  const float avail = ImGui::GetContentRegionAvail().x;
+  const size_t ranks = v.grids.size();
+  // One cell width for every grid: the map fits the panel when it can.
+  const float cw = std::clamp((avail - ranks * (kNameWidth + kGap)) / std::max<float>(1.f, total_backwards), 3.f, 22.f);
+  const float ch = std::clamp(line, 6.f, 18.f);
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 clip_min = ImGui::GetWindowPos();
+  const float clip_bottom = clip_min.y + ImGui::GetWindowSize().y;
+  std::optional<std::pair<size_t, analysis::FunctionIndex>> go;
+  float x = origin.x;
+  float right = origin.x, bottom = origin.y;
+  const float grid_top = origin.y + line + 4.f;
+  for (size_t gi = 0; gi < ranks; ++gi) {
+    const analysis::ReadinessGrid& g = v.grids[gi];
+    const size_t nb = g.backwards.size(), np = g.parameters.size();
+    const std::string title = fmt::format("rank {}: {} parameters x {} backward passes", g.rank, np, nb);
+    dl->AddText(ImVec2(x, origin.y), palette().text, title.c_str());
+    const float cx0 = x + kNameWidth;
+    // Only the visible rows are drawn.
+    const size_t first = static_cast<size_t>(std::max(0.f, (clip_min.y - grid_top) / ch));
+    const size_t last = std::min(np, static_cast<size_t>(std::max(0.f, (clip_bottom - grid_top) / ch)) + 1);
+    for (size_t p = first; p < last; ++p) {
+      const float y = grid_top + p * ch;
+      dl->PushClipRect(ImVec2(x, y), ImVec2(cx0 - 4.f, y + ch), true);
+      dl->AddText(ImVec2(x, y + (ch - line) * 0.5f), palette().text_dim, g.parameters[p].name.c_str());
+      dl->PopClipRect();
+      for (size_t b = 0; b < nb; ++b) {
+        const analysis::ReadinessCell& c = g.cell(p, b);
+        const float cx = cx0 + b * cw;
+        dl->AddRectFilled(ImVec2(cx, y), ImVec2(cx + std::max(1.f, cw - 1.f), y + ch - 1.f), readiness_color(c.status));
+        ++s.cells;
+        ++s.cell_status[static_cast<int>(c.status)];
+      }
+    }
+    // The current event's pass, outlined.
+    const size_t now = session_.current();
+    for (size_t b = 0; b < nb; ++b) {
+      const auto& col = g.backwards[b];
+      const size_t from = col.prepared_at != kNever ? col.prepared_at : col.begin;
+      if (now >= from && (col.end == kNever || now <= col.end)) {
+        const float cx = cx0 + b * cw;
+        dl->AddRect(ImVec2(cx - 1.f, grid_top - 1.f), ImVec2(cx + cw, grid_top + np * ch), palette().selected, 0.f, 0, 1.5f);
+      }
+    }
+    // One button over the cells; the cell under the mouse from its position.
+    ImGui::SetCursorScreenPos(ImVec2(cx0, grid_top));
+    ImGui::PushID(static_cast<int>(gi));
+    ImGui::InvisibleButton("##cells", ImVec2(std::max(1.f, nb * cw), std::max(1.f, np * ch)));
+    if (ImGui::IsItemHovered() && nb > 0 && np > 0) {
+      const ImVec2 mp = ImGui::GetIO().MousePos;
+      const size_t b = std::min(nb - 1, static_cast<size_t>(std::max(0.f, (mp.x - cx0) / cw)));
+      const size_t p = std::min(np - 1, static_cast<size_t>(std::max(0.f, (mp.y - grid_top) / ch)));
+      const analysis::ReadinessCell& c = g.cell(p, b);
+      const auto& col = g.backwards[b];
+      ImGui::BeginTooltip();
+      ImGui::Text("rank %u, %s", static_cast<unsigned>(g.rank), g.parameters[p].name.c_str());
+      ImGui::Text("backward pass %zu (#%u .. %s)%s", b + 1, col.begin,
+                  col.end == kNever ? "never ended" : fmt::format("#{}", col.end).c_str(), col.completed ? "" : ", cut short");
+      if (col.reducer != analysis::kNoIndex) {
+        ImGui::Text("prepared by %s", m->owner_name(m->reducers()[col.reducer].owner).c_str());
+      }
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(readiness_color(c.status)), "%s: %s",
+                         std::string(analysis::to_string(c.status)).c_str(), status_words(c.status));
+      ImGui::Text("marks %u, stale fires %u, no-op fires %u", c.marks, c.stale, c.noops);
+      if (c.event != kNever) ImGui::TextDisabled("click: go to #%u (%s)", c.event, m->describe(c.event).c_str());
+      ImGui::EndTooltip();
+      if (ImGui::IsMouseClicked(ImGuiMouseButton_Left) && c.event != kNever) {
+        go = {{c.event, g.parameters[p].accumulator}};
+      }
+    }
+    ImGui::PopID();
+    const float w = std::max(kNameWidth + nb * cw, ImGui::CalcTextSize(title.c_str()).x);
+    right = std::max(right, x + w);
+    bottom = std::max(bottom, grid_top + np * ch);
+    x += w + kGap;
+  }
+  s.readiness = {origin.x, grid_top, right, std::min(bottom, clip_bottom)};
+  // Tell the child how big the map is (scrollbars).
+  ImGui::SetCursorScreenPos(origin);
+  ImGui::Dummy(ImVec2(right - origin.x, bottom - origin.y + 4.f));
+  ImGui::EndChild();
+  ImGui::End();
+  if (go) jump_to(go->first, go->second);
+}
+
+}  // namespace hookscope::app
