@@ -133,7 +133,8 @@ TEST_CASE("registry: CLI11 options check with the registry's message; to_argumen
 
   const ScenarioArgs in{.scenario = "recovery", .steps = 9, .seed = 12345678901234ull, .policy = "none",
                        .world_size = 3, .fail_rank = 2, .fail_point = "collective", .timeout_ms = 250,
-                       .batch = 4, .backend = "gloo", .rank = 1, .store_dir = "/tmp/x", .generation = 2};
+                       .batch = 4, .backend = "gloo", .rank = 1, .store_dir = "/tmp/x", .store = {}, .run_id = {}, .bind = {},
+                       .generation = 2};
   ScenarioArgs out;
   out.scenario = in.scenario;
   REQUIRE(parse(scenarios::kUseRecord, scenarios::to_arguments(in), out) == "");
