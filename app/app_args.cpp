@@ -115,7 +115,12 @@ int run_headless_fallback(const Args& a, const std::string& why) {
   }
   const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   if (rc == 0) {
-    fmt::print("open it later with: hookscope {}\n", s.output);
+    // installed (…/bin): by name; from a build tree: the path that runs it from here
+    std::error_code rel_ec;
+    const auto dir = cli.parent_path();
+    const auto self = std::filesystem::relative(dir / "hookscope", rel_ec);
+    const std::string app = dir.filename() == "bin" || rel_ec ? std::string("hookscope") : self.string();
+    fmt::print("open it later with: {} {}\n", app, s.output);
   }
   return rc;
 }
