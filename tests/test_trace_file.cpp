@@ -207,7 +207,7 @@ TEST_CASE("trace file: every event kind and header field round-trip") {
   CHECK(d.truncation == "");
   CHECK(d.source == path);
   CHECK(d.header.version_major == 1);
-  CHECK(d.header.version_minor == 0);
+  CHECK(d.header.version_minor == trace::kFormatMinor);
   CHECK(d.header.hookscope_version == h.hookscope_version);
   CHECK(d.header.rank == h.rank);
   CHECK(d.header.world_size == h.world_size);

@@ -28,21 +28,6 @@ uint32_t Model::source(size_t index) const {
   return order_.empty() ? 0 : static_cast<uint32_t>(order_[index] >> 40);
 }
 
-bool event_arg_is_string(EventKind kind) {
-  switch (kind) {
-    case EventKind::kNodeCreated:
-    case EventKind::kNodeLabel:
-    case EventKind::kOwnerCreated:
-    case EventKind::kMarkedTwice:
-    case EventKind::kUnusedParameter:
-    case EventKind::kFailure:
-    case EventKind::kRecoveryStep:
-      return true;
-    default:
-      return false;
-  }
-}
-
 trace::Event Model::event(size_t index) const {
   check_index(index, "event");
   const uint32_t s = source(index);
@@ -68,7 +53,8 @@ int64_t Model::time_ns(size_t index) const {
   const uint32_t s = source(index);
   const auto& ev = traces_[s].events;
   const trace::Event& e = order_.empty() ? ev[index] : ev[order_[index] & ((1ull << 40) - 1)];
-  return static_cast<int64_t>(e.t_ns) + clock_offset_[s];
+  // Modulo 2^64 (Note [Merging traces]): hostile times must not overflow.
+  return static_cast<int64_t>(e.t_ns + static_cast<uint64_t>(clock_offset_[s]));
 }
 
 const std::vector<EventIndex>& Model::events_of_kind(EventKind kind) const {
