@@ -12,9 +12,10 @@ packages=(
   doctest-dev libbenchmark-dev libgloo-dev
   libimgui-dev libstb-dev libglfw3-dev python3-glad
   xvfb xauth fonts-dejavu-core
+  clang libclang-rt-14-dev  # libFuzzer + ASan/UBSan for .ci/run (scripts/fuzz.sh)
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(graphviz python3-torch clang libclang-rt-14-dev)
+  packages+=(graphviz python3-torch)
 fi
 
 missing=()

@@ -142,7 +142,10 @@ std::string Model::describe(size_t index) const {
     case EventKind::kHookRemoved:
     case EventKind::kHookRemoveFailed: {
       const auto kind = static_cast<trace::HookKind>(e.sub % trace::kNumHookKinds);
-      out += fmt::format(" {} key {} on {}", trace::to_string(kind), trace::format_hook_key(e.key), fn(e.node));
+      out += fmt::format(" {} key {}", trace::to_string(kind), trace::format_hook_key(e.key));
+      // Module hooks are added, removed and forward-fired with node 0 (Note
+      // [Module hooks in traces]); full backward ones fire on a BackwardHookFunction.
+      if (e.node) out += " on " + fn(e.node);
       if (e.owner) out += fmt::format(" of {}", owner(e.owner));
       if (e.kind == EventKind::kHookRemoved) {
         out += fmt::format(" ({})", trace::to_string(static_cast<trace::RemoveCause>(e.arg)));
@@ -158,6 +161,11 @@ std::string Model::describe(size_t index) const {
     case EventKind::kApplyBegin:
     case EventKind::kApplyEnd:
       out += " " + fn(e.node);
+      break;
+    case EventKind::kSavedTensorPacked:
+    case EventKind::kSavedTensorUnpacked:
+      out += fmt::format(" {} slot {}", fn(e.node), e.arg);
+      if (e.owner) out += fmt::format(" of {}", owner(e.owner));
       break;
     case EventKind::kNodeEdge:
       out += fmt::format(" {} -> {}", fn(e.node), fn(e.arg));

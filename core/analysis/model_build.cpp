@@ -43,6 +43,7 @@ void ModelBuilder::run() {
     const auto& h = m_.traces_[s].header;
     // Note [Malformed traces]: only a header a recorder wrote (it names the
     // hookscope version) states the world size; in-memory ones keep the default 1.
+    clock_back_reported_.push_back(0);
     rank_header_bad_.push_back(!h.hookscope_version.empty() && h.rank >= 0 && h.world_size > 0 &&
                                h.rank >= h.world_size);
   }
@@ -222,6 +223,11 @@ void ModelBuilder::check(EventIndex i, uint32_t source, uint16_t rank, const Eve
   if (t.header.rank < 0 && !t.header.hookscope_version.empty() && t.header.world_size > 0 &&
       rank >= t.header.world_size) {
     malformed(MalformedKind::kRankOutOfRange, i, "the event's rank is not below the world size");
+  }
+  if (t.clock_went_back && !clock_back_reported_[source] && e.thread == t.clock_back_thread &&
+      e.t_ns == t.clock_back_t_ns) {  // the reader merged it by time (trace/reader.h)
+    malformed(MalformedKind::kTimeBackwards, i, "earlier than the thread's previous event in the file");
+    clock_back_reported_[source] = 1;
   }
   if (rank_header_bad_[source]) {  // reported at the trace's first event
     malformed(MalformedKind::kRankOutOfRange, i, "the header's rank is not below its world size");

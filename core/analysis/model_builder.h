@@ -71,6 +71,7 @@ class ModelBuilder {
   std::vector<uint8_t> owner_snapshot_;      // per owner: announced by a start snapshot
   std::unordered_map<uint64_t, ThreadState> threads_;  // by source << 32 | thread
   uint64_t slots_left_ = 0;  // Note [Model memory bound]
+  std::vector<uint8_t> clock_back_reported_;  // per source
   std::vector<uint8_t> rank_header_bad_;  // per source: header rank >= world size, unreported
   std::vector<std::pair<HookIndex, EventIndex>> fire_events_;
   std::vector<ReducerIndex> reducer_of_owner_;

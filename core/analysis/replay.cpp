@@ -101,6 +101,17 @@ void fill_owners(const Model& m, EventIndex e, const std::vector<uint32_t>& owne
   }
 }
 
+// O(hooks on no Function): module hooks are few (one per registration).
+void fill_module_hooks(const Model& m, EventIndex e, State& st) {
+  st.module_hooks.clear();
+  for (HookIndex h : m.detached_hooks()) {
+    const HookInfo& hook = m.hooks()[h];
+    if (hook.added_at > e || hook.ended_at <= e) continue;
+    st.module_hooks.push_back(HookAt{h, kNoIndex, m.fires_until(h, e), hook.added_at});
+  }
+  std::sort(st.module_hooks.begin(), st.module_hooks.end(), hook_order);
+}
+
 void fill_reducers(const Model& m, EventIndex e, State& st) {
   st.reducers.clear();
   for (ReducerIndex r = 0; r < m.reducers().size(); ++r) {
@@ -148,8 +159,13 @@ State Model::state_at(size_t index) const {
     if (fn == st.functions.end() || fn->function != at.function) continue;
     fn->hooks[static_cast<size_t>(hooks_[at.hook].kind)].push_back(at);
   }
+  for (HookIndex h : detached_hooks_) {  // module hooks count for their owner too
+    const HookInfo& hook = hooks_[h];
+    if (hook.owner != kNoIndex && hook.added_at <= e && e < hook.ended_at) ++owner_hooks[hook.owner];
+  }
   fill_owners(*this, e, owner_hooks, st);
   fill_reducers(*this, e, st);
+  fill_module_hooks(*this, e, st);
   return st;
 }
 
@@ -250,8 +266,20 @@ void Cursor::refresh_fires(EventIndex event, EventIndex at) {
 // Owners change with owner events and with the hooks they hold; Reducers
 // only with DDP events.
 void Cursor::refresh_owners_and_reducers(EventIndex event, bool hooks_changed) {
-  const EventKind kind = model_->event(event).kind;
+  const trace::Event ev = model_->event(event);
+  const EventKind kind = ev.kind;
   const auto e = static_cast<EventIndex>(state_.index);
+  if (kind >= EventKind::kHookAdded && kind <= EventKind::kHookRemoved && !model_->detached_hooks().empty()) {
+    const HookIndex h = model_->find_hook(model_->source(event), ev.key);
+    if (h != kNoIndex && model_->hooks()[h].function == kNoIndex) {
+      // A module hook came, went or fired: recount it (and its owner's hooks).
+      fill_module_hooks(*model_, e, state_);
+      const State fresh = model_->state_at(e);
+      owner_hooks_.assign(model_->owners().size(), 0);
+      for (const OwnerAt& o : fresh.owners) owner_hooks_[o.owner] = o.hooks;
+      hooks_changed = true;
+    }
+  }
   if (hooks_changed || kind == EventKind::kOwnerCreated || kind == EventKind::kOwnerDestroyed ||
       kind == EventKind::kReducerDestroyed) {
     fill_owners(*model_, e, owner_hooks_, state_);
