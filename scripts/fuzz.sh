@@ -29,7 +29,7 @@ if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
 fi
 ninja -C "$BUILD_DIR" -j"${JOBS:-1}" hookscope_tests >/dev/null
 rm -rf "$FUZZ_DIR/seeds"
-HOOKSCOPE_TRACE_CORPUS="$FUZZ_DIR/seeds" "$BUILD_DIR/tests/hookscope_tests" -tc='trace file*,hostile traces: seeds*' >/dev/null
+HOOKSCOPE_TRACE_CORPUS="$FUZZ_DIR/seeds" "$BUILD_DIR/tests/hookscope_tests" -tc='trace file*,*seeds for the fuzzers*' >/dev/null
 echo "fuzz: $(ls "$FUZZ_DIR/seeds" | wc -l) seed traces in $FUZZ_DIR/seeds"
 
 # 2. The fuzzers: the sources they need, no CMake.
