@@ -375,6 +375,17 @@ inline std::vector<Crafted> catalogue(uint32_t scale = 20000) {
     out.push_back(b.done("unbalanced", "unbalanced collectives and backwards",
                          {"unbalanced_backward", "unbalanced_collective"}));
   }
+  {  // a key used again after its removal (address keys from the torch bridge
+     // can be), the first hook predating the recording: stepping must follow
+     // the hook that fired, not the newest one with that key
+    Builder b;
+    b.ev(kHookFired, 62, 3, 0, 0, kPost);
+    b.ev(kHookFired, 62, 3, 0, 0, kPost);
+    b.ev(kHookRemoved, 62, 3, 0, 0, kPost);
+    b.ev(kHookAdded, 63, 3, 0, 0, kPost);
+    b.ev(kHookFired, 63, 3, 0, 0, kPost);
+    out.push_back(b.done("key_reused", "a hook key added again after its removal"));
+  }
   {  // module hooks (format 1.1), well formed: node 0 when added, removed and
      // forward-fired; a full backward hook fires on its BackwardHookFunction;
      // one fires after its removal (snapshot semantics): stale_fire, info

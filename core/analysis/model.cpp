@@ -68,6 +68,12 @@ std::span<const EventIndex> Model::fires(HookIndex hook) const {
   return {fires_.data() + h.fires_begin, fires_.data() + h.fires_end};
 }
 
+HookIndex Model::hook_fired_at(size_t index) const {
+  auto it = std::lower_bound(fire_at_.begin(), fire_at_.end(), index);
+  if (it == fire_at_.end() || *it != index) return kNoIndex;
+  return fire_hook_[static_cast<size_t>(it - fire_at_.begin())];
+}
+
 uint32_t Model::fires_until(HookIndex hook, size_t index) const {
   const HookInfo& h = hooks_[hook];
   auto first = fires_.begin() + h.fires_begin;
@@ -216,6 +222,8 @@ size_t Model::checkpoint_bytes() const {
 size_t Model::memory_bytes() const {
   size_t n = order_.capacity() * sizeof(uint64_t) + fires_.capacity() * sizeof(EventIndex);
   n += functions_.capacity() * sizeof(FunctionInfo) + edges_.capacity() * sizeof(EdgeInfo);
+  n += fire_at_.capacity() * sizeof(EventIndex) + fire_hook_.capacity() * sizeof(HookIndex);
+  n += malformations_.capacity() * sizeof(Malformation) + detached_hooks_.capacity() * sizeof(HookIndex);
   n += hooks_.capacity() * sizeof(HookInfo) + segments_.capacity() * sizeof(HookSegment);
   n += owners_.capacity() * sizeof(OwnerInfo) + collectives_.capacity() * sizeof(CollectiveInfo);
   n += (segments_by_function_.capacity() + segments_by_function_begin_.capacity()) * 4;

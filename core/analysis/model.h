@@ -261,6 +261,9 @@ class Model {
   const std::vector<HookIndex>& detached_hooks() const { return detached_hooks_; }
   // Indices of the events where `hook` fired, ascending.
   std::span<const EventIndex> fires(HookIndex hook) const;
+  // The hook that fired at event `index` (a kHookFired), kNoIndex for other
+  // events. Not find_hook(): a key added again names a newer hook.
+  HookIndex hook_fired_at(size_t index) const;
   // Fires of `hook` up to and including event `index`.
   uint32_t fires_until(HookIndex hook, size_t index) const;
   // Segments (indices into segments()) that ever put a hook on `function`,
@@ -320,6 +323,8 @@ class Model {
   std::vector<Malformation> malformations_;
   std::vector<HookIndex> detached_hooks_;
   std::vector<EventIndex> fires_;                // CSR, see HookInfo::fires_begin
+  std::vector<EventIndex> fire_at_;              // every fire's event, ascending
+  std::vector<HookIndex> fire_hook_;             // and its hook
   std::vector<uint32_t> segments_by_function_;   // CSR values
   std::vector<uint32_t> segments_by_function_begin_;
 

@@ -541,6 +541,12 @@ void ModelBuilder::finish() {
   }
   m_.fires_.resize(fire_events_.size());
   for (auto& [h, i] : fire_events_) m_.fires_[m_.hooks_[h].fires_end++] = i;
+  m_.fire_at_.reserve(fire_events_.size());  // in timeline order already
+  m_.fire_hook_.reserve(fire_events_.size());
+  for (auto& [h, i] : fire_events_) {
+    m_.fire_at_.push_back(i);
+    m_.fire_hook_.push_back(h);
+  }
   fire_events_ = {};
 
   std::stable_sort(m_.edges_.begin(), m_.edges_.end(),

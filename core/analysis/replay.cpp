@@ -237,7 +237,7 @@ void Cursor::refresh_fires(EventIndex event, EventIndex at) {
   const trace::Event e = model_->event(event);
   if (e.kind != EventKind::kHookFired) return;
   const uint32_t source = model_->source(event);
-  const HookIndex h = model_->find_hook(source, e.key);
+  const HookIndex h = model_->hook_fired_at(event);
   if (h == kNoIndex) return;
   const uint32_t fires = model_->fires_until(h, at);
   auto update = [&](std::vector<HookAt>& list) {
@@ -270,7 +270,8 @@ void Cursor::refresh_owners_and_reducers(EventIndex event, bool hooks_changed) {
   const EventKind kind = ev.kind;
   const auto e = static_cast<EventIndex>(state_.index);
   if (kind >= EventKind::kHookAdded && kind <= EventKind::kHookRemoved && !model_->detached_hooks().empty()) {
-    const HookIndex h = model_->find_hook(model_->source(event), ev.key);
+    HookIndex h = model_->hook_fired_at(event);
+    if (h == kNoIndex) h = model_->find_hook(model_->source(event), ev.key);
     if (h != kNoIndex && model_->hooks()[h].function == kNoIndex) {
       // A module hook came, went or fired: recount it (and its owner's hooks).
       fill_module_hooks(*model_, e, state_);
