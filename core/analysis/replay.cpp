@@ -177,8 +177,25 @@ Cursor::Cursor(const Model& model, size_t index) : model_(&model) {
 
 void Cursor::seek(size_t index) {
   state_ = model_->state_at(index);
+  recount_owner_hooks();
+}
+
+// Every owner's attached hooks, from the state's hooks: state.owners lists
+// only owners created by then, and a hook first seen later may have been
+// attached since event 0 (found by fuzz/fuzz_trace_model.cpp).
+void Cursor::recount_owner_hooks() {
   owner_hooks_.assign(model_->owners().size(), 0);
-  for (const OwnerAt& o : state_.owners) owner_hooks_[o.owner] = o.hooks;
+  auto count = [&](const HookAt& h) {
+    const OwnerIndex o = model_->hooks()[h.hook].owner;
+    if (o != kNoIndex) ++owner_hooks_[o];
+  };
+  for (const FunctionAt& f : state_.functions) {
+    for (const auto& list : f.hooks) {
+      for (const HookAt& h : list) count(h);
+    }
+  }
+  for (const HookAt& h : state_.tensor_hooks) count(h);
+  for (const HookAt& h : state_.module_hooks) count(h);
 }
 
 FunctionAt* Cursor::find_mut(FunctionIndex f) {
@@ -275,9 +292,7 @@ void Cursor::refresh_owners_and_reducers(EventIndex event, bool hooks_changed) {
     if (h != kNoIndex && model_->hooks()[h].function == kNoIndex) {
       // A module hook came, went or fired: recount it (and its owner's hooks).
       fill_module_hooks(*model_, e, state_);
-      const State fresh = model_->state_at(e);
-      owner_hooks_.assign(model_->owners().size(), 0);
-      for (const OwnerAt& o : fresh.owners) owner_hooks_[o.owner] = o.hooks;
+      recount_owner_hooks();
       hooks_changed = true;
     }
   }

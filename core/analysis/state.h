@@ -97,6 +97,7 @@ class Cursor {
   void refresh_fires(EventIndex event, EventIndex at);
   void refresh_owners_and_reducers(EventIndex event, bool hooks_changed);
   FunctionAt* find_mut(FunctionIndex f);
+  void recount_owner_hooks();
 
   const Model* model_;
   State state_;
