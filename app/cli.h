@@ -1,7 +1,8 @@
 #pragma once
 // hookscope-cli verbs. cli_main.cpp parses, the cli_*.cpp files run them.
-// Exit codes: 0 ok, 1 findings (check) or a run that failed, 2 usage or
-// unreadable input.
+// Exit codes: 0 ok, 1 findings (check, diff) or a run that failed, 2 usage,
+// unreadable input, I/O errors and running out of memory ("out of memory
+// while ..."); the inspecting verbs never exit 1 for an error.
 
 #include <CLI/CLI.hpp>
 
@@ -26,6 +27,10 @@ struct CliError : std::runtime_error {
 
 // Options shared by `record` and `launch` (Note [Scenario registry]).
 using scenarios::ScenarioArgs;
+
+// What the CLI is doing now, for "out of memory while ..." (set by the verbs).
+void cli_step(std::string what);
+const std::string& cli_step();
 
 void add_scenario_options(CLI::App* app, ScenarioArgs& args, bool launcher);
 std::vector<std::string> child_arguments(const ScenarioArgs& args);

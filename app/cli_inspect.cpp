@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <new>
 
 #include "analysis/diagnostics.h"
 #include "analysis/diff.h"
@@ -19,6 +20,26 @@
 namespace hookscope::cli {
 
 using analysis::Model;
+using exporters::terminal_safe;
+
+namespace {
+
+// Note [Untrusted text]: every JSON dump replaces invalid UTF-8.
+std::string dump(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Text for a terminal: trace strings may hold escape sequences.
+void print_safe(const std::string& text) {
+  const std::string safe = terminal_safe(text);
+  std::fwrite(safe.data(), 1, safe.size(), stdout);
+}
+
+}  // namespace
+
+thread_local std::string g_cli_step = "starting";
+void cli_step(std::string what) { g_cli_step = std::move(what); }
+const std::string& cli_step() { return g_cli_step; }
 
 Model load_model(const std::vector<std::string>& files, bool quiet) {
   std::vector<trace::TraceData> traces;
@@ -32,19 +53,23 @@ Model load_model(const std::vector<std::string>& files, bool quiet) {
         if (done == total) fmt::print(stderr, "\r\033[K");
       };
     }
+    cli_step("reading " + f);
     try {
       traces.push_back(trace::read_trace(f, opts));
+    } catch (const std::bad_alloc&) {
+      throw;
     } catch (const std::exception& e) {
       throw CliError(kExitUsage, e.what());
     }
     if (!traces.back().truncation.empty() && !quiet) {
-      fmt::print(stderr, "hookscope-cli: warning: {}: {}\n", f, traces.back().truncation);
+      fmt::print(stderr, "hookscope-cli: warning: {}: {}\n", terminal_safe(f), traces.back().truncation);
     }
     if (traces.back().dropped_events && !quiet) {
       fmt::print(stderr, "hookscope-cli: warning: {}: the recorder dropped {} events (ring buffer)\n", f,
                  traces.back().dropped_events);
     }
   }
+  cli_step(files.size() == 1 ? "analysing " + files[0] : "analysing the traces");
   try {
     return Model(std::move(traces));
   } catch (const std::invalid_argument& e) {
@@ -54,24 +79,30 @@ Model load_model(const std::vector<std::string>& files, bool quiet) {
 
 int run_info(const std::vector<std::string>& files) {
   Model m = load_model(files, false);
+  std::string text;
   for (size_t s = 0; s < m.num_traces(); ++s) {
     const auto& t = m.trace(s);
     const auto& h = t.header;
-    fmt::print("{}: hookscope trace v{}.{} (written by hookscope {})\n", t.source, h.version_major,
-               h.version_minor, h.hookscope_version);
-    fmt::print("  scenario: {}\n", h.scenario.empty() ? "-" : h.scenario);
-    fmt::print("  rank {} of world {}, host {}, pid {}, clock {}\n",
-               h.rank < 0 ? std::string("(all, as threads)") : std::to_string(h.rank), h.world_size,
-               h.host, h.pid, h.clock);
-    fmt::print("  {} events, {} strings{}\n", t.events.size(), t.strings.size(),
-               t.truncation.empty() ? "" : "; " + t.truncation);
+    text += fmt::format("{}: hookscope trace v{}.{} (written by hookscope {})\n", t.source, h.version_major,
+                        h.version_minor, h.hookscope_version);
+    text += fmt::format("  scenario: {}\n", h.scenario.empty() ? "-" : h.scenario);
+    text += fmt::format("  rank {} of world {}, host {}, pid {}, clock {}\n",
+                        h.rank < 0 ? std::string("(all, as threads)") : std::to_string(h.rank),
+                        h.world_size, h.host, h.pid, h.clock);
+    text += fmt::format("  {} events, {} strings{}\n", t.events.size(), t.strings.size(),
+                        t.truncation.empty() ? "" : "; " + t.truncation);
   }
+  print_safe(text);
   std::vector<trace::Event> all;
   all.reserve(m.num_events());
   for (size_t i = 0; i < m.num_events(); ++i) all.push_back(m.event(i));
   fmt::print("{}", analysis::format_summary(analysis::summarize(all)));
   fmt::print("  {} Functions, {} hooks, {} owners, {} Reducers, {} collectives\n", m.functions().size(),
              m.hooks().size(), m.owners().size(), m.reducers().size(), m.collectives().size());
+  if (!m.malformations().empty()) {
+    fmt::print("  {} malformed event(s): the trace claims things that cannot happen; see `check`\n",
+               m.malformations().size());
+  }
   return kExitOk;
 }
 
@@ -86,22 +117,21 @@ int run_events(const std::vector<std::string>& files, const EventsArgs& a) {
     }
     kinds.push_back(kind);
   }
+  if (a.from >= 0 && a.to >= 0 && a.from > a.to) {
+    throw CliError(kExitUsage, fmt::format("--from {} is after --to {}", a.from, a.to));
+  }
   const size_t to = std::min<size_t>(a.to < 0 ? m.num_events() : static_cast<size_t>(a.to) + 1, m.num_events());
   std::FILE* out = stdout;
+  cli_step("listing events");
   for (size_t i = a.from < 0 ? 0 : static_cast<size_t>(a.from); i < to; ++i) {
     const trace::Event e = m.event(i);
     if (!kinds.empty() && std::find(kinds.begin(), kinds.end(), e.kind) == kinds.end()) continue;
     if (a.node >= 0 && e.node != static_cast<uint64_t>(a.node)) continue;
     if (a.owner >= 0 && e.owner != static_cast<uint32_t>(a.owner) && e.actor != static_cast<uint32_t>(a.owner)) continue;
     if (a.rank >= 0 && e.rank != a.rank) continue;
-    if (a.format == "jsonl") {
-      fmt::print(out, R"({{"index":{},"t_ns":{},"rank":{},"kind":"{}","node":{},"key":{},"owner":{},"actor":{},"arg":{},"sub":{},"describe":"{}"}})"
-                      "\n",
-                 i, m.time_ns(i), e.rank, trace::to_string(e.kind), e.node, e.key, e.owner, e.actor,
-                 e.arg, e.sub, exporters::json_escape(m.describe(i)));
-    } else {
-      fmt::print(out, "{}\n", m.describe(i));
-    }
+    // One JSON Lines format: the exporter's (`export --format jsonl`).
+    const std::string line = a.format == "jsonl" ? exporters::jsonl_line(m, i) : terminal_safe(m.describe(i));
+    fmt::print(out, "{}\n", line);
   }
   return kExitOk;
 }
@@ -112,11 +142,12 @@ int run_state(const std::vector<std::string>& files, long at, int rank, const st
   if (at < 0 || static_cast<size_t>(at) >= m.num_events()) {
     throw CliError(kExitUsage, fmt::format("--at {} is outside the trace (0..{})", at, m.num_events() - 1));
   }
+  cli_step(fmt::format("replaying to event {}", at));
   const analysis::State st = m.state_at(static_cast<size_t>(at));
   std::map<analysis::OwnerIndex, bool> live;
   for (const auto& o : st.owners) live[o.owner] = o.live;
   nlohmann::json j = nlohmann::json::array();
-  if (format == "text") fmt::print("state after event {}: {}\n", at, m.describe(static_cast<size_t>(at)));
+  if (format == "text") print_safe(fmt::format("state after event {}: {}\n", at, m.describe(static_cast<size_t>(at))));
   for (const auto& f : st.functions) {
     const auto& info = m.functions()[f.function];
     if (rank >= 0 && info.rank != rank) continue;
@@ -139,15 +170,41 @@ int run_state(const std::vector<std::string>& files, long at, int rank, const st
     if (format == "json") {
       j.push_back(jf);
     } else {
-      fmt::print("{}\n", line);
+      print_safe(line + "\n");
     }
   }
-  if (format == "json") fmt::print("{}\n", j.dump(2));
+  // Module hooks (Note [Module hooks in traces]): on no Function, by owner.
+  std::map<analysis::OwnerIndex, std::vector<const analysis::HookAt*>> by_owner;
+  for (const auto& h : st.module_hooks) {
+    const auto& hi = m.hooks()[h.hook];
+    if (rank >= 0 && hi.rank != rank) continue;
+    by_owner[hi.owner].push_back(&h);
+  }
+  for (const auto& [owner, hooks] : by_owner) {
+    const std::string name = owner == analysis::kNoIndex ? "?" : m.owner_name(owner);
+    const bool alive = owner == analysis::kNoIndex || live[owner];
+    nlohmann::json jm = {{"module", name}, {"owner_alive", alive}, {"hooks", nlohmann::json::array()}};
+    std::string line = fmt::format("  module {}{}", name, alive ? "" : " (DESTROYED)");
+    for (const auto* h : hooks) {
+      const auto& hi = m.hooks()[h->hook];
+      jm["hooks"].push_back({{"kind", trace::to_string(hi.kind)}, {"key", hi.key}, {"fires", h->fires},
+                             {"added_at", hi.added_at}});
+      line += fmt::format("\n      {} key {} fired {}x, added at event {}", trace::to_string(hi.kind),
+                          trace::format_hook_key(hi.key), h->fires, hi.added_at);
+    }
+    if (format == "json") {
+      j.push_back(jm);
+    } else {
+      print_safe(line + "\n");
+    }
+  }
+  if (format == "json") fmt::print("{}\n", dump(j));
   return kExitOk;
 }
 
 int run_check(const std::vector<std::string>& files, const std::string& format, bool all) {
   Model m = load_model(files, true);
+  cli_step("diagnosing");
   auto findings = analysis::diagnose(m);
   const auto counts = analysis::count_findings(findings);
   if (format == "json") {
@@ -163,12 +220,13 @@ int run_check(const std::vector<std::string>& files, const std::string& format, 
                    {"owner_id", f.owner_id},
                    {"key", f.key},
                    {"rank", f.rank}});
+      if (!f.detail.empty()) j.back()["detail"] = f.detail;
     }
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", dump(j));
   } else if (findings.empty()) {
     fmt::print("clean: no findings in {} events\n", m.num_events());
   } else {
-    fmt::print("{}", analysis::format_findings(m, findings, all ? SIZE_MAX : 3));
+    print_safe(analysis::format_findings(m, findings, all ? SIZE_MAX : 3));
   }
   return counts.errors + counts.warnings > 0 ? kExitFindings : kExitOk;
 }
@@ -176,6 +234,7 @@ int run_check(const std::vector<std::string>& files, const std::string& format, 
 int run_export(const std::vector<std::string>& files, const std::string& format, long at,
                const std::string& output) {
   Model m = load_model(files, true);
+  cli_step("writing " + output);
   std::FILE* out = output == "-" ? stdout : std::fopen(output.c_str(), "w");
   if (!out) throw CliError(kExitUsage, fmt::format("cannot write {}: {}", output, std::strerror(errno)));
   if (format == "chrome") {
@@ -192,7 +251,7 @@ int run_export(const std::vector<std::string>& files, const std::string& format,
   }
   const bool ok = std::ferror(out) == 0;
   if (out != stdout) std::fclose(out);
-  if (!ok) throw CliError(kExitFindings, "writing " + output + " failed");
+  if (!ok) throw CliError(kExitUsage, "writing " + output + " failed");
   if (output != "-") fmt::print(stderr, "wrote {} ({})\n", output, format);
   return kExitOk;
 }
@@ -200,6 +259,7 @@ int run_export(const std::vector<std::string>& files, const std::string& format,
 int run_diff(const std::string& a, const std::string& b, const std::string& format) {
   Model ma = load_model({a}, true);
   Model mb = load_model({b}, true);
+  cli_step("comparing the traces");
   auto d = analysis::diff_models(ma, mb);
   if (format == "json") {
     nlohmann::json j;
@@ -214,21 +274,22 @@ int run_diff(const std::string& a, const std::string& b, const std::string& form
     };
     j["only_a"] = findings(d.only_a);
     j["only_b"] = findings(d.only_b);
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", dump(j));
   } else {
-    fmt::print("{}", analysis::format_diff(d, a, b));
+    print_safe(analysis::format_diff(d, a, b));
   }
   return d.num_differing() || !d.only_a.empty() || !d.only_b.empty() ? kExitFindings : kExitOk;
 }
 
 int run_stats(const std::vector<std::string>& files) {
   Model m = load_model(files, true);
+  cli_step("computing statistics");
   const auto owners = analysis::owner_stats(m);
   fmt::print("{:<28} {:>6} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7}\n", "owner", "hooks", "removed", "by other",
              "dropped", "attached", "fires", "stale");
   for (const auto& o : owners) {
     if (o.hooks_added == 0 && o.removals_it_made == 0) continue;
-    fmt::print("{:<28} {:>6} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7}\n", m.owner_name(o.owner), o.hooks_added,
+    fmt::print("{:<28} {:>6} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7}\n", terminal_safe(m.owner_name(o.owner)), o.hooks_added,
                o.removed_by_self, o.removed_by_others, o.dropped, o.attached_at_end, o.fires, o.stale_fires);
   }
   const auto series = analysis::hook_count_series(m, analysis::kNoIndex, 12);
@@ -248,7 +309,7 @@ int run_stats(const std::vector<std::string>& files) {
   std::sort(top.rbegin(), top.rend());
   if (!top.empty()) fmt::print("\nhooks per AccumulateGrad at the end (most first):\n");
   for (size_t i = 0; i < std::min<size_t>(top.size(), 10); ++i) {
-    fmt::print("  {:>4}  {}\n", top[i].first, m.function_name(top[i].second));
+    fmt::print("  {:>4}  {}\n", top[i].first, terminal_safe(m.function_name(top[i].second)));
   }
   return kExitOk;
 }

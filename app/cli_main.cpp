@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include "cli.h"
 #include "launch.h"
@@ -37,11 +38,12 @@ int main(int argc, char** argv) {
   auto* events = app.add_subcommand("events", "list events, filtered");
   add_files(events);
   events->add_option("--kind", ev.kinds, "only events of this kind (repeatable), e.g. hook_fire");
-  events->add_option("--node", ev.node, "only events concerning this Function id");
-  events->add_option("--owner", ev.owner, "only events of this owner id (as owner or remover)");
-  events->add_option("--rank", ev.rank, "only this rank");
-  events->add_option("--from", ev.from, "first event index");
-  events->add_option("--to", ev.to, "last event index");
+  events->add_option("--node", ev.node, "only events concerning this Function id")->check(CLI::NonNegativeNumber);
+  events->add_option("--owner", ev.owner, "only events of this owner id (as owner or remover)")
+      ->check(CLI::NonNegativeNumber);
+  events->add_option("--rank", ev.rank, "only this rank")->check(CLI::Range(0, 65535));
+  events->add_option("--from", ev.from, "first event index")->check(CLI::NonNegativeNumber);
+  events->add_option("--to", ev.to, "last event index")->check(CLI::NonNegativeNumber);
   events->add_option("--format", ev.format, "text or jsonl")->check(CLI::IsMember({"text", "jsonl"}));
 
   long at = -1;
@@ -49,8 +51,8 @@ int main(int argc, char** argv) {
   std::string format = "text";
   auto* state = app.add_subcommand("state", "every live Function with its hooks right after an event");
   add_files(state);
-  state->add_option("--at", at, "event index")->required();
-  state->add_option("--rank", rank, "only Functions of this rank");
+  state->add_option("--at", at, "event index")->required()->check(CLI::NonNegativeNumber);
+  state->add_option("--rank", rank, "only Functions of this rank")->check(CLI::Range(0, 65535));
   state->add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
 
   bool all = false;
@@ -65,7 +67,7 @@ int main(int argc, char** argv) {
   exp->add_option("--format", format, "chrome, jsonl or dot")
       ->required()
       ->check(CLI::IsMember({"chrome", "jsonl", "dot"}));
-  exp->add_option("--at", at, "event index for dot (default: the last)");
+  exp->add_option("--at", at, "event index for dot (default: the last)")->check(CLI::NonNegativeNumber);
   exp->add_option("-o,--output", output, "output file, - for stdout")->required();
 
   std::string a, b;
@@ -123,9 +125,16 @@ int main(int argc, char** argv) {
   } catch (const CliError& e) {
     fmt::print(stderr, "hookscope-cli: error: {}\n", e.what());
     return e.exit_code;
+  } catch (const std::bad_alloc&) {
+    // Exit codes: 0 ok, 1 findings, 2 usage, I/O or memory (cli.h).
+    fmt::print(stderr, "hookscope-cli: error: out of memory while {}; give the process more memory or "
+               "analyse fewer/shorter traces\n", cli_step());
+    return kExitUsage;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "hookscope-cli: error: {}\n", e.what());
-    return kExitFindings;
+    fmt::print(stderr, "hookscope-cli: error: {} (while {})\n", e.what(), cli_step());
+    // A run that failed is 1 (record, launch); for the inspecting verbs an
+    // error is never a finding: 2.
+    return *record || *launch ? kExitFindings : kExitUsage;
   }
   return kExitOk;
 }

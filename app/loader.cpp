@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <new>
+
 #include "trace/reader.h"
 
 namespace hookscope::app {
@@ -30,6 +32,8 @@ LoadResult load_traces(const std::vector<std::string>& files,
       if (!traces.back().truncation.empty()) {
         r.warnings += fmt::format("{}: {}\n", files[i], traces.back().truncation);
       }
+    } catch (const std::bad_alloc&) {
+      r.errors += fmt::format("out of memory while reading {}\n", files[i]);
     } catch (const std::exception& e) {
       r.errors += fmt::format("{}\n", e.what());
     }
@@ -45,6 +49,9 @@ LoadResult load_traces(const std::vector<std::string>& files,
       r.warnings.clear();
       r.model.reset();
     }
+  } catch (const std::bad_alloc&) {
+    r.model.reset();
+    r.errors += "out of memory while analysing these traces\n";
   } catch (const std::exception& e) {
     r.errors += fmt::format("cannot analyse these traces: {}\n", e.what());
   }

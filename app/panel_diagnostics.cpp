@@ -55,6 +55,7 @@ const char* kind_help(FindingKind k) {
     case FindingKind::kHookGrowth: return "the hooks on a Function grow as owners are rebuilt (1 -> 2 -> 3)";
     case FindingKind::kMarkedTwice: return "a parameter was marked ready twice in one backward";
     case FindingKind::kUnusedParameter: return "a parameter never got a gradient in a backward";
+    case FindingKind::kMalformedTrace: return "the trace claims something that cannot happen (Note [Malformed traces])";
   }
   return "";
 }

@@ -3,20 +3,27 @@
 // view's per-mark drawing inlines.
 
 #include <algorithm>
+#include <cstdint>
 
 namespace hookscope::render {
+
+// a + b for b >= 0, saturating: times from hostile traces reach the int64 ends.
+inline int64_t add_sat(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+inline int64_t sub_sat(int64_t a, int64_t b) { return a < INT64_MIN + b ? INT64_MIN : a - b; }
 
 template <class Fn>
 void for_each_mark(const TimelineTrack& track, int64_t t0, int64_t t1, int64_t min_gap, Fn&& fn) {
   const auto& time = track.time;
   min_gap = std::max<int64_t>(min_gap, 1);
-  auto i = std::lower_bound(time.begin(), time.end(), t0 - min_gap);
+  auto i = std::lower_bound(time.begin(), time.end(), sub_sat(t0, min_gap));
   const auto end = std::upper_bound(i, time.end(), t1);
   while (i < end) {
     // Everything within min_gap of the mark's first event, then as long as
     // the next event is within min_gap of the mark's last one.
-    auto j = std::lower_bound(i + 1, end, *i + min_gap);
-    while (j < end && *j - *(j - 1) < min_gap) j = std::lower_bound(j + 1, end, *j + min_gap);
+    auto j = std::lower_bound(i + 1, end, add_sat(*i, min_gap));
+    while (j < end && static_cast<uint64_t>(*j) - static_cast<uint64_t>(*(j - 1)) < static_cast<uint64_t>(min_gap)) {
+      j = std::lower_bound(j + 1, end, add_sat(*j, min_gap));
+    }
     fn(TickMark{static_cast<size_t>(i - time.begin()), static_cast<size_t>(j - time.begin())});
     i = j;
   }
@@ -28,7 +35,9 @@ void for_each_span(const std::vector<TimelineSpan>& lane, int64_t t0, int64_t t1
   // Disjoint and sorted: ends are sorted too.
   auto i = std::lower_bound(lane.begin(), lane.end(), t0,
                             [](const TimelineSpan& s, int64_t t) { return s.end < t; });
-  auto wide = [&](const TimelineSpan& s) { return s.end - s.begin >= min_gap; };
+  auto wide = [&](const TimelineSpan& s) {
+    return static_cast<uint64_t>(s.end) - static_cast<uint64_t>(s.begin) >= static_cast<uint64_t>(min_gap);
+  };
   auto begin_before = [](const TimelineSpan& s, int64_t t) { return s.begin < t; };
   while (i != lane.end() && i->begin <= t1) {
     if (wide(*i)) {
@@ -41,7 +50,7 @@ void for_each_span(const std::vector<TimelineSpan>& lane, int64_t t0, int64_t t1
     auto j = i + 1;
     int64_t fold_end = i->end;
     while (j != lane.end()) {
-      auto k = std::lower_bound(j, lane.end(), fold_end + min_gap, begin_before);
+      auto k = std::lower_bound(j, lane.end(), add_sat(fold_end, min_gap), begin_before);
       if (k == j) break;
       if (wide(*(k - 1))) {
         j = k - 1;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <string>
 
@@ -156,15 +157,20 @@ TimelineResult TimelineView::draw(size_t current_event) {
   canvas_x_ = f.plot_x;
   canvas_w_ = std::max(f.max.x - f.plot_x, 1.f);
   if (fit_pending_ && index_.end_ns() >= index_.begin_ns()) {
-    const double span = std::max<double>(static_cast<double>(index_.end_ns() - index_.begin_ns()), 1.0);
+    const double span = std::max(static_cast<double>(index_.end_ns()) - static_cast<double>(index_.begin_ns()), 1.0);
     begin_ = static_cast<double>(index_.begin_ns()) - span * 0.01;
     ns_per_px_ = span * 1.02 / canvas_w_;
     fit_pending_ = false;
   }
   handle_input(f);
-  f.t0 = static_cast<int64_t>(std::floor(begin_));
-  f.t1 = static_cast<int64_t>(std::ceil(t_of(f.max.x)));
-  f.min_gap = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(options_.min_mark_px * ns_per_px_)));
+  // Clamped before the casts: a double past int64 is undefined behaviour.
+  auto to_ns = [](double t) {
+    constexpr double kMax = 9.2e18;
+    return static_cast<int64_t>(std::clamp(std::isfinite(t) ? t : 0.0, -kMax, kMax));
+  };
+  f.t0 = to_ns(std::floor(begin_));
+  f.t1 = to_ns(std::ceil(t_of(f.max.x)));
+  f.min_gap = std::max<int64_t>(1, to_ns(std::ceil(options_.min_mark_px * ns_per_px_)));
 
   f.dl->AddRectFilled(f.min, f.max, palette().background);  // Note [Canvas palettes]
   f.dl->PushClipRect(f.min, f.max, true);
@@ -261,7 +267,10 @@ void TimelineView::handle_input(TimelineFrame& f) {
               ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 4.f).x == 0.f;
   if (f.hovered && io.MouseWheel != 0.f) {  // zoom at the cursor
     const double at = t_of(f.mouse.x);
-    ns_per_px_ = std::clamp(ns_per_px_ * std::pow(1.25, -io.MouseWheel), 1e-3, 1e15);
+    // Not below a few ulps of the times shown (wall-clock ns need ~256 ns per
+    // px to stay distinct), nor past the whole int64 range on the canvas.
+    const double floor_px = std::max(1e-3, std::abs(at) * 8 * std::numeric_limits<double>::epsilon());
+    ns_per_px_ = std::clamp(ns_per_px_ * std::pow(1.25, -io.MouseWheel), floor_px, 1e17);
     begin_ = at - static_cast<double>(f.mouse.x - canvas_x_) * ns_per_px_;
   }
   const bool select = io.KeyShift || ImGui::IsMouseDown(ImGuiMouseButton_Right);
@@ -300,11 +309,17 @@ void TimelineView::draw_axis(TimelineFrame& f) {
       break;
     }
   }
+  // Ticks are origin + k * step for whole k (no `t += step`, which stops
+  // advancing once |t| dwarfs step), and at most one per 110 px.
   const double origin = static_cast<double>(index_.begin_ns());
-  double t = origin + std::ceil((begin_ - origin) / step) * step;
+  const double first = std::ceil((begin_ - origin) / step);
+  const auto ticks = static_cast<int>(std::clamp((f.max.x - f.plot_x) / 110.f + 2.f, 0.f, 1000.f));
+  if (!std::isfinite(first) || !std::isfinite(step) || step <= 0.0) return;
   char buf[32];
-  for (; x_of(t) <= f.max.x; t += step) {
+  for (int k = 0; k < ticks; ++k) {
+    const double t = origin + (first + k) * step;
     const float x = x_of(t);
+    if (!(x <= f.max.x)) break;
     f.dl->AddLine({x, y - 6.f}, {x, y}, palette().text_dim);
     f.dl->AddLine({x, y}, {x, f.max.y}, palette().grid);
     format_duration(buf, sizeof buf, t - origin);
@@ -341,7 +356,7 @@ void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, floa
     }
     if (hit && f.mouse.x >= x0 - 1.f && f.mouse.x <= x1 + 1.f) {
       // The event nearest the mouse inside the fold.
-      const auto t = static_cast<int64_t>(t_of(f.mouse.x));
+      const auto t = static_cast<int64_t>(std::clamp(t_of(f.mouse.x), -9.2e18, 9.2e18));
       auto it = std::lower_bound(track.time.begin() + static_cast<std::ptrdiff_t>(m.first),
                                  track.time.begin() + static_cast<std::ptrdiff_t>(m.last), t);
       size_t k = std::min(static_cast<size_t>(it - track.time.begin()), m.last - 1);

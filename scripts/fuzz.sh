@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Fuzzes the trace file reader (core/trace/reader*.cpp) with libFuzzer.
-#   scripts/fuzz.sh            60 seconds
+# Fuzzes the trace file reader (core/trace/reader*.cpp) and the analysis
+# model built from what it reads (core/analysis, core/export) with libFuzzer.
+#   scripts/fuzz.sh            60 seconds each
 #   scripts/fuzz.sh 600 -jobs=2 -workers=2   seconds, then extra libFuzzer flags
+#   FUZZ_TARGETS=model scripts/fuzz.sh 600   only one target (reader, model)
 # Needs clang and libclang-rt-14-dev (scripts/setup.sh --bench installs both).
 # The seed corpus is made of real traces: the trace file tests write every
 # file they make into it (HOOKSCOPE_TRACE_CORPUS). The fuzzer is a standalone
@@ -27,17 +29,36 @@ if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
 fi
 ninja -C "$BUILD_DIR" -j"${JOBS:-1}" hookscope_tests >/dev/null
 rm -rf "$FUZZ_DIR/seeds"
-HOOKSCOPE_TRACE_CORPUS="$FUZZ_DIR/seeds" "$BUILD_DIR/tests/hookscope_tests" -tc='trace file*' >/dev/null
+HOOKSCOPE_TRACE_CORPUS="$FUZZ_DIR/seeds" "$BUILD_DIR/tests/hookscope_tests" -tc='trace file*,*seeds for the fuzzers*' >/dev/null
 echo "fuzz: $(ls "$FUZZ_DIR/seeds" | wc -l) seed traces in $FUZZ_DIR/seeds"
 
-# 2. The fuzzer: the reader's sources only, no CMake.
-sources=(fuzz/fuzz_trace_reader.cpp core/trace/reader.cpp core/trace/reader_blocks.cpp
-         core/trace/reader_merge.cpp core/trace/file_format.cpp core/trace/file_columns.cpp)
-"$CXX_FUZZ" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -Icore "${sources[@]}" -lzstd \
-  -o "$FUZZ_DIR/fuzz_trace_reader"
+# 2. The fuzzers: the sources they need, no CMake.
+reader_sources=(core/trace/reader.cpp core/trace/reader_blocks.cpp core/trace/reader_merge.cpp
+                core/trace/file_format.cpp core/trace/file_columns.cpp)
+model_sources=("${reader_sources[@]}" core/trace/event.cpp core/export/chrome.cpp core/export/jsonl.cpp
+               core/export/text_safety.cpp)
+for f in core/analysis/*.cpp; do [[ "$f" == */synthetic.cpp ]] || model_sources+=("$f"); done
+flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+       -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -Icore)
+targets="${FUZZ_TARGETS:-reader model}"
+for t in $targets; do
+  if [[ "$t" == reader ]]; then
+    "$CXX_FUZZ" "${flags[@]}" fuzz/fuzz_trace_reader.cpp "${reader_sources[@]}" -lzstd \
+      -o "$FUZZ_DIR/fuzz_trace_reader"
+  else
+    "$CXX_FUZZ" "${flags[@]}" fuzz/fuzz_trace_model.cpp "${model_sources[@]}" -lzstd -lfmt \
+      -o "$FUZZ_DIR/fuzz_trace_model"
+  fi
+done
 
-# 3. Run.
+# 3. Run each for $seconds; a crash, leak or timeout fails the script.
 cd "$FUZZ_DIR"
-exec ./fuzz_trace_reader corpus seeds -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
-  -print_final_stats=1 "$@"
+for t in $targets; do
+  mkdir -p "corpus-$t"
+  echo "fuzz: $t for ${seconds}s"
+  ./fuzz_trace_$t "corpus-$t" seeds -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+    -max_len=262144 -print_final_stats=1 "$@" 2>&1 | tee "fuzz-$t.log" | grep -E "stat::|ERROR|crash-|Done" || true
+  if grep -q "ERROR: libFuzzer\|ERROR: AddressSanitizer\|runtime error\|invariant broken" "fuzz-$t.log"; then
+    echo "fuzz: $t FOUND A PROBLEM (see $FUZZ_DIR/fuzz-$t.log)"; exit 1
+  fi
+done

@@ -14,9 +14,10 @@ packages=(
   xvfb xauth fonts-dejavu-core help2man
   libtorch-dev python3-torch pybind11-dev python3-dev
   redis-server procps python3
+  clang libclang-rt-14-dev  # libFuzzer + ASan/UBSan for .ci/run (scripts/fuzz.sh)
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(graphviz python3-torch clang libclang-rt-14-dev)
+  packages+=(graphviz python3-torch)
 fi
 
 missing=()

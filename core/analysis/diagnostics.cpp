@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <functional>
+#include <queue>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -26,6 +29,7 @@ std::string_view to_string(FindingKind kind) {
     case FindingKind::kHookGrowth: return "hook_growth";
     case FindingKind::kMarkedTwice: return "marked_twice";
     case FindingKind::kUnusedParameter: return "unused_parameter";
+    case FindingKind::kMalformedTrace: return "malformed_trace";
   }
   return "?";
 }
@@ -67,6 +71,7 @@ class Diagnoser {
   std::string where(FunctionIndex f, bool on_tensor) const;
   void leaks_and_stale_fires();
   void collateral_removals();
+  void fires_after_removal(HookIndex h);
   void per_function(FunctionIndex f);
   void failed_removals();
 
@@ -110,9 +115,14 @@ void Diagnoser::index_segments_by_hook() {
 FunctionIndex Diagnoser::function_at(HookIndex h, EventIndex e, bool* on_tensor) const {
   FunctionIndex f = m_.hooks()[h].function;
   bool tensor = false;
-  for (uint32_t k = seg_begin_[h]; k < seg_begin_[h + 1]; ++k) {
-    const HookSegment& s = m_.segments()[seg_of_hook_[k]];
-    if (s.from > e) break;
+  // A hook's segments are in time order: the last one starting at or before e.
+  const auto first = seg_of_hook_.begin() + seg_begin_[h];
+  const auto last = seg_of_hook_.begin() + seg_begin_[h + 1];
+  auto it = std::upper_bound(first, last, e, [&](EventIndex x, uint32_t s) {
+    return x < m_.segments()[s].from;
+  });
+  if (it != first) {
+    const HookSegment& s = m_.segments()[*(it - 1)];
     f = s.function;
     tensor = s.on_tensor;
   }
@@ -163,6 +173,7 @@ void Diagnoser::leaks_and_stale_fires() {
   std::map<std::pair<OwnerIndex, FunctionIndex>, Group> leaks, stale;
   for (HookIndex h = 0; h < m_.hooks().size(); ++h) {
     const HookInfo& hook = m_.hooks()[h];
+    fires_after_removal(h);
     if (hook.owner == kNoIndex) continue;
     const EventIndex died = m_.owners()[hook.owner].destroyed_at;
     if (died == kNever) continue;
@@ -244,6 +255,36 @@ void Diagnoser::leaks_and_stale_fires() {
   }
 }
 
+// A fire after the hook's own removal: PyTorch runs the hooks it snapshotted
+// before the removal (Note [Module hooks in traces]), so this is real; info.
+void Diagnoser::fires_after_removal(HookIndex h) {
+  const HookInfo& hook = m_.hooks()[h];
+  if (hook.ended_at == kNever || hook.implicit_end) return;
+  auto fires = m_.fires(h);
+  auto first = std::upper_bound(fires.begin(), fires.end(), hook.ended_at);
+  if (first == fires.end()) return;
+  const FunctionIndex f = function_at(h, *first);
+  Finding out = make(FindingKind::kStaleFire, Severity::kInfo, f, hook.owner);
+  out.key = hook.key;
+  out.rank = hook.rank;
+  out.source = hook.source;
+  out.count = static_cast<size_t>(fires.end() - first);
+  out.at = *first;
+  add_evidence(out, hook.ended_at);
+  for (auto it = first; it != fires.end() && out.events.size() < kMaxEvidence; ++it) {
+    add_evidence(out, *it);
+  }
+  const std::string owner =
+      hook.owner == kNoIndex ? std::string() : " of " + m_.owner_name(hook.owner);
+  const std::string on = f == kNoIndex ? std::string() : " on " + m_.function_name(f);
+  out.message = fmt::format(
+      "{}{}{} fired at event #{} after its removal at #{} ({} time(s)): hooks snapshotted "
+      "before a removal still run in that pass",
+      hook_words(h), owner, on, *first, hook.ended_at, out.count);
+  finish_evidence(out);
+  out_.push_back(std::move(out));
+}
+
 void Diagnoser::collateral_removals() {
   for (HookIndex h = 0; h < m_.hooks().size(); ++h) {
     const HookInfo& hook = m_.hooks()[h];
@@ -271,12 +312,27 @@ void Diagnoser::collateral_removals() {
   }
 }
 
-// multi_owner and hook_growth: one sweep over the hooks that ever sat on `f`.
+// multi_owner and hook_growth: one sweep over the hooks that ever sat on `f`,
+// in O(n log n) (counts of the hooks on `f` kept as the sweep goes, not
+// recounted per hook). Only the first hook an owner adds of a kind opens a
+// growth step or a multi-owner check, as a Reducer adds one hook per Function.
 void Diagnoser::per_function(FunctionIndex f) {
   auto segs = m_.segments_of(f);
   if (segs.size() < 2) return;
   const auto& owners = m_.owners();
-  std::vector<uint32_t> active;
+  const auto& segments = m_.segments();
+  const auto& hooks = m_.hooks();
+  constexpr size_t kMaxNamed = 64;     // live Reducers named in one multi_owner finding
+  constexpr size_t kMaxReports = 64;   // multi_owner findings per Function
+  // Segments on `f` now (on_tensor ones never count), ended by a heap on `to`.
+  using Ending = std::pair<EventIndex, uint32_t>;
+  std::priority_queue<Ending, std::vector<Ending>, std::greater<Ending>> ending;
+  std::array<uint32_t, trace::kNumHookKinds> per_kind{};
+  // Reducer owners with hooks here: how many, and where the first began.
+  std::map<OwnerIndex, std::pair<uint32_t, EventIndex>> reducer_owners;
+  // Per (hook kind, owner kind): the destruction times of the owners of the hooks here.
+  std::map<std::pair<HookKind, OwnerKind>, std::multiset<std::pair<EventIndex, OwnerIndex>>> dying;
+  std::set<std::pair<HookKind, OwnerIndex>> first_adds;
   std::set<std::vector<OwnerIndex>> reported;
   struct Growth {
     std::vector<uint32_t> counts;
@@ -285,63 +341,88 @@ void Diagnoser::per_function(FunctionIndex f) {
     EventIndex first = kNever;
   };
   std::map<HookKind, Growth> growth;
+  auto change = [&](uint32_t s, int d) {
+    const HookSegment& seg = segments[s];
+    if (seg.on_tensor) return;
+    const HookInfo& hook = hooks[seg.hook];
+    per_kind[static_cast<size_t>(hook.kind)] += d;
+    if (hook.owner == kNoIndex) return;
+    const OwnerInfo& oi = owners[hook.owner];
+    if (oi.kind == OwnerKind::kReducer) {
+      auto [r, fresh] = reducer_owners.try_emplace(hook.owner, 0, seg.from);
+      r->second.first += d;
+      if (r->second.first == 0) reducer_owners.erase(r);
+    }
+    auto& set = dying[{hook.kind, oi.kind}];
+    const std::pair<EventIndex, OwnerIndex> item{oi.destroyed_at, hook.owner};
+    if (d > 0) {
+      set.insert(item);
+    } else {
+      set.erase(set.find(item));
+    }
+  };
   for (uint32_t s : segs) {
-    const HookSegment& seg = m_.segments()[s];
+    const HookSegment& seg = segments[s];
     const EventIndex a = seg.from;
-    std::erase_if(active, [&](uint32_t x) { return m_.segments()[x].to <= a; });
-    const HookInfo& hook = m_.hooks()[seg.hook];
+    while (!ending.empty() && ending.top().first <= a) {
+      change(ending.top().second, -1);
+      ending.pop();
+    }
+    const HookInfo& hook = hooks[seg.hook];
     const OwnerIndex o = hook.owner;
-    if (hook.added_at == a && hook.announced && !seg.on_tensor && o != kNoIndex) {
-      std::set<OwnerIndex> live_reducers, dead_same;
-      uint32_t same = 1;
-      for (uint32_t x : active) {
-        const HookSegment& other = m_.segments()[x];
-        const HookInfo& oh = m_.hooks()[other.hook];
-        if (other.on_tensor || oh.owner == kNoIndex || oh.owner == o) {
-          same += !other.on_tensor && oh.kind == hook.kind;
-          continue;
-        }
-        const OwnerInfo& oo = owners[oh.owner];
-        if (oo.kind == OwnerKind::kReducer && oo.created_at <= a && a < oo.destroyed_at) {
-          live_reducers.insert(oh.owner);
-        }
-        if (oh.kind != hook.kind) continue;
-        ++same;
-        if (oo.kind == owners[o].kind && oo.destroyed_at <= a) dead_same.insert(oh.owner);
+    if (hook.added_at == a && hook.announced && !seg.on_tensor && o != kNoIndex &&
+        first_adds.emplace(hook.kind, o).second) {
+      const uint32_t same = per_kind[static_cast<size_t>(hook.kind)] + 1;
+      // Another owner of the same kind, destroyed by now, still has such a hook here.
+      bool dead_same = false;
+      auto it = dying.find({hook.kind, owners[o].kind});
+      if (it != dying.end() && !it->second.empty()) {
+        auto d = it->second.begin();  // the earliest destroyed; o's own all share one time
+        if (d->second == o) d = it->second.upper_bound({d->first, o});
+        dead_same = d != it->second.end() && d->first <= a;
       }
-      if (owners[o].kind == OwnerKind::kReducer && !live_reducers.empty()) {
-        std::vector<OwnerIndex> set(live_reducers.begin(), live_reducers.end());
-        set.push_back(o);
-        std::sort(set.begin(), set.end());
-        if (reported.insert(set).second) {
-          Finding out = make(FindingKind::kMultiOwner, Severity::kWarning, f, o);
-          out.at = a;
-          out.count = set.size();
-          std::string names;
-          for (OwnerIndex x : set) names += (names.empty() ? "" : ", ") + m_.owner_name(x);
-          add_evidence(out, a);
-          for (uint32_t x : active) {
-            if (live_reducers.count(m_.hooks()[m_.segments()[x].hook].owner)) {
-              add_evidence(out, m_.segments()[x].from);
-            }
+      if (owners[o].kind == OwnerKind::kReducer && reported.size() < kMaxReports) {
+        std::vector<OwnerIndex> set;
+        size_t live = 0;
+        std::vector<EventIndex> since;
+        for (const auto& [x, n] : reducer_owners) {
+          const OwnerInfo& oo = owners[x];
+          if (x == o || !(oo.created_at <= a && a < oo.destroyed_at)) continue;
+          ++live;
+          if (set.size() < kMaxNamed) set.push_back(x);
+          if (since.size() < kMaxEvidence) since.push_back(n.second);
+        }
+        if (live > 0) {
+          set.push_back(o);
+          std::sort(set.begin(), set.end());
+          if (reported.insert(set).second) {
+            Finding out = make(FindingKind::kMultiOwner, Severity::kWarning, f, o);
+            out.at = a;
+            out.count = live + 1;
+            std::string names;
+            for (OwnerIndex x : set) names += (names.empty() ? "" : ", ") + m_.owner_name(x);
+            if (live + 1 > set.size()) names += fmt::format(" and {} more", live + 1 - set.size());
+            add_evidence(out, a);
+            for (EventIndex x : since) add_evidence(out, x);
+            out.message = fmt::format(
+                "{} holds hooks of {} live Reducers at once ({}) from event #{}: every backward "
+                "fires all of them, and only the Reducer prepared for that backward acts",
+                m_.function_name(f), live + 1, names, a);
+            finish_evidence(out);
+            out_.push_back(std::move(out));
           }
-          out.message = fmt::format(
-              "{} holds hooks of {} live Reducers at once ({}) from event #{}: every backward "
-              "fires all of them, and only the Reducer prepared for that backward acts",
-              m_.function_name(f), set.size(), names, a);
-          finish_evidence(out);
-          out_.push_back(std::move(out));
         }
       }
       Growth& g = growth[hook.kind];
-      if (std::find(g.adders.begin(), g.adders.end(), o) == g.adders.end()) {
-        g.adders.push_back(o);
-        g.counts.push_back(same);
-        g.at.push_back(a);
-        if (!dead_same.empty() && g.first == kNever) g.first = a;
-      }
+      g.adders.push_back(o);
+      g.counts.push_back(same);
+      g.at.push_back(a);
+      if (dead_same && g.first == kNever) g.first = a;
     }
-    active.push_back(s);
+    if (seg.to > a) {
+      change(s, +1);
+      ending.emplace(seg.to, s);
+    }
   }
   for (auto& [kind, g] : growth) {
     if (g.first == kNever) continue;
@@ -408,6 +489,7 @@ std::vector<Finding> Diagnoser::run() {
   for (FunctionIndex f = 0; f < m_.functions().size(); ++f) per_function(f);
   failed_removals();
   for (Finding& f : diagnose_reducers(m_)) out_.push_back(std::move(f));
+  for (Finding& f : diagnose_malformed(m_)) out_.push_back(std::move(f));
   std::stable_sort(out_.begin(), out_.end(), [](const Finding& a, const Finding& b) {
     return std::tie(a.at, a.kind) < std::tie(b.at, b.kind);
   });

@@ -21,7 +21,9 @@ namespace hookscope::analysis {
 //    attached (to a Function, or to a leaf tensor). One per (owner, Function),
 //    count = hooks. A hook its owner removed itself later is not leaked.
 //  * stale_fire: a hook fired after its owner was destroyed. One per (owner,
-//    Function), count = fires.
+//    Function), count = fires. Also (severity info) a hook fired after its
+//    own removal: real in PyTorch, which snapshots hook lists before running
+//    them (Note [Module hooks in traces]); one per hook, count = fires.
 //  * collateral_removal: a hook removed, by key or by the by-type sweep, by
 //    someone other than its owner. One per hook.
 //  * multi_owner: hooks of several live Reducer owners on one Function at
@@ -34,6 +36,9 @@ namespace hookscope::analysis {
 //  * marked_twice: kMarkedTwice. One per event.
 //  * unused_parameter: kUnusedParameter. One per (Reducer, parameter),
 //    count = backwards.
+//  * malformed_trace: the trace claims something that cannot happen (Note
+//    [Malformed traces] lists the kinds, `detail` names one). One per kind,
+//    count = occurrences, the first ones as proving events.
 // An owner's end is its kOwnerDestroyed or, for a Reducer's owner, its
 // kReducerDestroyed, whichever comes first (the Reducer removes its hooks
 // before either, Note [Event record] kReducerDestroyed).
@@ -46,8 +51,9 @@ enum class FindingKind : uint8_t {
   kHookGrowth = 5,
   kMarkedTwice = 6,
   kUnusedParameter = 7,
+  kMalformedTrace = 8,
 };
-constexpr int kNumFindingKinds = 8;
+constexpr int kNumFindingKinds = 9;
 
 enum class Severity : uint8_t { kError = 0, kWarning = 1, kInfo = 2 };
 
@@ -70,12 +76,15 @@ struct Finding {
   uint64_t key = 0;                // a hook key, when one hook is concerned
   int32_t rank = -1;
   uint32_t source = 0;             // trace
+  std::string detail;              // malformed_trace: which kind (to_string(MalformedKind))
 };
 
 // Every finding in the model, ordered by `at`.
 std::vector<Finding> diagnose(const Model& model);
 // Only marked_twice and unused_parameter (part of diagnose()), in event order.
 std::vector<Finding> diagnose_reducers(const Model& model);
+// Only malformed_trace (part of diagnose()), by kind.
+std::vector<Finding> diagnose_malformed(const Model& model);
 
 // Findings folded for people: one group per kind, with the owners concerned.
 struct FindingGroup {

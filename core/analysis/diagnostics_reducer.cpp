@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "analysis/diagnostics.h"
 
@@ -67,21 +68,29 @@ std::string owner_words(const Model& m, const Context& c, uint32_t raw) {
 
 std::vector<Finding> diagnose_reducers(const Model& m) {
   std::vector<Finding> out;
+  // (Reducer, prepare, parameter) -> its first kMarkReady in that backward:
+  // one pass over the Reducers' events, not a scan per finding.
+  std::map<std::tuple<ReducerIndex, EventIndex, uint64_t>, EventIndex> first_ready;
+  if (!m.events_of_kind(EventKind::kMarkedTwice).empty()) {
+    for (ReducerIndex r = 0; r < m.reducers().size(); ++r) {
+      EventIndex prepare = kNever;
+      for (EventIndex x : m.reducers()[r].events) {
+        const trace::Event ev = m.event(x);
+        if (ev.kind == EventKind::kPrepareForBackward) prepare = x;
+        if (ev.kind == EventKind::kMarkReady && prepare != kNever) {
+          first_ready.try_emplace({r, prepare, ev.arg}, x);
+        }
+      }
+    }
+  }
   for (EventIndex i : m.events_of_kind(EventKind::kMarkedTwice)) {
     const trace::Event e = m.event(i);
     const Context c = context_of(m, i, e);
     Finding f = make(m, FindingKind::kMarkedTwice, Severity::kError, i, e, c);
     EventIndex first = kNever;
     if (c.reducer != kNoIndex && c.prepare != kNever) {
-      const auto& events = m.reducers()[c.reducer].events;
-      for (auto it = std::upper_bound(events.begin(), events.end(), c.prepare);
-           it != events.end() && *it < i; ++it) {
-        const trace::Event ev = m.event(*it);
-        if (ev.kind == EventKind::kMarkReady && ev.arg == e.actor) {
-          first = *it;
-          break;
-        }
-      }
+      auto it = first_ready.find({c.reducer, c.prepare, e.actor});
+      if (it != first_ready.end() && it->second < i) first = it->second;
       f.events.push_back(c.prepare);
     }
     if (first != kNever) f.events.push_back(first);

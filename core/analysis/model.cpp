@@ -28,21 +28,6 @@ uint32_t Model::source(size_t index) const {
   return order_.empty() ? 0 : static_cast<uint32_t>(order_[index] >> 40);
 }
 
-bool event_arg_is_string(EventKind kind) {
-  switch (kind) {
-    case EventKind::kNodeCreated:
-    case EventKind::kNodeLabel:
-    case EventKind::kOwnerCreated:
-    case EventKind::kMarkedTwice:
-    case EventKind::kUnusedParameter:
-    case EventKind::kFailure:
-    case EventKind::kRecoveryStep:
-      return true;
-    default:
-      return false;
-  }
-}
-
 trace::Event Model::event(size_t index) const {
   check_index(index, "event");
   const uint32_t s = source(index);
@@ -68,7 +53,8 @@ int64_t Model::time_ns(size_t index) const {
   const uint32_t s = source(index);
   const auto& ev = traces_[s].events;
   const trace::Event& e = order_.empty() ? ev[index] : ev[order_[index] & ((1ull << 40) - 1)];
-  return static_cast<int64_t>(e.t_ns) + clock_offset_[s];
+  // Modulo 2^64 (Note [Merging traces]): hostile times must not overflow.
+  return static_cast<int64_t>(e.t_ns + static_cast<uint64_t>(clock_offset_[s]));
 }
 
 const std::vector<EventIndex>& Model::events_of_kind(EventKind kind) const {
@@ -80,6 +66,12 @@ const std::vector<EventIndex>& Model::events_of_kind(EventKind kind) const {
 std::span<const EventIndex> Model::fires(HookIndex hook) const {
   const HookInfo& h = hooks_.at(hook);
   return {fires_.data() + h.fires_begin, fires_.data() + h.fires_end};
+}
+
+HookIndex Model::hook_fired_at(size_t index) const {
+  auto it = std::lower_bound(fire_at_.begin(), fire_at_.end(), index);
+  if (it == fire_at_.end() || *it != index) return kNoIndex;
+  return fire_hook_[static_cast<size_t>(it - fire_at_.begin())];
 }
 
 uint32_t Model::fires_until(HookIndex hook, size_t index) const {
@@ -156,7 +148,10 @@ std::string Model::describe(size_t index) const {
     case EventKind::kHookRemoved:
     case EventKind::kHookRemoveFailed: {
       const auto kind = static_cast<trace::HookKind>(e.sub % trace::kNumHookKinds);
-      out += fmt::format(" {} key {} on {}", trace::to_string(kind), trace::format_hook_key(e.key), fn(e.node));
+      out += fmt::format(" {} key {}", trace::to_string(kind), trace::format_hook_key(e.key));
+      // Module hooks are added, removed and forward-fired with node 0 (Note
+      // [Module hooks in traces]); full backward ones fire on a BackwardHookFunction.
+      if (e.node) out += " on " + fn(e.node);
       if (e.owner) out += fmt::format(" of {}", owner(e.owner));
       if (e.kind == EventKind::kHookRemoved) {
         out += fmt::format(" ({})", trace::to_string(static_cast<trace::RemoveCause>(e.arg)));
@@ -172,6 +167,11 @@ std::string Model::describe(size_t index) const {
     case EventKind::kApplyBegin:
     case EventKind::kApplyEnd:
       out += " " + fn(e.node);
+      break;
+    case EventKind::kSavedTensorPacked:
+    case EventKind::kSavedTensorUnpacked:
+      out += fmt::format(" {} slot {}", fn(e.node), e.arg);
+      if (e.owner) out += fmt::format(" of {}", owner(e.owner));
       break;
     case EventKind::kNodeEdge:
       out += fmt::format(" {} -> {}", fn(e.node), fn(e.arg));
@@ -222,6 +222,8 @@ size_t Model::checkpoint_bytes() const {
 size_t Model::memory_bytes() const {
   size_t n = order_.capacity() * sizeof(uint64_t) + fires_.capacity() * sizeof(EventIndex);
   n += functions_.capacity() * sizeof(FunctionInfo) + edges_.capacity() * sizeof(EdgeInfo);
+  n += fire_at_.capacity() * sizeof(EventIndex) + fire_hook_.capacity() * sizeof(HookIndex);
+  n += malformations_.capacity() * sizeof(Malformation) + detached_hooks_.capacity() * sizeof(HookIndex);
   n += hooks_.capacity() * sizeof(HookInfo) + segments_.capacity() * sizeof(HookSegment);
   n += owners_.capacity() * sizeof(OwnerInfo) + collectives_.capacity() * sizeof(CollectiveInfo);
   n += (segments_by_function_.capacity() + segments_by_function_begin_.capacity()) * 4;

@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/interval_index.h"
 #include "trace/event.h"
+#include "trace/file_format.h"
 #include "trace/trace_data.h"
 
 namespace hookscope::analysis {
@@ -64,6 +66,7 @@ struct EdgeInfo {
   FunctionIndex from = kNoIndex;
   FunctionIndex to = kNoIndex;
   uint32_t input_nr = 0;
+  EventIndex at = 0;  // its kNodeEdge
 };
 
 struct OwnerInfo {
@@ -140,6 +143,68 @@ struct CollectiveInfo {
   trace::CollectiveStatus status = trace::CollectiveStatus::kOk;
 };
 
+// Note [Malformed traces]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// A well-formed file (checksums fine) can still describe things that cannot
+// happen. The load pass never trusts it: every loop is bounded, every id is
+// looked up (never used as a size), and what cannot be true is recorded as a
+// Malformation (the event that proves it, and a related earlier one) instead
+// of being acted on. diagnose() reports them as `malformed_trace` findings,
+// one per kind (docs/trace-format.md, "What analysis refuses to believe"):
+//  * unknown_event_kind: an event kind this hookscope does not define.
+//  * bad_value: a field outside its range (hook kind, owner kind, removal
+//    cause, status, ...) or a parameter/bucket index past what the trace can
+//    hold (Note [Model memory bound]).
+//  * unknown_hook: a hook fired or removed whose key was never added, on a
+//    Function created (or by an owner created) during the recording, so the
+//    hook cannot predate it.
+//  * duplicate_creation: a Function, hook key or owner created again while
+//    the first is alive.
+//  * removed_twice: kHookRemoved for a key already removed (a second removal
+//    is recorded as kHookRemoveFailed by the runtime).
+//  * time_backwards: a thread's timestamps decrease.
+//  * rank_out_of_range: a rank >= the header's world size.
+//  * edge_cycle: next-edges of live Functions form a cycle.
+//  * leaf_link: a kNodeCreated names a previous AccumulateGrad that already
+//    has a successor, or one that would close a loop.
+//  * unbalanced_backward: a backward or apply end without its begin.
+//  * unbalanced_collective: a collective ended without a begin, or begun or
+//    ended twice.
+// A hook fired after its own removal is NOT malformed: PyTorch snapshots hook
+// lists (Note [Module hooks in traces]); it is a stale_fire finding (info).
+enum class MalformedKind : uint8_t {
+  kUnknownEventKind = 0,
+  kBadValue,
+  kUnknownHook,
+  kDuplicateCreation,
+  kRemovedTwice,
+  kTimeBackwards,
+  kRankOutOfRange,
+  kEdgeCycle,
+  kLeafLink,
+  kUnbalancedBackward,
+  kUnbalancedCollective,
+};
+constexpr int kNumMalformedKinds = 11;
+std::string_view to_string(MalformedKind kind);  // "unknown_event_kind", ...
+
+struct Malformation {
+  MalformedKind kind = MalformedKind::kBadValue;
+  EventIndex at = 0;             // the event that cannot be true
+  EventIndex related = kNever;   // an earlier event it contradicts, if any
+  const char* what = "";         // static text: which field or what happened
+};
+
+// Note [Model memory bound]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// Besides the traces' own arrays (48 bytes per event), the model's tables
+// grow by at most a constant per event: each event adds at most one Function,
+// hook, segment per hook it moves, owner, edge, collective, malformation and
+// index entry. Ids from the file are never used as sizes; parameter and
+// bucket indices (the only dense tables keyed by a file value) share a budget
+// of 4 slots per event (+ 4096). Measured (tests/test_hostile_traces.cpp):
+// model memory_bytes() <= 1 KiB per event on every crafted trace.
+
 struct ModelOptions {
   // Note [Replay by intervals]: a checkpoint is taken after at least this
   // many events, and only once the events since the last one would pay for
@@ -151,8 +216,9 @@ struct ModelOptions {
 
 struct State;
 
-// Whether an event of `kind` names a string id in `arg` (Note [Event record]).
-bool event_arg_is_string(trace::EventKind kind);
+// Whether an event of `kind` names a string id in `arg` (Note [Event record]);
+// one definition, in trace/file_format.h, shared with the reader.
+using trace::event_arg_is_string;
 
 // A loaded model never changes: its const methods may run on several threads
 // at once (a GUI frame and a background diagnose, say).
@@ -189,8 +255,15 @@ class Model {
   const std::vector<OwnerInfo>& owners() const { return owners_; }
   const std::vector<ReducerInfo>& reducers() const { return reducers_; }
   const std::vector<CollectiveInfo>& collectives() const { return collectives_; }
+  // What the traces claim that cannot be true (Note [Malformed traces]), by event.
+  const std::vector<Malformation>& malformations() const { return malformations_; }
+  // Hooks not on any Function (module hooks, Note [Module hooks in traces]), by HookIndex.
+  const std::vector<HookIndex>& detached_hooks() const { return detached_hooks_; }
   // Indices of the events where `hook` fired, ascending.
   std::span<const EventIndex> fires(HookIndex hook) const;
+  // The hook that fired at event `index` (a kHookFired), kNoIndex for other
+  // events. Not find_hook(): a key added again names a newer hook.
+  HookIndex hook_fired_at(size_t index) const;
   // Fires of `hook` up to and including event `index`.
   uint32_t fires_until(HookIndex hook, size_t index) const;
   // Segments (indices into segments()) that ever put a hook on `function`,
@@ -247,7 +320,11 @@ class Model {
   std::vector<OwnerInfo> owners_;
   std::vector<ReducerInfo> reducers_;
   std::vector<CollectiveInfo> collectives_;
+  std::vector<Malformation> malformations_;
+  std::vector<HookIndex> detached_hooks_;
   std::vector<EventIndex> fires_;                // CSR, see HookInfo::fires_begin
+  std::vector<EventIndex> fire_at_;              // every fire's event, ascending
+  std::vector<HookIndex> fire_hook_;             // and its hook
   std::vector<uint32_t> segments_by_function_;   // CSR values
   std::vector<uint32_t> segments_by_function_begin_;
 

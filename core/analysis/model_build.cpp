@@ -3,6 +3,8 @@
 // replay works from (Note [Replay by intervals]).
 
 #include <algorithm>
+#include <functional>
+#include <queue>
 #include <fmt/format.h>
 #include <stdexcept>
 #include <unordered_map>
@@ -36,11 +38,21 @@ void ModelBuilder::run() {
   m_.strings_.push_back("?");
   string_ids_.emplace("?", 1);
   m_.unknown_string_ = 1;
+  slots_left_ = 4 * static_cast<uint64_t>(m_.num_events_) + 4096;
+  for (uint32_t s = 0; s < m_.traces_.size(); ++s) {
+    const auto& h = m_.traces_[s].header;
+    // Note [Malformed traces]: only a header a recorder wrote (it names the
+    // hookscope version) states the world size; in-memory ones keep the default 1.
+    clock_back_reported_.push_back(0);
+    rank_header_bad_.push_back(!h.hookscope_version.empty() && h.rank >= 0 && h.world_size > 0 &&
+                               h.rank >= h.world_size);
+  }
   for (EventIndex i = 0; i < m_.num_events_; ++i) {
     const uint32_t source = m_.source(i);
     const auto& t = m_.traces_[source];
     const Event& e = m_.order_.empty() ? t.events[i] : t.events[m_.order_[i] & ((1ull << 40) - 1)];
     const uint16_t rank = t.header.rank >= 0 ? static_cast<uint16_t>(t.header.rank) : e.rank;
+    check(i, source, rank, e);
     apply(i, source, rank, e);
   }
   finish();
@@ -61,23 +73,31 @@ void ModelBuilder::merge() {
     common_clock = common_clock && t.header.start_wall_ns != 0 && t.header.start_mono_ns != 0;
   }
   for (const auto& t : m_.traces_) {
+    // Modulo 2^64: hostile headers must not overflow (Note [Malformed traces]).
     m_.clock_offset_.push_back(
-        common_clock ? t.header.start_wall_ns - static_cast<int64_t>(t.header.start_mono_ns) : 0);
+        common_clock ? static_cast<int64_t>(static_cast<uint64_t>(t.header.start_wall_ns) -
+                                            t.header.start_mono_ns)
+                     : 0);
   }
   if (m_.traces_.size() <= 1) return;  // one trace: the identity order
   if (m_.traces_.size() >= (1u << 23)) throw std::invalid_argument("too many traces to merge");
   m_.order_.reserve(total);
   std::vector<size_t> pos(m_.traces_.size(), 0);
-  for (size_t n = 0; n < total; ++n) {
-    size_t best = SIZE_MAX;
-    int64_t best_t = 0;
-    for (size_t s = 0; s < m_.traces_.size(); ++s) {
-      if (pos[s] == m_.traces_[s].events.size()) continue;
-      const auto& ev = m_.traces_[s].events[pos[s]];
-      const int64_t t = static_cast<int64_t>(ev.t_ns) + m_.clock_offset_[s];
-      if (best == SIZE_MAX || t < best_t) best = s, best_t = t;
-    }
+  auto time_of = [&](size_t s) {
+    return static_cast<int64_t>(m_.traces_[s].events[pos[s]].t_ns +
+                                static_cast<uint64_t>(m_.clock_offset_[s]));
+  };
+  // A min-heap of (time, trace): n log(traces), ties to the earlier trace.
+  using Head = std::pair<int64_t, size_t>;
+  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
+  for (size_t s = 0; s < m_.traces_.size(); ++s) {
+    if (!m_.traces_[s].events.empty()) heads.emplace(time_of(s), s);
+  }
+  while (!heads.empty()) {
+    const size_t best = heads.top().second;
+    heads.pop();
     m_.order_.push_back(static_cast<uint64_t>(best) << 40 | pos[best]++);
+    if (pos[best] < m_.traces_[best].events.size()) heads.emplace(time_of(best), best);
   }
 }
 
@@ -102,6 +122,7 @@ FunctionIndex ModelBuilder::new_function(uint32_t source, uint16_t rank, uint64_
   info.created_at = at;
   m_.functions_.push_back(info);
   open_.emplace_back();
+  latest_hint_.push_back(f);
   src_[source].functions[id] = f;
   return f;
 }
@@ -129,6 +150,7 @@ OwnerIndex ModelBuilder::owner_ref(uint32_t source, uint16_t rank, uint32_t id) 
     info.announced = false;
     m_.owners_.push_back(info);
     reducer_of_owner_.push_back(kNoIndex);
+    owner_snapshot_.push_back(0);
   }
   return it->second;
 }
@@ -140,14 +162,10 @@ bool ModelBuilder::survives_release(HookIndex h, FunctionIndex f) const {
          (kind == HookKind::kTensorPre && m_.functions_[f].is_leaf_accumulator());
 }
 
-FunctionIndex ModelBuilder::latest(FunctionIndex f) const {
-  while (m_.functions_[f].next != kNoIndex) f = m_.functions_[f].next;
-  return f;
-}
-
 void ModelBuilder::open_segment(HookIndex h, FunctionIndex f, EventIndex at, bool on_tensor) {
   const auto s = static_cast<uint32_t>(m_.segments_.size());
   m_.segments_.push_back(HookSegment{h, f, at, kNever, on_tensor});
+  open_pos_.push_back(static_cast<uint32_t>(open_[f].size()));
   open_[f].push_back(s);
   open_of_hook_[h] = s;
 }
@@ -156,8 +174,11 @@ void ModelBuilder::close_segment(HookIndex h, EventIndex at) {
   const uint32_t s = open_of_hook_[h];
   if (s == kNoIndex) return;
   m_.segments_[s].to = at;
-  auto& list = open_[m_.segments_[s].function];
-  list.erase(std::find(list.begin(), list.end(), s));
+  auto& list = open_[m_.segments_[s].function];  // O(1): swap with the last
+  const uint32_t last = list.back();
+  list[open_pos_[s]] = last;
+  open_pos_[last] = open_pos_[s];
+  list.pop_back();
   open_of_hook_[h] = kNoIndex;
 }
 
@@ -190,14 +211,23 @@ HookIndex ModelBuilder::hook_ref(uint32_t source, uint16_t rank, const Event& e,
   // A hook added before the recording started: it has been there as long as
   // its Function, or (for a Function we never saw created) since event 0.
   const FunctionIndex f = function_ref(source, rank, e.node);
+  const OwnerIndex o = owner_ref(source, rank, e.owner);
+  // It may predate the recording only if its Function and owner do.
+  const bool fn_new = f != kNoIndex && m_.functions_[f].announced;
+  const bool owner_new = o != kNoIndex && m_.owners_[o].announced && !owner_snapshot_[o];
+  if ((fn_new || owner_new) && m_.traces_[source].dropped_events == 0) {
+    malformed(MalformedKind::kUnknownHook, at,
+              fn_new ? "no hook with this key was ever added to this Function"
+                     : "no hook with this key was ever added by this owner",
+              fn_new ? m_.functions_[f].created_at : m_.owners_[o].created_at);
+  }
   const auto h = static_cast<HookIndex>(m_.hooks_.size());
   HookInfo info;
   info.key = e.key;
   info.source = source;
   info.rank = rank;
   info.kind = static_cast<HookKind>(e.sub < trace::kNumHookKinds ? e.sub : 0);
-  info.announced = false;
-  info.owner = owner_ref(source, rank, e.owner);
+  info.owner = o;
   info.function = f;
   m_.hooks_.push_back(info);
   open_of_hook_.push_back(kNoIndex);
@@ -221,6 +251,10 @@ void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, const Eve
     case EventKind::kNodeCreated: {
       const FunctionIndex previous = e.key ? function_lookup(source, e.key) : kNoIndex;
       FunctionIndex f = function_lookup(source, e.node);
+      if (f != kNoIndex && m_.functions_[f].announced && m_.functions_[f].released_at == kNever) {
+        malformed(MalformedKind::kDuplicateCreation, i, "a Function created again while alive",
+                  m_.functions_[f].created_at);
+      }
       if (f == kNoIndex || m_.functions_[f].announced ||
           m_.functions_[f].released_at != kNever) {
         f = new_function(source, rank, e.node, i, true);
@@ -231,9 +265,7 @@ void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, const Eve
       fi.flags = e.sub;
       fi.name = str(source, e.arg);
       if (previous == kNoIndex || previous == f) break;
-      fi.previous = previous;
-      m_.functions_[previous].next = f;
-      m_.functions_[previous].flags |= trace::kNodeIsLeafAccumulator;
+      if (!link(previous, f, i)) break;
       // The leaf's hooks move to its new AccumulateGrad.
       const std::vector<uint32_t> open = open_[previous];
       for (uint32_t s : open) {
@@ -247,7 +279,7 @@ void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, const Eve
     case EventKind::kNodeEdge: {
       const FunctionIndex from = function_ref(source, rank, e.node);
       const FunctionIndex to = function_ref(source, rank, e.arg);
-      if (from != kNoIndex && to != kNoIndex) m_.edges_.push_back(EdgeInfo{from, to, e.actor});
+      if (from != kNoIndex && to != kNoIndex) m_.edges_.push_back(EdgeInfo{from, to, e.actor, i});
       break;
     }
     case EventKind::kNodeLabel: {
@@ -277,12 +309,20 @@ void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, const Eve
       auto& owners = src_[source].owners;
       auto it = owners.find(e.owner);
       const bool fresh = it == owners.end() || m_.owners_[it->second].destroyed_at != kNever;
+      const bool snapshot = e.actor == trace::kOwnerFromSnapshot;
+      if (!fresh && m_.owners_[it->second].announced && !snapshot &&
+          !owner_snapshot_[it->second]) {
+        malformed(MalformedKind::kDuplicateCreation, i, "an owner created again while alive",
+                  m_.owners_[it->second].created_at);
+      }
       if (fresh && it != owners.end()) owners.erase(it);  // an id used again
       const OwnerIndex o = owner_ref(source, rank, e.owner);
       OwnerInfo& info = m_.owners_[o];
       if (fresh) info.created_at = i;  // else announced again, or referenced first
       info.announced = true;
-      info.kind = static_cast<OwnerKind>(e.sub);
+      owner_snapshot_[o] = snapshot;
+      info.kind = e.sub <= static_cast<uint8_t>(OwnerKind::kCallSite) ? static_cast<OwnerKind>(e.sub)
+                                                                      : OwnerKind::kUser;
       info.label = str(source, e.arg);
       break;
     }
@@ -295,6 +335,8 @@ void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, const Eve
       const FunctionIndex f = function_ref(source, rank, e.node);
       auto it = src_[source].hooks.find(e.key);
       if (it != src_[source].hooks.end() && m_.hooks_[it->second].ended_at == kNever) {
+        malformed(MalformedKind::kDuplicateCreation, i, "a hook key added again while attached",
+                  m_.hooks_[it->second].added_at);
         end_hook(it->second, i, RemoveCause::kByKey, kNoIndex, true);  // a key added twice
       }
       const auto h = static_cast<HookIndex>(m_.hooks_.size());
@@ -318,7 +360,12 @@ void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, const Eve
       break;
     case EventKind::kHookRemoved: {
       const HookIndex h = hook_ref(source, rank, e, i);
-      if (m_.hooks_[h].ended_at != kNever) break;
+      if (m_.hooks_[h].ended_at != kNever) {
+        if (!m_.hooks_[h].implicit_end) {
+          malformed(MalformedKind::kRemovedTwice, i, "a hook removed again", m_.hooks_[h].ended_at);
+        }
+        break;
+      }
       const auto cause = static_cast<RemoveCause>(std::min<uint64_t>(e.arg, 3));
       end_hook(h, i, cause, owner_ref(source, rank, e.actor), false);
       break;
@@ -349,6 +396,12 @@ void ModelBuilder::finish() {
   }
   m_.fires_.resize(fire_events_.size());
   for (auto& [h, i] : fire_events_) m_.fires_[m_.hooks_[h].fires_end++] = i;
+  m_.fire_at_.reserve(fire_events_.size());  // in timeline order already
+  m_.fire_hook_.reserve(fire_events_.size());
+  for (auto& [h, i] : fire_events_) {
+    m_.fire_at_.push_back(i);
+    m_.fire_hook_.push_back(h);
+  }
   fire_events_ = {};
 
   std::stable_sort(m_.edges_.begin(), m_.edges_.end(),
@@ -357,6 +410,12 @@ void ModelBuilder::finish() {
     FunctionInfo& f = m_.functions_[m_.edges_[k].from];
     if (f.edges_begin == f.edges_end) f.edges_begin = k;
     f.edges_end = k + 1;
+  }
+  find_edge_cycles();
+  std::stable_sort(m_.malformations_.begin(), m_.malformations_.end(),
+                   [](const Malformation& a, const Malformation& b) { return a.at < b.at; });
+  for (HookIndex h = 0; h < m_.hooks_.size(); ++h) {
+    if (m_.hooks_[h].function == kNoIndex) m_.detached_hooks_.push_back(h);
   }
 
   std::vector<uint32_t>& by_fn = m_.segments_by_function_;
@@ -399,10 +458,7 @@ void ModelBuilder::finish() {
             });
   m_.reducer_of_owner_ = std::move(reducer_of_owner_);
   for (ReducerInfo& r : m_.reducers_) {
-    for (const ParameterInfo& p : r.parameters) {
-      if (p.bucket == kNoIndex || p.bucket >= (1u << 24)) continue;
-      if (p.bucket >= r.bucket_sizes.size()) r.bucket_sizes.resize(p.bucket + 1);
-    }
+    // Buckets named by kMarkReady were made room for then (Note [Model memory bound]).
     std::vector<uint32_t> members(r.bucket_sizes.size(), 0);
     for (const ParameterInfo& p : r.parameters) {
       if (p.bucket < members.size()) ++members[p.bucket];
@@ -413,7 +469,10 @@ void ModelBuilder::finish() {
   }
   src_.clear();
   open_ = {};
+  open_pos_ = {};
   open_of_hook_ = {};
+  latest_hint_ = {};
+  threads_.clear();
 
   std::vector<IntervalIndex::Span> fn_spans, seg_spans;
   fn_spans.reserve(m_.functions_.size());

@@ -24,11 +24,16 @@ ReducerIndex ModelBuilder::reducer_ref(OwnerIndex owner, uint32_t source, uint16
   return reducer_of_owner_[owner];
 }
 
-ParameterInfo& ModelBuilder::parameter(ReducerIndex r, uint64_t index) {
+ParameterInfo& ModelBuilder::parameter(ReducerIndex r, uint64_t index, EventIndex at) {
   static thread_local ParameterInfo ignored;
   auto& params = m_.reducers_[r].parameters;
-  if (index >= (1u << 24)) return ignored = ParameterInfo{};  // not a parameter index
-  if (index >= params.size()) params.resize(index + 1);
+  if (index >= params.size()) {
+    if (index >= (1u << 24) ||
+        !take_slots(index + 1 - params.size(), at, "parameter index past what the trace can hold")) {
+      return ignored = ParameterInfo{};  // not a parameter index
+    }
+    params.resize(index + 1);
+  }
   return params[index];
 }
 
@@ -57,8 +62,12 @@ void ModelBuilder::apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const
       info.constructed_at = i;
       info.num_parameters = static_cast<uint32_t>(std::min<uint64_t>(e.arg, 1u << 24));
       info.num_buckets = std::min<uint32_t>(e.actor, 1u << 24);
-      info.parameters.resize(info.num_parameters);
-      info.bucket_sizes.resize(info.num_buckets);
+      // Note [Model memory bound]: the sizes are claims, room is made within the budget.
+      if (take_slots(uint64_t{info.num_parameters} + info.num_buckets, i,
+                     "a Reducer with more parameters and buckets than the trace can hold")) {
+        info.parameters.resize(info.num_parameters);
+        info.bucket_sizes.resize(info.num_buckets);
+      }
       info.events.push_back(i);
       reducer_of_owner_[o] = static_cast<ReducerIndex>(m_.reducers_.size());
       if (!m_.owners_[o].announced) m_.owners_[o].kind = OwnerKind::kReducer;
@@ -69,9 +78,17 @@ void ModelBuilder::apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const
     case EventKind::kCollectiveEnd: {
       CollectiveInfo& c = m_.collectives_[collective_ref(source, rank, e.key)];
       if (e.kind == EventKind::kCollectiveBegin) {
+        if (c.begin_at != kNever) {
+          malformed(MalformedKind::kUnbalancedCollective, i, "a collective begun twice", c.begin_at);
+        }
         c.begin_at = i;
         if (e.actor != UINT32_MAX) c.bucket = e.actor;
       } else {
+        if (c.end_at != kNever) {
+          malformed(MalformedKind::kUnbalancedCollective, i, "a collective ended twice", c.end_at);
+        } else if (c.begin_at == kNever) {
+          malformed(MalformedKind::kUnbalancedCollective, i, "a collective ended without a begin");
+        }
         c.end_at = i;
         c.status = static_cast<trace::CollectiveStatus>(e.sub);
       }
@@ -113,25 +130,31 @@ void ModelBuilder::apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const
       break;
     case EventKind::kMarkReady: {
       const FunctionIndex f = function_ref(source, rank, e.node);
-      ParameterInfo& p = parameter(r, e.arg);
+      ParameterInfo& p = parameter(r, e.arg, i);
       if (f != kNoIndex) p.accumulator = f;
-      p.bucket = e.actor;
+      auto& sizes = m_.reducers_[r].bucket_sizes;
+      if (e.actor < (1u << 24) && e.actor >= sizes.size() &&
+          take_slots(e.actor + 1 - sizes.size(), i, "bucket index past what the trace can hold")) {
+        sizes.resize(e.actor + 1);
+      }
+      p.bucket = e.actor < sizes.size() ? e.actor : kNoIndex;
       break;
     }
     case EventKind::kMarkedTwice:
     case EventKind::kUnusedParameter: {
       const FunctionIndex f = function_ref(source, rank, e.node);
-      ParameterInfo& p = parameter(r, e.actor);
+      ParameterInfo& p = parameter(r, e.actor, i);
       if (f != kNoIndex) p.accumulator = f;
       p.name = str(source, e.arg);
       break;
     }
     case EventKind::kBucketReady: {
       auto& sizes = m_.reducers_[r].bucket_sizes;
-      if (e.arg < (1u << 24)) {
-        if (e.arg >= sizes.size()) sizes.resize(e.arg + 1);
-        sizes[e.arg] = std::max(sizes[e.arg], e.actor);
+      if (e.arg < (1u << 24) && e.arg >= sizes.size() &&
+          take_slots(e.arg + 1 - sizes.size(), i, "bucket index past what the trace can hold")) {
+        sizes.resize(e.arg + 1);
       }
+      if (e.arg < sizes.size()) sizes[e.arg] = std::max(sizes[e.arg], e.actor);
       CollectiveInfo& c = m_.collectives_[collective_ref(source, rank, e.key)];
       c.reducer = r;
       c.bucket = static_cast<uint32_t>(e.arg);

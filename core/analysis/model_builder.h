@@ -25,7 +25,18 @@ class ModelBuilder {
     std::map<std::pair<uint16_t, uint64_t>, uint32_t> collectives;
   };
 
+  struct ThreadState {
+    uint64_t last_t = 0;
+    EventIndex last_at = kNever;
+    uint32_t backwards = 0;  // open backward passes
+    uint32_t applies = 0;    // open Function applies
+  };
+
   void merge();
+  void check(EventIndex i, uint32_t source, uint16_t rank, const trace::Event& e);
+  void malformed(MalformedKind kind, EventIndex at, const char* what, EventIndex related = kNever);
+  bool take_slots(uint64_t n, EventIndex at, const char* what);
+  void find_edge_cycles();
   void apply(EventIndex i, uint32_t source, uint16_t rank, const trace::Event& e);
   void apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const trace::Event& e);
   void finish();
@@ -38,11 +49,12 @@ class ModelBuilder {
   OwnerIndex owner_ref(uint32_t source, uint16_t rank, uint32_t id);
   HookIndex hook_ref(uint32_t source, uint16_t rank, const trace::Event& e, EventIndex at);
   ReducerIndex reducer_ref(OwnerIndex owner, uint32_t source, uint16_t rank);
-  ParameterInfo& parameter(ReducerIndex r, uint64_t index);
+  ParameterInfo& parameter(ReducerIndex r, uint64_t index, EventIndex at);
   uint32_t collective_ref(uint32_t source, uint16_t rank, uint64_t id);
 
   bool survives_release(HookIndex h, FunctionIndex f) const;
-  FunctionIndex latest(FunctionIndex f) const;
+  FunctionIndex latest(FunctionIndex f);
+  bool link(FunctionIndex previous, FunctionIndex f, EventIndex at);
   void attach(HookIndex h, FunctionIndex f, EventIndex at);
   void open_segment(HookIndex h, FunctionIndex f, EventIndex at, bool on_tensor);
   void close_segment(HookIndex h, EventIndex at);
@@ -52,8 +64,15 @@ class ModelBuilder {
   Model& m_;
   std::vector<SourceMaps> src_;
   std::unordered_map<std::string, uint32_t> string_ids_;
-  std::vector<std::vector<uint32_t>> open_;  // per Function: its open segments
+  std::vector<std::vector<uint32_t>> open_;  // per Function: its open segments (any order)
+  std::vector<uint32_t> open_pos_;           // per segment: its place in open_[function]
   std::vector<uint32_t> open_of_hook_;       // per hook: its open segment, or kNoIndex
+  std::vector<FunctionIndex> latest_hint_;   // per Function: one at or after it in its leaf chain
+  std::vector<uint8_t> owner_snapshot_;      // per owner: announced by a start snapshot
+  std::unordered_map<uint64_t, ThreadState> threads_;  // by source << 32 | thread
+  uint64_t slots_left_ = 0;  // Note [Model memory bound]
+  std::vector<uint8_t> clock_back_reported_;  // per source
+  std::vector<uint8_t> rank_header_bad_;  // per source: header rank >= world size, unreported
   std::vector<std::pair<HookIndex, EventIndex>> fire_events_;
   std::vector<ReducerIndex> reducer_of_owner_;
 };

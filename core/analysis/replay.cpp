@@ -101,6 +101,17 @@ void fill_owners(const Model& m, EventIndex e, const std::vector<uint32_t>& owne
   }
 }
 
+// O(hooks on no Function): module hooks are few (one per registration).
+void fill_module_hooks(const Model& m, EventIndex e, State& st) {
+  st.module_hooks.clear();
+  for (HookIndex h : m.detached_hooks()) {
+    const HookInfo& hook = m.hooks()[h];
+    if (hook.added_at > e || hook.ended_at <= e) continue;
+    st.module_hooks.push_back(HookAt{h, kNoIndex, m.fires_until(h, e), hook.added_at});
+  }
+  std::sort(st.module_hooks.begin(), st.module_hooks.end(), hook_order);
+}
+
 void fill_reducers(const Model& m, EventIndex e, State& st) {
   st.reducers.clear();
   for (ReducerIndex r = 0; r < m.reducers().size(); ++r) {
@@ -148,8 +159,13 @@ State Model::state_at(size_t index) const {
     if (fn == st.functions.end() || fn->function != at.function) continue;
     fn->hooks[static_cast<size_t>(hooks_[at.hook].kind)].push_back(at);
   }
+  for (HookIndex h : detached_hooks_) {  // module hooks count for their owner too
+    const HookInfo& hook = hooks_[h];
+    if (hook.owner != kNoIndex && hook.added_at <= e && e < hook.ended_at) ++owner_hooks[hook.owner];
+  }
   fill_owners(*this, e, owner_hooks, st);
   fill_reducers(*this, e, st);
+  fill_module_hooks(*this, e, st);
   return st;
 }
 
@@ -161,8 +177,25 @@ Cursor::Cursor(const Model& model, size_t index) : model_(&model) {
 
 void Cursor::seek(size_t index) {
   state_ = model_->state_at(index);
+  recount_owner_hooks();
+}
+
+// Every owner's attached hooks, from the state's hooks: state.owners lists
+// only owners created by then, and a hook first seen later may have been
+// attached since event 0 (found by fuzz/fuzz_trace_model.cpp).
+void Cursor::recount_owner_hooks() {
   owner_hooks_.assign(model_->owners().size(), 0);
-  for (const OwnerAt& o : state_.owners) owner_hooks_[o.owner] = o.hooks;
+  auto count = [&](const HookAt& h) {
+    const OwnerIndex o = model_->hooks()[h.hook].owner;
+    if (o != kNoIndex) ++owner_hooks_[o];
+  };
+  for (const FunctionAt& f : state_.functions) {
+    for (const auto& list : f.hooks) {
+      for (const HookAt& h : list) count(h);
+    }
+  }
+  for (const HookAt& h : state_.tensor_hooks) count(h);
+  for (const HookAt& h : state_.module_hooks) count(h);
 }
 
 FunctionAt* Cursor::find_mut(FunctionIndex f) {
@@ -221,7 +254,7 @@ void Cursor::refresh_fires(EventIndex event, EventIndex at) {
   const trace::Event e = model_->event(event);
   if (e.kind != EventKind::kHookFired) return;
   const uint32_t source = model_->source(event);
-  const HookIndex h = model_->find_hook(source, e.key);
+  const HookIndex h = model_->hook_fired_at(event);
   if (h == kNoIndex) return;
   const uint32_t fires = model_->fires_until(h, at);
   auto update = [&](std::vector<HookAt>& list) {
@@ -250,8 +283,19 @@ void Cursor::refresh_fires(EventIndex event, EventIndex at) {
 // Owners change with owner events and with the hooks they hold; Reducers
 // only with DDP events.
 void Cursor::refresh_owners_and_reducers(EventIndex event, bool hooks_changed) {
-  const EventKind kind = model_->event(event).kind;
+  const trace::Event ev = model_->event(event);
+  const EventKind kind = ev.kind;
   const auto e = static_cast<EventIndex>(state_.index);
+  if (kind >= EventKind::kHookAdded && kind <= EventKind::kHookRemoved && !model_->detached_hooks().empty()) {
+    HookIndex h = model_->hook_fired_at(event);
+    if (h == kNoIndex) h = model_->find_hook(model_->source(event), ev.key);
+    if (h != kNoIndex && model_->hooks()[h].function == kNoIndex) {
+      // A module hook came, went or fired: recount it (and its owner's hooks).
+      fill_module_hooks(*model_, e, state_);
+      recount_owner_hooks();
+      hooks_changed = true;
+    }
+  }
   if (hooks_changed || kind == EventKind::kOwnerCreated || kind == EventKind::kOwnerDestroyed ||
       kind == EventKind::kReducerDestroyed) {
     fill_owners(*model_, e, owner_hooks_, state_);

@@ -68,6 +68,9 @@ struct State {
   // A leaf's tensor pre and post-accumulate hooks while it has no
   // AccumulateGrad (Note [Leaf hooks live on the tensor]), by since then hook.
   std::vector<HookAt> tensor_hooks;
+  // Hooks on no Function (module hooks, Note [Module hooks in traces]),
+  // attached right after this event, by since then hook; `function` is kNoIndex.
+  std::vector<HookAt> module_hooks;
   std::vector<OwnerAt> owners;           // created so far and live or still holding hooks
   std::vector<ReducerAt> reducers;       // constructed so far
   const FunctionAt* find(FunctionIndex function) const;
@@ -94,6 +97,7 @@ class Cursor {
   void refresh_fires(EventIndex event, EventIndex at);
   void refresh_owners_and_reducers(EventIndex event, bool hooks_changed);
   FunctionAt* find_mut(FunctionIndex f);
+  void recount_owner_hooks();
 
   const Model* model_;
   State state_;

@@ -8,9 +8,11 @@
 namespace hookscope::exporters {
 
 namespace {
+// Note [Untrusted text]: valid UTF-8, no control characters, quotes escaped.
 std::string dot_escape(const std::string& s) {
   std::string out;
-  for (char c : s) {
+  for (char c : terminal_safe(s)) {
+    if (c == '\n' || c == '\t') c = ' ';
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }

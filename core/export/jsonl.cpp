@@ -6,9 +6,9 @@ namespace hookscope::exporters {
 
 using trace::EventKind;
 
-void write_jsonl(const analysis::Model& m, std::FILE* out) {
+std::string jsonl_line(const analysis::Model& m, size_t i) {
   std::string line;
-  for (size_t i = 0; i < m.num_events(); ++i) {
+  {
     const trace::Event e = m.event(i);
     const uint32_t s = m.source(i);
     line = fmt::format(R"({{"index":{},"t_ns":{},"rank":{},"thread":{},"source":{},"kind":"{}")", i,
@@ -22,7 +22,7 @@ void write_jsonl(const analysis::Model& m, std::FILE* out) {
     const bool hook = e.kind >= EventKind::kHookAdded && e.kind <= EventKind::kHookRemoveFailed;
     if (hook) {
       line += fmt::format(R"(,"key":{},"hook_kind":"{}")", e.key,
-                          trace::to_string(static_cast<trace::HookKind>(e.sub)));
+                          trace::to_string(static_cast<trace::HookKind>(e.sub % trace::kNumHookKinds)));
     } else if (e.key) {
       line += fmt::format(R"(,"key":{})", e.key);
     }
@@ -47,6 +47,13 @@ void write_jsonl(const analysis::Model& m, std::FILE* out) {
       line += fmt::format(R"(,"arg":{})", e.arg);
     }
     line += fmt::format(R"(,"sub":{},"describe":"{}"}})", e.sub, json_escape(m.describe(i)));
+  }
+  return line;
+}
+
+void write_jsonl(const analysis::Model& m, std::FILE* out) {
+  for (size_t i = 0; i < m.num_events(); ++i) {
+    std::string line = jsonl_line(m, i);
     line += '\n';
     std::fwrite(line.data(), 1, line.size(), out);
   }

@@ -236,7 +236,20 @@ class TraceReader {
       }
       const Event* ev = out_.events.data() + pos[i];
       auto [it, fresh] = last_t.try_emplace(c.header.thread, 0);
-      all_sorted &= sorted[i] && (fresh || ev[0].t_ns >= it->second);
+      const bool ok = sorted[i] && (fresh || ev[0].t_ns >= it->second);
+      if (!ok && !out_.clock_went_back) {  // find the first event whose clock went back
+        uint64_t prev = fresh ? 0 : it->second;
+        for (uint32_t k = 0; k < c.header.count; ++k) {
+          if (ev[k].t_ns < prev) {
+            out_.clock_went_back = true;
+            out_.clock_back_thread = c.header.thread;
+            out_.clock_back_t_ns = ev[k].t_ns;
+            break;
+          }
+          prev = ev[k].t_ns;
+        }
+      }
+      all_sorted &= ok;
       it->second = ev[c.header.count - 1].t_ns;
     }
     detail::merge_thread_runs(out_.events, all_sorted, last_t.size());
@@ -271,7 +284,8 @@ TraceData read_trace_buffer(const void* data, size_t size, const std::string& so
 }
 
 TraceData read_trace(const std::string& path, const ReadOptions& options) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     throw std::runtime_error("cannot open trace file '" + path + "': " + std::strerror(errno));
   }
@@ -281,7 +295,8 @@ TraceData read_trace(const std::string& path, const ReadOptions& options) {
   } closer{fd};
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    throw std::runtime_error("cannot read trace file '" + path + "': not a regular file");
+    throw std::runtime_error("cannot read trace file '" + path +
+                             "': not a regular file (a FIFO, device or directory); give a trace file");
   }
   // Read what is there now; a file still being written is read up to here.
   const auto size = static_cast<size_t>(st.st_size);

@@ -180,7 +180,8 @@ std::optional<TraceIndex> read_trace_index_buffer(const void* data, size_t size,
 }
 
 std::optional<TraceIndex> read_trace_index(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     throw std::runtime_error("cannot open trace file '" + path + "': " + std::strerror(errno));
   }
@@ -191,6 +192,10 @@ std::optional<TraceIndex> read_trace_index(const std::string& path) {
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     throw std::runtime_error("cannot stat trace file '" + path + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw std::runtime_error("cannot read trace file '" + path +
+                             "': not a regular file (a FIFO, device or directory); give a trace file");
   }
   const auto size = static_cast<uint64_t>(st.st_size);
   auto read_range = [&](uint64_t offset, size_t n) {

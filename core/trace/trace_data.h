@@ -37,6 +37,12 @@ struct TraceData {
   // recovered is in `events`, and this says where and why it stopped.
   std::string truncation;          // empty when the file was complete
   uint64_t dropped_events = 0;     // only with a ring-buffer recorder
+  // Set by the reader when a thread's clock went backwards (the events are
+  // merged by time all the same): the first such event's thread and time.
+  // The analysis reports it (Note [Malformed traces]).
+  bool clock_went_back = false;
+  uint32_t clock_back_thread = 0;
+  uint64_t clock_back_t_ns = 0;
   std::string source;              // file path (or "memory")
 
   // Text of a string id, "?" when out of range.
