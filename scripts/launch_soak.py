@@ -52,10 +52,10 @@ def trace_summary(cli, files):
     failures, last_step = 0, {}
     for line in out.stdout.splitlines():
         e = json.loads(line)
-        if e["kind"] == "failure":
+        if e.get("kind") == "failure":
             failures += 1
         else:
-            last_step[e["rank"]] = max(last_step.get(e["rank"], -1), e["arg"])
+            last_step[e.get("rank", 0)] = max(last_step.get(e.get("rank", 0), -1), e.get("arg", 0))
     return failures, last_step
 
 

@@ -117,7 +117,7 @@ TEST_CASE("a Reducer's buckets and ready order, replayed from a real backward") 
   CHECK(pending == info.num_parameters - 1);
 }
 
-TEST_CASE("shared-module: the by-type sweep is collateral removal; two live DDPs are multi_owner") {
+TEST_CASE("shared-module: the by-type sweep is collateral removal - two live DDPs are multi_owner") {
   scenarios::DdpScenarioOptions o;
   o.name = "shared-module";
   o.steps = 4;

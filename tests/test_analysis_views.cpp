@@ -40,7 +40,7 @@ size_t count_status(const ReadinessGrid& g, Readiness r) {
 
 }  // namespace
 
-TEST_CASE("lanes: policy none leaves bars outliving their owner, with stale fires; by-key none") {
+TEST_CASE("lanes: policy none leaves bars outliving their owner, with stale fires - by-key none") {
   const Model none = record_scenario("recovery", DestroyPolicy::kNone);
   const auto lanes = hook_lanes(none);
   REQUIRE(lanes.size() == none.hooks().size());
@@ -164,7 +164,7 @@ TEST_CASE("explain: a stale fire in the recovery trace names the add, the owner'
   CHECK_THROWS_AS(explain_fire(m, it->added_at), std::invalid_argument);
 }
 
-TEST_CASE("matching points: story steps resolve to the same step in both runs; missing ones say how many") {
+TEST_CASE("matching points: story steps resolve to the same step in both runs - missing ones say how many") {
   const Model none = record_scenario("recovery", DestroyPolicy::kNone);
   const Model by_key = record_scenario("recovery", DestroyPolicy::kByKey);
   for (const Model* m : {&none, &by_key}) {
@@ -204,7 +204,7 @@ TEST_CASE("matching points: story steps resolve to the same step in both runs; m
   CHECK(rank0 == 6);
 }
 
-TEST_CASE("hook order diff: with policy none a destroyed Reducer's hook fires first; a run against itself is equal") {
+TEST_CASE("hook order diff: with policy none a destroyed Reducer's hook fires first - a run against itself is equal") {
   const Model none = record_scenario("recovery", DestroyPolicy::kNone);
   const Model by_key = record_scenario("recovery", DestroyPolicy::kByKey);
   const size_t end_a = by_key.num_events() - 1, end_b = none.num_events() - 1;

@@ -110,7 +110,7 @@ TEST_CASE("ddp: backend choice and its errors") {
   if (!ddp::nccl_usable(2, &why)) CHECK_FALSE(why.empty());
 }
 
-TEST_CASE("trace: collective placement encodes device and stream; host is 0") {
+TEST_CASE("trace: collective placement encodes device and stream - host is 0") {
   CHECK(trace::kPlacementHost == 0);
   const uint32_t p = trace::cuda_placement(3, 7);
   CHECK(p != trace::kPlacementHost);

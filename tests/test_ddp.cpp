@@ -145,7 +145,7 @@ TEST_CASE("recovery, policy none: N+1 hooks per AccumulateGrad on the survivor")
   for (size_t n : survivor.post_hooks_per_accumulator) CHECK(n == 4);
 }
 
-TEST_CASE("shared-module: by-type deletion takes the other DDP's hooks; by-key does not") {
+TEST_CASE("shared-module: by-type deletion takes the other DDP's hooks - by-key does not") {
   scenarios::DdpScenarioOptions o;
   o.name = "shared-module";
   o.steps = 8;
@@ -183,7 +183,7 @@ TEST_CASE("the by-type sweep is recorded as removals of another owner's hooks") 
   CHECK(collateral == 2 * 6);  // each rank: the second Reducer's hook on all 6 parameters
 }
 
-TEST_CASE("marked-twice names the parameter; unused-parameter lists the unused ones") {
+TEST_CASE("marked-twice names the parameter - unused-parameter lists the unused ones") {
   scenarios::DdpScenarioOptions o;
   o.name = "marked-twice";
   auto res = scenarios::run_ddp_scenario(o);

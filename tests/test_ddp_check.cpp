@@ -58,7 +58,7 @@ TEST_CASE("recovery --policy none: leaked_hook, stale_fire and hook_growth") {
   CHECK(k.count("hook_growth"));
 }
 
-TEST_CASE("shared-module --policy by-type: collateral_removal; by-key: none of it") {
+TEST_CASE("shared-module --policy by-type: collateral_removal - by-key: none of it") {
   scenarios::DdpScenarioOptions o;
   o.name = "shared-module";
   o.steps = 6;
@@ -76,7 +76,7 @@ TEST_CASE("marked-twice and unused-parameter produce their findings") {
   CHECK(kinds(analysis::diagnose(record(o)), false).count("unused_parameter"));
 }
 
-TEST_CASE("process mode: a rank killed with SIGKILL; survivors recover; every trace loads and check runs") {
+TEST_CASE("process mode: a rank killed with SIGKILL - survivors recover - every trace loads and check runs") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("hookscope-launch-" + std::to_string(::getpid()));
   fs::remove_all(dir);

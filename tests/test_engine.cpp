@@ -17,7 +17,7 @@ TEST_CASE("gradients accumulate across backward calls into .grad") {
   CHECK_FALSE(x.grad().defined());
 }
 
-TEST_CASE("a second backward through freed buffers is a clear error; retain_graph allows it") {
+TEST_CASE("a second backward through freed buffers is a clear error - retain_graph allows it") {
   Tensor x = Tensor::from_vector({2}, {0.5f, -0.5f}).set_requires_grad(true);
   Tensor loss = sum(tanh(x));
   loss.backward();
@@ -85,7 +85,7 @@ TEST_CASE("implicit gradients only for single-element outputs") {
   CHECK_THROWS_WITH(c.backward(), doctest::Contains("does not require grad"));
 }
 
-TEST_CASE("no_grad records no history; ops on tensors not requiring grad record none") {
+TEST_CASE("no_grad records no history - ops on tensors not requiring grad record none") {
   Tensor x = Tensor::from_vector({2}, {1, 2}).set_requires_grad(true);
   {
     NoGradGuard g;

@@ -28,7 +28,7 @@ void fire_post(Node& n) {
 
 }  // namespace
 
-TEST_CASE("post hooks fire in registration order; removal of first, middle, last") {
+TEST_CASE("post hooks fire in registration order - removal of first, middle, last") {
   auto node = bare_node();
   std::vector<int> log;
   std::vector<HookKey> keys;
@@ -96,7 +96,7 @@ TEST_CASE("a stale key never removes a newer hook (no ABA)") {
   CHECK(node->num_post_hooks() == 0);
 }
 
-TEST_CASE("keys are unique across nodes and hook kinds; a key of one kind removes nothing of another") {
+TEST_CASE("keys are unique across nodes and hook kinds - a key of one kind removes nothing of another") {
   auto a = bare_node(), b = bare_node();
   HookKey k1 = a->add_post_hook([](variable_list&, const variable_list&) {});
   HookKey k2 = a->add_pre_hook([](variable_list&) {});
@@ -202,7 +202,7 @@ TEST_CASE("firing order on a diamond graph with every hook kind") {
   CHECK(a.grad().to_vector()[0] == doctest::Approx(std::tanh(0.1f)));
 }
 
-TEST_CASE("tensor hooks can replace the gradient; wrong shapes are refused") {
+TEST_CASE("tensor hooks can replace the gradient - wrong shapes are refused") {
   Tensor x = Tensor::from_vector({2}, {1, 2}).set_requires_grad(true);
   x.register_hook([](const Tensor& g) { return mul_scalar(g, 10.f); });
   sum(x).backward();

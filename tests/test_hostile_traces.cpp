@@ -144,7 +144,7 @@ TEST_CASE("hostile traces: each class raises exactly its malformed_trace kinds, 
     }
     bool stale = false;
     for (const Finding& f : findings) {
-      stale = stale || (f.kind == FindingKind::kStaleFire && f.severity == Severity::kInfo &&
+      stale = stale || (f.kind == FindingKind::kStaleFire && f.severity == Severity::kWarning &&
                         f.message.find("after its removal") != std::string::npos);
     }
     CHECK(stale == c.stale_after_removal);
@@ -178,7 +178,7 @@ TEST_CASE("hostile traces: the quadratic shapes load and diagnose in linear time
   }
 }
 
-TEST_CASE("module hooks: kept per owner, shown by state and describe; a fire after removal is a stale_fire") {
+TEST_CASE("module hooks: kept per owner, shown by state and describe - a fire after removal is a stale_fire") {
   crafted::Crafted c;
   for (auto& x : crafted::catalogue(10)) {
     if (x.name == "module_hooks") c = x;

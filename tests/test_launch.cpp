@@ -152,8 +152,8 @@ std::map<int, int> last_steps(const fs::path& dir) {
   while (std::getline(in, line)) {
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded()) continue;
-    int& l = last.try_emplace(j["rank"].get<int>(), -1).first->second;
-    l = std::max(l, j["arg"].get<int>());
+    int& l = last.try_emplace(j.value("rank", 0), -1).first->second;
+    l = std::max(l, j.value("arg", 0));
   }
   return last;
 }
@@ -162,7 +162,7 @@ std::map<int, int> last_steps(const fs::path& dir) {
 
 TEST_SUITE("launch") {
 
-TEST_CASE("a rank killed from outside is replaced; the run finishes with exit 0 and says so") {
+TEST_CASE("a rank killed from outside is replaced - the run finishes with exit 0 and says so") {
   TempDir dir("hookscope-launch-external");
   const std::string prefix = (dir.path / "run").string();
   const std::string log = (dir.path / "launch.out").string();
@@ -209,7 +209,7 @@ TEST_CASE("SIGTERM to the launcher: its ranks die, the rendezvous directory goes
         std::string::npos);
 }
 
-TEST_CASE("SIGKILL of the launcher: its ranks die with it; the next launch removes its directory") {
+TEST_CASE("SIGKILL of the launcher: its ranks die with it - the next launch removes its directory") {
   TempDir dir("hookscope-launch-kill");
   const std::string prefix = (dir.path / "run").string();
   pid_t launcher = start_cli({"launch", "--nproc", "2", "recovery", "--steps", "1000000",

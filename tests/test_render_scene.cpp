@@ -112,7 +112,7 @@ TEST_CASE("scene: ranks are separate components, modules group a parameter with 
   }
 }
 
-TEST_CASE("scene: folding a group makes one unit of it; edges inside it vanish") {
+TEST_CASE("scene: folding a group makes one unit of it - edges inside it vanish") {
   const analysis::Model m = ddp_model("recovery", trace::DestroyPolicy::kByKey);
   const GraphScene scene(m);
   REQUIRE(!scene.groups().empty());

@@ -150,7 +150,7 @@ TEST_CASE("disk full mid-run: exit 2, the trace reads up to its last block") {
   CHECK(info.exit == 0);
 }
 
-TEST_CASE("-o '' is a usage error; nothing is recorded") {
+TEST_CASE("-o '' is a usage error - nothing is recorded") {
   for (const char* verb : {"record recovery", "record autograd-demo", "launch recovery"}) {
     auto r = testing::run_command(kCli + " " + verb + " -o ''");
     CAPTURE(verb);

@@ -51,7 +51,7 @@ TEST_CASE("saved hooks: pack runs when the op saves, unpack when its Function ru
   CHECK(w.grad().to_vector() == std::vector<float>{10, 20});  // 10 * x
 }
 
-TEST_CASE("saved hooks: nothing is packed without history; the innermost context packs") {
+TEST_CASE("saved hooks: nothing is packed without history - the innermost context packs") {
   Tensor x = leaf({1, 2});
   Tensor c = Tensor::from_vector({2}, {1, 1});
   int outer = 0, inner = 0;
@@ -74,7 +74,7 @@ TEST_CASE("saved hooks: nothing is packed without history; the innermost context
   CHECK(outer == 1);
 }
 
-TEST_CASE("saved hooks: without retain_graph a second backward is refused; with it unpack runs again") {
+TEST_CASE("saved hooks: without retain_graph a second backward is refused - with it unpack runs again") {
   Tensor x = leaf({0.5f});
   int unpacks = 0;
   Tensor loss;

@@ -63,7 +63,7 @@ TEST_CASE("snapshot: a tensor hook removed by an earlier hook still runs in that
   CHECK(log == std::vector<std::string>{"first"});
 }
 
-TEST_CASE("snapshot: a leaf hook removed by an earlier one runs once more; one added runs from the next backward") {
+TEST_CASE("snapshot: a leaf hook removed by an earlier one runs once more - one added runs from the next backward") {
   Tensor x = leaf({1, 2});
   std::vector<std::string> log;
   bool added = false;
@@ -154,7 +154,7 @@ TEST_CASE("snapshot: removal stays O(1) and safe with many hooks removing each o
 // Node runs; AccumulateGrad::apply returns early on an undefined gradient and
 // leaves .grad (and post-accumulate hooks) alone. Python tensor hooks get None.
 
-TEST_CASE("undefined: a pre hook that drops the gradient; downstream Nodes and hooks still run") {
+TEST_CASE("undefined: a pre hook that drops the gradient - downstream Nodes and hooks still run") {
   Tensor x = leaf({1, 2});
   x.set_grad(Tensor::from_vector({2}, {7, 7}));
   Tensor a = tanh(x);
@@ -187,7 +187,7 @@ TEST_CASE("undefined: a pre hook that drops the gradient; downstream Nodes and h
   CHECK(x.grad().to_vector() == std::vector<float>{7, 7});  // .grad untouched
 }
 
-TEST_CASE("undefined: a post hook that drops an output gradient; the next Node still runs") {
+TEST_CASE("undefined: a post hook that drops an output gradient - the next Node still runs") {
   Tensor x = leaf({1, 2});
   Tensor w = leaf({3, 4});
   Tensor a = exp(x);
@@ -355,7 +355,7 @@ TEST_CASE("grad(): a captured Function that runs anyway is captured before its t
 
 // ---- I: backward(inputs=...) (torch.autograd.backward) -----------------------
 
-TEST_CASE("backward(inputs=): only the given leaves accumulate; other leaves' hooks never fire") {
+TEST_CASE("backward(inputs=): only the given leaves accumulate - other leaves' hooks never fire") {
   Tensor x = leaf({1, 2});
   Tensor w = leaf({3, 4});
   Tensor loss = sum(mul(tanh(x), w));
@@ -374,7 +374,7 @@ TEST_CASE("backward(inputs=): only the given leaves accumulate; other leaves' ho
   CHECK(w.grad().to_vector()[0] == doctest::Approx(std::tanh(1.f)));
 }
 
-TEST_CASE("backward(inputs=): a non-leaf input gets .grad, as retain_grad; nothing upstream runs") {
+TEST_CASE("backward(inputs=): a non-leaf input gets .grad, as retain_grad - nothing upstream runs") {
   Tensor x = leaf({1, 2});
   Tensor h = exp(x);
   Tensor loss = sum(mul(h, h));

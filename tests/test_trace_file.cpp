@@ -575,7 +575,7 @@ TEST_CASE("trace file: ring-buffer mode drops the oldest waiting chunks and coun
   CHECK(cut.events.size() == 300);
 }
 
-TEST_CASE("trace file: pause and resume; progress; errors name the file") {
+TEST_CASE("trace file: pause and resume - progress - errors name the file") {
   TempDir dir;
   const std::string path = dir.file("pause.hstrace");
   trace::FileRecorder rec(path);

@@ -256,7 +256,8 @@ void Diagnoser::leaks_and_stale_fires() {
 }
 
 // A fire after the hook's own removal: PyTorch runs the hooks it snapshotted
-// before the removal (Note [Module hooks in traces]), so this is real; info.
+// before the removal (Note [Module hooks in traces]), so this is real, and
+// it surprises people (PyTorch issues #25723, #58354): a warning.
 void Diagnoser::fires_after_removal(HookIndex h) {
   const HookInfo& hook = m_.hooks()[h];
   if (hook.ended_at == kNever || hook.implicit_end) return;
@@ -264,7 +265,7 @@ void Diagnoser::fires_after_removal(HookIndex h) {
   auto first = std::upper_bound(fires.begin(), fires.end(), hook.ended_at);
   if (first == fires.end()) return;
   const FunctionIndex f = function_at(h, *first);
-  Finding out = make(FindingKind::kStaleFire, Severity::kInfo, f, hook.owner);
+  Finding out = make(FindingKind::kStaleFire, Severity::kWarning, f, hook.owner);
   out.key = hook.key;
   out.rank = hook.rank;
   out.source = hook.source;

@@ -21,7 +21,7 @@ namespace hookscope::analysis {
 //    attached (to a Function, or to a leaf tensor). One per (owner, Function),
 //    count = hooks. A hook its owner removed itself later is not leaked.
 //  * stale_fire: a hook fired after its owner was destroyed. One per (owner,
-//    Function), count = fires. Also (severity info) a hook fired after its
+//    Function), count = fires. Also (severity warning) a hook fired after its
 //    own removal: real in PyTorch, which snapshots hook lists before running
 //    them (Note [Module hooks in traces]); one per hook, count = fires.
 //  * collateral_removal: a hook removed, by key or by the by-type sweep, by
