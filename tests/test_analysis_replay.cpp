@@ -278,3 +278,54 @@ TEST_CASE("Cursor steps forward and back to exactly the states state_at gives") 
   CHECK_FALSE(c.next());
   CHECK_THROWS_AS(m.state_at(m.num_events()), std::out_of_range);
 }
+
+// Found by fuzz/fuzz_trace_model.cpp: a module hook (node 0, Note [Module
+// hooks in traces]) ends when its key is added again, at a kHookAdded whose
+// key now names the new hook on a Function; stepping asked find_hook() and
+// kept the module hook (and its owner's count) that seeking dropped.
+TEST_CASE("Cursor drops a module hook whose key is added again to a Function, as state_at does") {
+  trace::TraceData d;
+  d.header.hookscope_version = "test";
+  d.header.world_size = 1;
+  d.strings = {"", "encoder"};
+  auto ev = [&](EventKind kind, uint64_t node, uint64_t key, uint64_t arg, uint32_t owner,
+                HookKind sub) {
+    trace::Event e;
+    e.t_ns = 1000 * (d.events.size() + 1);
+    e.kind = kind;
+    e.node = node;
+    e.key = key;
+    e.arg = arg;
+    e.owner = owner;
+    e.sub = static_cast<uint8_t>(sub);
+    d.events.push_back(e);
+  };
+  ev(EventKind::kOwnerCreated, 0, 0, 1, 5, static_cast<HookKind>(trace::OwnerKind::kModule));
+  ev(EventKind::kNodeCreated, 10, 0, 0, 0, HookKind::kTensorPre);
+  ev(EventKind::kHookAdded, 0, 7, 0, 5, HookKind::kModuleForward);  // #2: module hook
+  ev(EventKind::kHookFired, 0, 7, 0, 5, HookKind::kModuleForward);
+  ev(EventKind::kHookAdded, 10, 7, 0, 0, HookKind::kPre);  // #4: key 7 again, on Function 10
+  ev(EventKind::kHookFired, 10, 7, 0, 0, HookKind::kPre);
+  ev(EventKind::kHookRemoved, 10, 7, 0, 0, HookKind::kPre);
+  ev(EventKind::kHookAdded, 0, 7, 0, 5, HookKind::kModuleForward);  // #7: a module hook again
+  ev(EventKind::kNodeReleased, 10, 0, 0, 0, HookKind::kTensorPre);
+  ev(EventKind::kHookAdded, 10, 7, 0, 0, HookKind::kPre);  // #9: ends it, on a released Function
+  ev(EventKind::kNodeCreated, 11, 0, 0, 0, HookKind::kTensorPre);
+  const Model m(std::move(d));
+  REQUIRE(m.state_at(3).module_hooks.size() == 1);
+  REQUIRE(m.state_at(4).module_hooks.empty());
+  REQUIRE(m.state_at(7).module_hooks.size() == 1);
+  REQUIRE(m.state_at(9).module_hooks.empty());
+  Cursor c(m);
+  for (size_t i = 0; i < m.num_events(); ++i) {
+    INFO("event ", i);
+    REQUIRE(c.index() == i);
+    CHECK(c.state() == m.state_at(i));
+    if (i + 1 < m.num_events()) REQUIRE(c.next());
+  }
+  for (size_t i = m.num_events() - 1; i > 0; --i) {
+    INFO("back to event ", i - 1);
+    REQUIRE(c.prev());
+    CHECK(c.state() == m.state_at(i - 1));
+  }
+}

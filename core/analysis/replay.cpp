@@ -172,6 +172,14 @@ State Model::state_at(size_t index) const {
 // ---- Cursor -------------------------------------------------------------------
 
 Cursor::Cursor(const Model& model, size_t index) : model_(&model) {
+  for (HookIndex h : model.detached_hooks()) {
+    const HookInfo& hook = model.hooks()[h];
+    module_hook_changes_.push_back(hook.added_at);
+    if (hook.ended_at != kNever) module_hook_changes_.push_back(hook.ended_at);
+  }
+  std::sort(module_hook_changes_.begin(), module_hook_changes_.end());
+  module_hook_changes_.erase(std::unique(module_hook_changes_.begin(), module_hook_changes_.end()),
+                             module_hook_changes_.end());
   if (model.num_events() > 0) seek(index);
 }
 
@@ -283,18 +291,19 @@ void Cursor::refresh_fires(EventIndex event, EventIndex at) {
 // Owners change with owner events and with the hooks they hold; Reducers
 // only with DDP events.
 void Cursor::refresh_owners_and_reducers(EventIndex event, bool hooks_changed) {
-  const trace::Event ev = model_->event(event);
-  const EventKind kind = ev.kind;
+  const EventKind kind = model_->event(event).kind;
   const auto e = static_cast<EventIndex>(state_.index);
-  if (kind >= EventKind::kHookAdded && kind <= EventKind::kHookRemoved && !model_->detached_hooks().empty()) {
-    HookIndex h = model_->hook_fired_at(event);
-    if (h == kNoIndex) h = model_->find_hook(model_->source(event), ev.key);
-    if (h != kNoIndex && model_->hooks()[h].function == kNoIndex) {
-      // A module hook came, went or fired: recount it (and its owner's hooks).
-      fill_module_hooks(*model_, e, state_);
-      recount_owner_hooks();
-      hooks_changed = true;
-    }
+  // Which module hooks come or go at `event` is the model's word (their
+  // intervals), not the event's key: find_hook() names the latest hook with
+  // that key, and a module hook can end at another hook's kHookAdded (its
+  // key added again, found by fuzz/fuzz_trace_model.cpp).
+  const HookIndex fired = model_->hook_fired_at(event);
+  if (std::binary_search(module_hook_changes_.begin(), module_hook_changes_.end(), event) ||
+      (fired != kNoIndex && model_->hooks()[fired].function == kNoIndex)) {
+    // A module hook came, went or fired: recount them (and their owners' hooks).
+    fill_module_hooks(*model_, e, state_);
+    recount_owner_hooks();
+    hooks_changed = true;
   }
   if (hooks_changed || kind == EventKind::kOwnerCreated || kind == EventKind::kOwnerDestroyed ||
       kind == EventKind::kReducerDestroyed) {

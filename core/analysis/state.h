@@ -102,6 +102,7 @@ class Cursor {
   const Model* model_;
   State state_;
   std::vector<uint32_t> owner_hooks_;  // per owner: attached hooks now
+  std::vector<EventIndex> module_hook_changes_;  // events where a module hook comes or goes, sorted
 };
 
 }  // namespace hookscope::analysis
