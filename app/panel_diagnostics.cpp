@@ -56,6 +56,7 @@ const char* kind_help(FindingKind k) {
     case FindingKind::kMarkedTwice: return "a parameter was marked ready twice in one backward";
     case FindingKind::kUnusedParameter: return "a parameter never got a gradient in a backward";
     case FindingKind::kMalformedTrace: return "the trace claims something that cannot happen (Note [Malformed traces])";
+    case FindingKind::kUnrecoveredFailure: return "a failure no rank recovered from: the run did not finish";
   }
   return "";
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "analysis/compare.h"
+#include "analysis/diagnostics.h"
 #include "analysis/diff.h"
 #include "analysis/explain.h"
 #include "analysis/lanes.h"
@@ -243,4 +244,32 @@ TEST_CASE("lanes: the module-hooks story shows the full backward hook firing aft
     after_removal += l.fires_after_removal;
   }
   CHECK(after_removal == 1);
+}
+
+TEST_CASE("unrecovered_failure: recovered failures are not findings, a failure at the end is") {
+  const Model recovered = record_scenario("recovery", DestroyPolicy::kByKey);
+  REQUIRE_FALSE(recovered.events_of_kind(EventKind::kFailure).empty());
+  CHECK(diagnose_failures(recovered).empty());
+  // The same run cut right after its first failure: nothing resumed after it.
+  auto data = testing::record_trace([] {
+    scenarios::DdpScenarioOptions o;
+    o.steps = 6;
+    scenarios::run_ddp_scenario(o);
+  });
+  size_t cut = 0;
+  for (size_t i = 0; i < data.events.size(); ++i) {
+    if (data.events[i].kind == EventKind::kFailure) {
+      cut = i + 1;
+      break;
+    }
+  }
+  REQUIRE(cut > 0);
+  data.events.resize(cut);
+  const Model unfinished(std::move(data));
+  const auto findings = diagnose_failures(unfinished);
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].kind == FindingKind::kUnrecoveredFailure);
+  CHECK(findings[0].severity == Severity::kError);
+  CHECK(findings[0].message.find("the run did not finish") != std::string::npos);
+  CHECK(unfinished.event(findings[0].at).kind == EventKind::kFailure);
 }

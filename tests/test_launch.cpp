@@ -268,6 +268,11 @@ TEST_CASE("a rank that cannot run ends the run at once: exit 1, the failure in t
   CHECK(failures.out.find(" could not run: cannot reach the Redis rendezvous store") !=
         std::string::npos);
   CHECK(failures.out.find("the run did not finish") != std::string::npos);
+  // and `check` on the run says so: a failure nobody recovered from is an error, not "clean"
+  auto check = testing::run_command(kCli + " check" + traces(dir.path));
+  CAPTURE(check.out);
+  CHECK(check.exit == 1);
+  CHECK(check.out.find("unrecovered_failure") != std::string::npos);
 }
 
 TEST_CASE("record --rank: a rank that stops early exits 1 and records why") {

@@ -30,6 +30,7 @@ std::string_view to_string(FindingKind kind) {
     case FindingKind::kMarkedTwice: return "marked_twice";
     case FindingKind::kUnusedParameter: return "unused_parameter";
     case FindingKind::kMalformedTrace: return "malformed_trace";
+    case FindingKind::kUnrecoveredFailure: return "unrecovered_failure";
   }
   return "?";
 }
@@ -491,6 +492,7 @@ std::vector<Finding> Diagnoser::run() {
   failed_removals();
   for (Finding& f : diagnose_reducers(m_)) out_.push_back(std::move(f));
   for (Finding& f : diagnose_malformed(m_)) out_.push_back(std::move(f));
+  for (Finding& f : diagnose_failures(m_)) out_.push_back(std::move(f));
   std::stable_sort(out_.begin(), out_.end(), [](const Finding& a, const Finding& b) {
     return std::tie(a.at, a.kind) < std::tie(b.at, b.kind);
   });

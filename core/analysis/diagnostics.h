@@ -39,6 +39,12 @@ namespace hookscope::analysis {
 //  * malformed_trace: the trace claims something that cannot happen (Note
 //    [Malformed traces] lists the kinds, `detail` names one). One per kind,
 //    count = occurrences, the first ones as proving events.
+//  * unrecovered_failure: a failure (an injected one, a killed or vanished
+//    rank, a collective that failed) after which no rank resumed training
+//    (no later recovery_step `resumed`, no later completed backward pass):
+//    the run did not finish. One per
+//    failure event. A failure that was recovered from is not a finding: the
+//    recovery story is what the trace is for.
 // An owner's end is its kOwnerDestroyed or, for a Reducer's owner, its
 // kReducerDestroyed, whichever comes first (the Reducer removes its hooks
 // before either, Note [Event record] kReducerDestroyed).
@@ -52,8 +58,9 @@ enum class FindingKind : uint8_t {
   kMarkedTwice = 6,
   kUnusedParameter = 7,
   kMalformedTrace = 8,
+  kUnrecoveredFailure = 9,
 };
-constexpr int kNumFindingKinds = 9;
+constexpr int kNumFindingKinds = 10;
 
 enum class Severity : uint8_t { kError = 0, kWarning = 1, kInfo = 2 };
 
@@ -85,6 +92,8 @@ std::vector<Finding> diagnose(const Model& model);
 std::vector<Finding> diagnose_reducers(const Model& model);
 // Only malformed_trace (part of diagnose()), by kind.
 std::vector<Finding> diagnose_malformed(const Model& model);
+// Only unrecovered_failure (part of diagnose()), in event order.
+std::vector<Finding> diagnose_failures(const Model& model);
 
 // Findings folded for people: one group per kind, with the owners concerned.
 struct FindingGroup {

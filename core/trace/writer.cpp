@@ -51,12 +51,13 @@ TraceFileWriter::TraceFileWriter(const std::string& path, TraceHeader header, Wr
   if (options_.queue_chunks == 0) options_.queue_chunks = 1;
   fill_header_defaults(header_);
   if (path.empty()) throw std::runtime_error("the trace file name is empty; give a path such as run.hstrace");
-  // Note [Safe trace writes]: a regular file (or none) is written under a
-  // temporary name; a FIFO, /dev/stdout, ... is written in place.
+  // Note [Safe trace writes]: an existing regular file is replaced through a
+  // temporary name; a new file, a FIFO, /dev/stdout, ... is written in place.
   struct stat st;
-  const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
-  write_path_ = special ? path : temporary_name(path, ::getpid());
-  renamed_ = special;
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  const bool in_place = !exists || !S_ISREG(st.st_mode);
+  write_path_ = in_place ? path : temporary_name(path, ::getpid());
+  renamed_ = in_place;
   fd_ = ::open(write_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     throw std::runtime_error("cannot create trace file '" + path + "' (written first as '" +
@@ -68,7 +69,7 @@ TraceFileWriter::TraceFileWriter(const std::string& path, TraceHeader header, Wr
   if (failed_) {
     std::string err = error_;
     ::close(fd_);
-    if (!renamed_) ::unlink(write_path_.c_str());
+    if (!renamed_ || !exists) ::unlink(write_path_.c_str());  // nothing of ours worth keeping
     throw std::runtime_error(err);
   }
   thread_ = std::thread([this] { run(); });

@@ -60,17 +60,19 @@ class TraceFileWriter : public ChunkSink {
  public:
   // Note [Safe trace writes]
   // ~~~~~~~~~~~~~~~~~~~~~~~~
-  // A trace is written to temporary_name(path) ("PATH.tmp-PID", same
-  // directory) and renamed to `path` as soon as its first block of events
-  // is on disk (fdatasync), or at close() if none came earlier. So an
-  // existing trace of that name is replaced only once the new recording has
-  // recorded something: a run that fails to start, or is killed before its
-  // first block, leaves the old file as it was (and a killed one its
-  // temporary, which `launch` renames for its dead ranks); a run killed later
-  // leaves its new trace readable up to its last block. A failed write (disk
-  // full, file-size limit) before the rename removes the temporary. A path
-  // that exists and is not a regular file (a FIFO, /dev/stdout) is written
-  // in place.
+  // When `path` names an existing trace, the new one is written to
+  // temporary_name(path) ("PATH.tmp-PID", same directory) and renamed to
+  // `path` as soon as its first block of events is on disk (fdatasync), or
+  // at close() if none came earlier. So an existing trace is replaced only
+  // once the new recording has recorded something: a run that fails to
+  // start, or is killed before its first block, leaves the old file as it
+  // was (and a killed one its temporary, which `launch` renames for its dead
+  // ranks); a run killed later leaves its new trace readable up to its last
+  // block. A failed write (disk full, file-size limit) before the rename
+  // removes the temporary. A new file is written in place from the start
+  // (there is nothing to protect, and a process killed at once — a rank of
+  // a PyTorch program, say — still leaves its trace under its own name); so
+  // is a path that is not a regular file (a FIFO, /dev/stdout).
   //
   // Writes the header. Header fields left empty/zero are filled in: hookscope
   // version, host, pid, start times. Throws std::runtime_error when the file

@@ -1,0 +1,54 @@
+// unrecovered_failure (Note [Findings]): a failure after which no rank
+// resumed training. A run that recovered tells its story through the
+// recovery steps; one that did not must not read as clean.
+
+#include <fmt/format.h>
+
+#include "analysis/diagnostics.h"
+
+namespace hookscope::analysis {
+
+using trace::EventKind;
+
+std::vector<Finding> diagnose_failures(const Model& m) {
+  std::vector<Finding> out;
+  const auto& failures = m.events_of_kind(EventKind::kFailure);
+  if (failures.empty()) return out;
+  // The last sign that training went on, on any rank: a "training resumes"
+  // recovery step, or (a program recorded through the torch bridge, which
+  // recovers without naming the steps) a backward pass that completed. A
+  // failure before it was recovered from.
+  EventIndex last_resumed = kNever;
+  auto later = [&last_resumed](EventIndex i) {
+    if (last_resumed == kNever || i > last_resumed) last_resumed = i;
+  };
+  for (EventIndex i : m.events_of_kind(EventKind::kRecoveryStep)) {
+    if (m.event(i).sub == static_cast<uint8_t>(trace::RecoveryStep::kResumed)) later(i);
+  }
+  const auto& ends = m.events_of_kind(EventKind::kBackwardEnd);
+  for (auto it = ends.rbegin(); it != ends.rend(); ++it) {
+    if (m.event(*it).sub == 0) {  // completed
+      later(*it);
+      break;
+    }
+  }
+  for (EventIndex i : failures) {
+    if (last_resumed != kNever && last_resumed > i) continue;
+    const trace::Event e = m.event(i);
+    Finding f;
+    f.kind = FindingKind::kUnrecoveredFailure;
+    f.severity = Severity::kError;
+    f.at = i;
+    f.events = {i};
+    f.rank = static_cast<int32_t>(e.actor);
+    f.source = m.source(i);
+    f.message = fmt::format("rank {} failed ({}) at event #{} and no rank resumed training after it: "
+                            "the run did not finish ({})",
+                            e.actor, trace::to_string(static_cast<trace::FailureMode>(e.sub)), i,
+                            m.str(static_cast<uint32_t>(e.arg)));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace hookscope::analysis
