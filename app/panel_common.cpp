@@ -94,4 +94,17 @@ void App::select_function(analysis::FunctionIndex function) {
   if (function != kNoIndex) graph_.focus(function);
 }
 
+bool begin_trace_panel(const char* title, bool* open, const analysis::Model* model) {
+  if (!ImGui::Begin(title, open)) {
+    ImGui::End();
+    return false;
+  }
+  if (!model || model->num_events() == 0) {
+    ImGui::TextDisabled("No trace open.");
+    ImGui::End();
+    return false;
+  }
+  return true;
+}
+
 }  // namespace hookscope::app

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "analysis/model.h"
+
 #include "render/story.h"
 
 namespace hookscope::app {
@@ -18,6 +20,10 @@ inline ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packe
 std::string key_text(uint64_t key);
 // trace::to_string(HookKind) as a C string, "?" out of range.
 const char* kind_name(int kind);
+
+// Begins a panel window that needs a trace: false (the window already ended)
+// when it is collapsed or no trace with events is open, which it then says.
+bool begin_trace_panel(const char* title, bool* open, const analysis::Model* model);
 // The colour of an event's severity (Note [Run story]); 0 for none.
 uint32_t severity_color(render::Severity s);
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "app_state.h"
+#include "panel_common.h"
 #include "render/colors.h"
 
 namespace hookscope::app {
@@ -27,16 +28,8 @@ uint32_t verdict_color(analysis::FireVerdict v) {
 
 void App::draw_explain_panel() {
   ViewPanels& v = views_;
-  if (!ImGui::Begin("Why did this fire?", &v.show_explain)) {
-    ImGui::End();
-    return;
-  }
   const analysis::Model* m = session_.model();
-  if (!m || m->num_events() == 0) {
-    ImGui::TextDisabled("No trace open.");
-    ImGui::End();
-    return;
-  }
+  if (!begin_trace_panel("Why did this fire?", &v.show_explain, m)) return;
   const size_t now = session_.current();
   if (v.explain_model != m || v.explained_event != now) {
     v.explain_model = m;

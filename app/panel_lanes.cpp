@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "app_state.h"
+#include "panel_common.h"
 #include "render/colors.h"
 #include "analysis/stats.h"
 #include "render/graph_scene.h"
@@ -39,16 +40,8 @@ std::string event_range(const HookLane& l) {
 
 void App::draw_lanes_panel() {
   ViewPanels& v = views_;
-  if (!ImGui::Begin("Lanes", &v.show_lanes)) {
-    ImGui::End();
-    return;
-  }
   const analysis::Model* m = session_.model();
-  if (!m || m->num_events() == 0) {
-    ImGui::TextDisabled("No trace open.");
-    ImGui::End();
-    return;
-  }
+  if (!begin_trace_panel("Lanes", &v.show_lanes, m)) return;
   const size_t n = m->num_events();
   if (v.lanes_model != m) {
     v.lanes = analysis::hook_lanes(*m);

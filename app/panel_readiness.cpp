@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "app_state.h"
+#include "panel_common.h"
 #include "render/colors.h"
 #include "view_colors.h"
 
@@ -39,16 +40,8 @@ const char* status_words(Readiness r) {
 
 void App::draw_readiness_panel() {
   ViewPanels& v = views_;
-  if (!ImGui::Begin("Readiness", &v.show_readiness)) {
-    ImGui::End();
-    return;
-  }
   const analysis::Model* m = session_.model();
-  if (!m || m->num_events() == 0) {
-    ImGui::TextDisabled("No trace open.");
-    ImGui::End();
-    return;
-  }
+  if (!begin_trace_panel("Readiness", &v.show_readiness, m)) return;
   if (v.readiness_model != m) {
     v.grids = analysis::readiness_grids(*m);
     v.readiness_model = m;

@@ -39,26 +39,10 @@ size_t utf8_length(std::string_view s, size_t i, uint32_t& cp) {
 
 constexpr std::string_view kReplacement = "\xef\xbf\xbd";  // U+FFFD
 
-}  // namespace
-
-std::string valid_utf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    uint32_t cp;
-    const size_t n = utf8_length(s, i, cp);
-    if (n == 0) {
-      out += kReplacement;
-      ++i;
-    } else {
-      out.append(s.substr(i, n));
-      i += n;
-    }
-  }
-  return out;
-}
-
-std::string terminal_safe(std::string_view s) {
+// Calls each(cp, bytes, out) for every valid UTF-8 sequence of `s`; an
+// invalid byte becomes U+FFFD in `out`.
+template <class Each>
+std::string map_code_points(std::string_view s, Each each) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
@@ -69,28 +53,31 @@ std::string terminal_safe(std::string_view s) {
       ++i;
       continue;
     }
-    // C0 controls but newline and tab, DEL, C1 controls (CSI = U+009B, ...).
-    if ((cp < 0x20 && cp != '\n' && cp != '\t') || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-      out += fmt::format("\\x{:02x}", cp);
-    } else {
-      out.append(s.substr(i, n));
-    }
+    each(cp, s.substr(i, n), out);
     i += n;
   }
   return out;
 }
 
-std::string json_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    uint32_t cp;
-    const size_t n = utf8_length(s, i, cp);
-    if (n == 0) {
-      out += kReplacement;
-      ++i;
-      continue;
+}  // namespace
+
+std::string valid_utf8(std::string_view s) {
+  return map_code_points(s, [](uint32_t, std::string_view bytes, std::string& out) { out.append(bytes); });
+}
+
+std::string terminal_safe(std::string_view s) {
+  return map_code_points(s, [](uint32_t cp, std::string_view bytes, std::string& out) {
+    // C0 controls but newline and tab, DEL, C1 controls (CSI = U+009B, ...).
+    if ((cp < 0x20 && cp != '\n' && cp != '\t') || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+      out += fmt::format("\\x{:02x}", cp);
+    } else {
+      out.append(bytes);
     }
+  });
+}
+
+std::string json_escape(std::string_view s) {
+  return map_code_points(s, [](uint32_t cp, std::string_view bytes, std::string& out) {
     switch (cp) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -100,12 +87,10 @@ std::string json_escape(std::string_view s) {
         if (cp < 0x20 || cp == 0x7f) {
           out += fmt::format("\\u{:04x}", cp);
         } else {
-          out.append(s.substr(i, n));
+          out.append(bytes);
         }
     }
-    i += n;
-  }
-  return out;
+  });
 }
 
 }  // namespace hookscope::exporters
