@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "app_assets.h"
-#include "render/colors.h"
+#include "render/layout/colors.h"
 #include "scenarios/registry.h"
 #include "trace/strings.h"
 

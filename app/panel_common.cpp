@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "app_state.h"
-#include "render/colors.h"
+#include "render/layout/colors.h"
 
 namespace hookscope::app {
 

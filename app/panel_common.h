@@ -11,7 +11,7 @@
 
 #include "analysis/model.h"
 
-#include "render/story.h"
+#include "render/layout/story.h"
 
 namespace hookscope::app {
 

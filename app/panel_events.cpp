@@ -7,8 +7,8 @@
 
 #include "app_state.h"
 #include "panel_common.h"
-#include "render/colors.h"
-#include "render/story.h"
+#include "render/layout/colors.h"
+#include "render/layout/story.h"
 
 namespace hookscope::app {
 

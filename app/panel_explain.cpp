@@ -7,7 +7,7 @@
 
 #include "app_state.h"
 #include "panel_common.h"
-#include "render/colors.h"
+#include "render/layout/colors.h"
 
 namespace hookscope::app {
 

@@ -11,9 +11,9 @@
 
 #include "app_state.h"
 #include "panel_common.h"
-#include "render/colors.h"
+#include "render/layout/colors.h"
 #include "analysis/stats.h"
-#include "render/graph_scene.h"
+#include "render/layout/graph_scene.h"
 
 namespace hookscope::app {
 

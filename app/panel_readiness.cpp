@@ -10,7 +10,7 @@
 
 #include "app_state.h"
 #include "panel_common.h"
-#include "render/colors.h"
+#include "render/layout/colors.h"
 #include "view_colors.h"
 
 namespace hookscope::app {

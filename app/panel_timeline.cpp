@@ -1,5 +1,5 @@
 // Timeline panel: the transport controls (play, speed, step kind, lifecycle
-// jumps) over the timeline (render/timeline_view.h), ranks as tracks.
+// jumps) over the timeline (render/draw/timeline_view.h), ranks as tracks.
 #include <fmt/format.h>
 
 #include "app_state.h"

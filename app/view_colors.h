@@ -4,7 +4,7 @@
 // so that a screenshot can count them (tests/test_app_views_gui.cpp).
 
 #include "analysis/readiness.h"
-#include "render/colors.h"
+#include "render/layout/colors.h"
 
 namespace hookscope::app {
 

@@ -44,17 +44,17 @@
 #include "analysis/model.h"
 #include "layout_quality.h"
 #include "analysis/synthetic.h"
-#include "render/graph_scene.h"
-#include "render/layout.h"
+#include "render/layout/graph_scene.h"
+#include "render/layout/layout.h"
 #include "render/sample_graphs.h"
-#include "render/timeline_index.h"
+#include "render/layout/timeline_index.h"
 
 #ifdef HOOKSCOPE_RENDER_DRAW
 #include <imgui.h>
 
 #include "analysis/state.h"
-#include "render/graph_view.h"
-#include "render/timeline_view.h"
+#include "render/draw/graph_view.h"
+#include "render/draw/timeline_view.h"
 #endif
 
 namespace hr = hookscope::render;

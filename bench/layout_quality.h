@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "render/layout.h"
+#include "render/layout/layout.h"
 
 namespace hookscope::bench {
 

@@ -67,7 +67,7 @@ struct Image {
     }
     return s.size();
   }
-  // Pixels close to the graph's alarm red (render/colors.h kAlarm, 240,64,64).
+  // Pixels close to the graph's alarm red (render/layout/colors.h kAlarm, 240,64,64).
   size_t alarm_pixels() const {
     size_t n = 0;
     for (size_t i = 0; i + 3 < rgba.size(); i += 4) {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "analysis/model.h"
-#include "render/colors.h"
-#include "render/story.h"
+#include "render/layout/colors.h"
+#include "render/layout/story.h"
 #include "test_util.h"
 #include "trace/reader.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "analysis/model.h"
-#include "render/colors.h"
+#include "render/layout/colors.h"
 #include "test_util.h"
 #include "trace/reader.h"
 #include "view_colors.h"

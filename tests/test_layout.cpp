@@ -1,4 +1,4 @@
-// Layered layout (render/layout.h): layers, overlap, crossings, routes,
+// Layered layout (render/layout/layout.h): layers, overlap, crossings, routes,
 // determinism, stability and cancellation, on random DAGs and on the
 // autograd-shaped sample graphs.
 #include <doctest/doctest.h>
@@ -9,8 +9,8 @@
 #include <cmath>
 #include <random>
 
-#include "render/layout.h"
-#include "render/layout_job.h"
+#include "render/layout/layout.h"
+#include "render/layout/layout_job.h"
 #include "render/sample_graphs.h"
 
 using namespace hookscope::render;

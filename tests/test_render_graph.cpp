@@ -1,4 +1,4 @@
-// The graph view (render/graph_view.h) in an ImGui context with no
+// The graph view (render/draw/graph_view.h) in an ImGui context with no
 // renderer: culling, level of detail, selection, folding.
 #include <doctest/doctest.h>
 
@@ -10,7 +10,7 @@
 
 #include "analysis/model.h"
 #include "analysis/state.h"
-#include "render/graph_view.h"
+#include "render/draw/graph_view.h"
 #include "render/sample_graphs.h"
 #include "scenarios/ddp_scenarios.h"
 #include "test_render_util.h"

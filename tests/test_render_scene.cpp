@@ -1,4 +1,4 @@
-// The graph scene (render/graph_scene.h) on real traces: slots, folding,
+// The graph scene (render/layout/graph_scene.h) on real traces: slots, folding,
 // and the layout of what the scenarios record.
 #include <doctest/doctest.h>
 
@@ -7,8 +7,8 @@
 
 #include "analysis/model.h"
 #include "analysis/state.h"
-#include "render/graph_scene.h"
-#include "render/layout.h"
+#include "render/layout/graph_scene.h"
+#include "render/layout/layout.h"
 #include "scenarios/autograd_demo.h"
 #include "scenarios/ddp_scenarios.h"
 #include "test_util.h"

@@ -10,10 +10,10 @@
 #include <map>
 
 #include "analysis/model.h"
-#include "render/colors.h"
-#include "render/graph_scene.h"
-#include "render/layout.h"
-#include "render/story.h"
+#include "render/layout/colors.h"
+#include "render/layout/graph_scene.h"
+#include "render/layout/layout.h"
+#include "render/layout/story.h"
 #include "scenarios/ddp_scenarios.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"

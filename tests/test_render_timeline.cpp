@@ -8,13 +8,13 @@
 
 #include "analysis/model.h"
 #include "analysis/synthetic.h"
-#include "render/timeline_index.h"
+#include "render/layout/timeline_index.h"
 #include "scenarios/ddp_scenarios.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"
 
 #ifdef HOOKSCOPE_RENDER_DRAW
-#include "render/timeline_view.h"
+#include "render/draw/timeline_view.h"
 #include "test_render_util.h"
 #include "test_util.h"
 #endif

@@ -9,7 +9,7 @@
 
 #include "analysis/model.h"
 #include "crafted_traces.h"
-#include "render/timeline_view.h"
+#include "render/draw/timeline_view.h"
 #include "scenarios/ddp_scenarios.h"
 #include "test_render_util.h"
 #include "test_util.h"

@@ -23,9 +23,9 @@
 
 #include "analysis/model.h"
 #include "analysis/state.h"
-#include "render/graph_view.h"
+#include "render/draw/graph_view.h"
 #include "render/sample_graphs.h"
-#include "render/timeline_view.h"
+#include "render/draw/timeline_view.h"
 #include "scenarios/ddp_scenarios.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"

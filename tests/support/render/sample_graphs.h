@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "render/layout.h"
+#include "render/layout/layout.h"
 #include "trace/trace_data.h"
 
 namespace hookscope::render {

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "render/colors.h"
-#include "render/timeline_view_internal.h"
+#include "render/layout/colors.h"
+#include "render/draw/timeline_view_internal.h"
 
 namespace hookscope::render {
 

@@ -1,4 +1,4 @@
-#include "render/timeline_index.h"
+#include "render/layout/timeline_index.h"
 
 #include <map>
 #include <set>

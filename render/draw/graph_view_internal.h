@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "render/colors.h"
+#include "render/layout/colors.h"
 
-#include "render/graph_view.h"
+#include "render/draw/graph_view.h"
 
 namespace hookscope::render {
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "analysis/model.h"
-#include "render/story.h"
-#include "render/timeline_index.h"
+#include "render/layout/story.h"
+#include "render/layout/timeline_index.h"
 
 namespace hookscope::render {
 

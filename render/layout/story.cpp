@@ -1,6 +1,6 @@
 // Note [Run story]: failures, losses and rebuilds per rank; stale fires; severities.
 
-#include "render/story.h"
+#include "render/layout/story.h"
 
 #include <algorithm>
 #include <tuple>

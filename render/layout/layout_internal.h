@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "render/layout.h"
+#include "render/layout/layout.h"
 
 namespace hookscope::render::detail {
 

@@ -1,7 +1,7 @@
 // Drawing the timeline (Note [Timeline folding]): axis, tracks, spans,
 // cursor, selection, bookmarks.
 
-#include "render/timeline_view.h"
+#include "render/draw/timeline_view.h"
 
 #include <imgui.h>
 
@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <string>
 
-#include "render/colors.h"
-#include "render/timeline_view_internal.h"
+#include "render/layout/colors.h"
+#include "render/draw/timeline_view_internal.h"
 
 namespace hookscope::render {
 

@@ -1,7 +1,7 @@
 // Steps 1-3 of Note [Layered layout] (cycles, layers, dummies) and the
 // pipeline that runs all of them; routes (step 6) are in layout_route.cpp.
 
-#include "render/layout.h"
+#include "render/layout/layout.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <string>
 #include <tuple>
 
-#include "render/layout_internal.h"
+#include "render/layout/layout_internal.h"
 
 namespace hookscope::render {
 

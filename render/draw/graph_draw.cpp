@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <string>
 
-#include "render/colors.h"
-#include "render/graph_view_internal.h"
+#include "render/layout/colors.h"
+#include "render/draw/graph_view_internal.h"
 
 namespace hookscope::render {
 

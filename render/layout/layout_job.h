@@ -7,7 +7,7 @@
 #include <optional>
 #include <thread>
 
-#include "render/layout.h"
+#include "render/layout/layout.h"
 
 namespace hookscope::render {
 

@@ -1,8 +1,8 @@
 // Slots, groups and box sizes (Note [Function slots]).
 
-#include "render/graph_scene.h"
+#include "render/layout/graph_scene.h"
 
-#include "render/colors.h"
+#include "render/layout/colors.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,7 +1,7 @@
 #pragma once
 // Layered (Sugiyama-style) layout of the autograd graph. No ImGui here: the
 // layout is computed and tested headless, and runs off the UI thread
-// (render/layout_job.h). See Note [Layered layout].
+// (render/layout/layout_job.h). See Note [Layered layout].
 
 #include <atomic>
 #include <cstdint>

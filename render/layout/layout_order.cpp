@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "render/layout_internal.h"
+#include "render/layout/layout_internal.h"
 
 namespace hookscope::render::detail {
 

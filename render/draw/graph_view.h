@@ -14,10 +14,10 @@
 
 #include "analysis/model.h"
 #include "analysis/state.h"
-#include "render/graph_scene.h"
-#include "render/layout.h"
-#include "render/layout_job.h"
-#include "render/story.h"
+#include "render/layout/graph_scene.h"
+#include "render/layout/layout.h"
+#include "render/layout/layout_job.h"
+#include "render/layout/story.h"
 
 struct ImDrawList;
 

@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "render/colors.h"
-#include "render/graph_view_internal.h"
+#include "render/layout/colors.h"
+#include "render/draw/graph_view_internal.h"
 
 namespace hookscope::render {
 

@@ -112,4 +112,4 @@ void for_each_span(const std::vector<TimelineSpan>& lane, int64_t t0, int64_t t1
 
 }  // namespace hookscope::render
 
-#include "render/timeline_index_inl.h"
+#include "render/layout/timeline_index_inl.h"

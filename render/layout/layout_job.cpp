@@ -1,4 +1,4 @@
-#include "render/layout_job.h"
+#include "render/layout/layout_job.h"
 
 #include <chrono>
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "analysis/model.h"
-#include "render/layout.h"
+#include "render/layout/layout.h"
 
 namespace hookscope::render {
 

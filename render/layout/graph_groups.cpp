@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "render/graph_scene.h"
+#include "render/layout/graph_scene.h"
 
 namespace hookscope::render {
 

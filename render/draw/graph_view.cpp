@@ -1,15 +1,15 @@
 // The graph view's frame: layout jobs, the per-frame liveness of units,
 // pan / zoom / fit, selection, the minimap. Drawing is in graph_draw.cpp.
 
-#include "render/graph_view.h"
+#include "render/draw/graph_view.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <tuple>
 
-#include "render/colors.h"
-#include "render/graph_view_internal.h"
+#include "render/layout/colors.h"
+#include "render/draw/graph_view_internal.h"
 
 namespace hookscope::render {
 

@@ -4,7 +4,7 @@
 
 #include <imgui.h>
 
-#include "render/timeline_view.h"
+#include "render/draw/timeline_view.h"
 
 namespace hookscope::render {
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "render/colors.h"
-#include "render/graph_view_internal.h"
+#include "render/layout/colors.h"
+#include "render/draw/graph_view_internal.h"
 
 namespace hookscope::render {
 

@@ -1,6 +1,6 @@
 // The palette in use and owners' colours (Note [Canvas palettes], Note [Owner colours]).
 
-#include "render/colors.h"
+#include "render/layout/colors.h"
 
 #include <algorithm>
 #include <atomic>

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "render/layout_internal.h"
+#include "render/layout/layout_internal.h"
 
 namespace hookscope::render::detail {
 
