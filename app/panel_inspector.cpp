@@ -10,6 +10,7 @@
 #include "app_state.h"
 #include "panel_common.h"
 #include "render/layout/colors.h"
+#include "trace/hook_key.h"
 
 namespace hookscope::app {
 
@@ -97,8 +98,8 @@ void App::hook_cells(const HookRow& r, bool show_kind, bool grey) {
   ImGui::TextUnformatted(key_text(h.key).c_str());
   if (ImGui::IsItemHovered()) {
     ImGui::SetTooltip("key %llu (serial %llu, slot %llu)%s", static_cast<unsigned long long>(h.key),
-                      static_cast<unsigned long long>(h.key >> 24),
-                      static_cast<unsigned long long>(h.key & 0xFFFFFFu),
+                      static_cast<unsigned long long>(trace::hook_key_serial(h.key)),
+                      static_cast<unsigned long long>(trace::hook_key_slot(h.key)),
                       r.on_tensor ? "\non the leaf tensor: its AccumulateGrad was released" : "");
   }
   ImGui::TableNextColumn();
