@@ -2,7 +2,7 @@
 // Dear ImGui 1.86 reads keys from io.KeysDown[] indexed by the backend's key
 // codes: named keys go through GetKeyIndex(ImGuiKey_*), letters and digits
 // by their GLFW codes, which are their ASCII capitals ('G', '1').
-#include "app_state.h"
+#include "app.h"
 
 namespace hookscope::app {
 

@@ -2,7 +2,7 @@
 // theme), Go (the stepping keys as menu items), Help.
 #include <fmt/format.h>
 
-#include "app_state.h"
+#include "app.h"
 
 namespace hookscope::app {
 

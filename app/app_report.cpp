@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "app_state.h"
+#include "app.h"
 
 namespace hookscope::app {
 

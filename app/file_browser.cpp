@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "app_state.h"
+#include "app.h"
 
 namespace hookscope::app {
 

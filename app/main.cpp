@@ -17,7 +17,7 @@
 
 #include "app_args.h"
 #include "app_assets.h"
-#include "app_state.h"
+#include "app.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "app_state.h"
+#include "app.h"
 #include "render/layout/colors.h"
 
 namespace hookscope::app {

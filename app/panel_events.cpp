@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "app_state.h"
+#include "app.h"
 #include "panel_common.h"
 #include "render/layout/colors.h"
 #include "render/layout/story.h"

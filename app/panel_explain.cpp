@@ -5,7 +5,7 @@
 // event is a link.
 #include <fmt/format.h>
 
-#include "app_state.h"
+#include "app.h"
 #include "panel_common.h"
 #include "render/layout/colors.h"
 

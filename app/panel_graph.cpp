@@ -1,6 +1,6 @@
 // Graph panel: the autograd graph at the current event (render/draw/graph_view.h),
 // every rank side by side; a click selects a Function for the inspector.
-#include "app_state.h"
+#include "app.h"
 
 namespace hookscope::app {
 

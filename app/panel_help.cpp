@@ -2,7 +2,7 @@
 // Go to event dialog (Ctrl+G).
 #include <cstdlib>
 
-#include "app_state.h"
+#include "app.h"
 
 namespace hookscope::app {
 

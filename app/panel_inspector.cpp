@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "app_state.h"
+#include "app.h"
 #include "panel_common.h"
 #include "render/layout/colors.h"
 #include "trace/hook_key.h"

@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-#include "app_state.h"
+#include "app.h"
 #include "panel_common.h"
 #include "render/layout/colors.h"
 #include "analysis/stats.h"

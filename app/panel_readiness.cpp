@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-#include "app_state.h"
+#include "app.h"
 #include "panel_common.h"
 #include "render/layout/colors.h"
 #include "view_colors.h"

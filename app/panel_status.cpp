@@ -2,7 +2,7 @@
 // going on (live run, playback, loading, a truncated file).
 #include <fmt/format.h>
 
-#include "app_state.h"
+#include "app.h"
 
 namespace hookscope::app {
 

@@ -2,7 +2,7 @@
 // jumps) over the timeline (render/draw/timeline_view.h), ranks as tracks.
 #include <fmt/format.h>
 
-#include "app_state.h"
+#include "app.h"
 
 namespace hookscope::app {
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "app_state.h"
+#include "app.h"
 
 namespace hookscope::app {
 

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "analysis/synthetic.h"
-#include "app_state.h"
+#include "app.h"
 #include "test_util.h"
 
 using namespace hookscope;

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/lanes.h"
-#include "app_state.h"
+#include "app.h"
 #include "panel_lanes_layout.h"
 #include "test_util.h"
 

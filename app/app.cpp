@@ -1,4 +1,4 @@
-#include "app_state.h"
+#include "app.h"
 
 #include <fmt/format.h>
 
