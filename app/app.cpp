@@ -7,26 +7,15 @@
 
 #include "app_assets.h"
 #include "render/layout/colors.h"
-#include "scenarios/registry.h"
-#include "trace/strings.h"
 
 namespace hookscope::app {
-
-void LiveSink::on_chunk(std::unique_ptr<trace::Chunk> chunk) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  pending_.push_back(std::move(chunk));
-}
-
-void LiveSink::drain(std::vector<std::unique_ptr<trace::Chunk>>& out) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& c : pending_) out.push_back(std::move(c));
-  pending_.clear();
-}
 
 App::App(const Args& args)
     : args_(args), recent_(args.headless_frames() ? std::filesystem::path() : default_recent_file()) {
   if (args_.live) {
-    start_live();
+    files_.clear();
+    title_ = "live: " + args_.scenario.scenario;
+    live_.start(args_.scenario, title_);
   } else if (!args_.files.empty()) {
     open_files(args_.files);
     initial_load_pending_ = true;
@@ -109,15 +98,23 @@ void App::adopt(LoadResult result) {
   if (!result.model) return;  // nothing readable: what was open stays open
   warning_ = result.warnings;
   if (!warning_.empty() && warning_.back() == '\n') warning_.pop_back();
-  stop_live();
+  live_.stop();
   files_ = result.files;
   title_ = files_.size() == 1 ? files_[0]
                               : fmt::format("{} (+{} more)", files_[0], files_.size() - 1);
   recent_.add(files_);
-  set_model(std::move(result.model), false);
+  publish_model(std::move(result.model), false);
 }
 
-void App::set_model(std::shared_ptr<const analysis::Model> model, bool keep_position) {
+// Note [Publishing a model]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A model (a trace opened, a live run grown) reaches the views here and only
+// here: the graph and timeline views, the Session (current event, selection),
+// the Events panel's rows, the findings and the compare diff. Every other
+// panel reads session_.model() each frame and keeps caches keyed by the model
+// pointer, so nothing else has to be told. A panel that keeps state across
+// models adds its reset here, not in its own file.
+void App::publish_model(std::shared_ptr<const analysis::Model> model, bool keep_position) {
   // The views point at the model: give them the new one before the old goes.
   if (keep_position) {
     graph_.update_model(model.get());
@@ -283,80 +280,21 @@ std::string App::describe_view() const {
 }
 
 bool App::settled() const {
-  return !loader_.busy() && !initial_load_pending_ && (!live_recorder_ || live_finished_) &&
+  return !loader_.busy() && !initial_load_pending_ && (!live_.active() || live_.finished()) &&
          (!session_.model() || (findings_.ready && graph_.layout_ready() && !graph_.layout_pending()));
 }
 
 // ---------------------------------------------------------------- live
 
-void App::start_live() {
-  files_.clear();
-  title_ = "live: " + args_.scenario.scenario;
-  live_recorder_ = std::make_unique<trace::Recorder>(live_sink_);
-  live_recorder_->start();
-  live_done_ = false;
-  live_finished_ = false;
-  live_thread_ = std::thread([this] {
-    std::string result;
-    try {
-      result = scenarios::run_scenario(args_.scenario);
-    } catch (const std::exception& e) {
-      result = std::string("the scenario failed: ") + e.what();
-    }
-    {
-      std::lock_guard<std::mutex> lock(live_result_mutex_);
-      live_result_ = result;
-    }
-    live_done_ = true;
-  });
-}
-
-void App::stop_live() {
-  if (live_thread_.joinable()) live_thread_.join();
-  if (live_recorder_ && live_recorder_->attached()) live_recorder_->finish();
-  live_recorder_.reset();
-  live_chunks_.clear();
-}
-
 void App::poll_live() {
-  if (!live_recorder_ || live_finished_) return;
-  // Headless modes show the finished run.
-  if (args_.headless_frames() && live_thread_.joinable()) live_thread_.join();
-  bool finishing = false;
-  if (live_done_ && live_thread_.joinable()) live_thread_.join();
-  if (live_done_ && !live_thread_.joinable() && live_recorder_->attached()) {
-    live_recorder_->finish();  // hands over the last partial chunks
-    finishing = true;
-  }
-  std::vector<std::unique_ptr<trace::Chunk>> fresh;
-  live_sink_.drain(fresh);
-  for (auto& c : fresh) live_chunks_.push_back(std::move(c));
-  if (!fresh.empty()) live_pending_ = true;
-  // Rebuilding the model costs about its size: at most a few times a second.
-  const auto now = std::chrono::steady_clock::now();
-  const bool due = now - live_rebuilt_ > std::chrono::milliseconds(400);
-  if (!finishing && !(live_pending_ && due)) return;
-  live_pending_ = false;
-  live_rebuilt_ = now;
-  trace::TraceData data;
-  data.source = title_;
-  data.header.scenario = args_.scenario.scenario;
-  std::vector<const trace::Chunk*> view;
-  for (auto& c : live_chunks_) view.push_back(c.get());
-  data.events = trace::merge_chunks(view);
-  data.strings = trace::strings_since(0);
-  if (finishing) live_finished_ = true;
-  try {
-    auto model = std::make_shared<const analysis::Model>(std::move(data));
-    set_model(std::move(model), session_.model() != nullptr);
-  } catch (const std::exception& e) {
-    error_ += fmt::format("the live trace cannot be analysed: {}\n", e.what());
-    live_finished_ = true;
-  }
+  auto update = live_.poll(args_.headless_frames());
+  if (!update) return;
+  error_ += update->error;
+  if (update->model) publish_model(std::move(update->model), session_.model() != nullptr);
 }
 
 void App::shutdown() {
-  stop_live();
+  live_.stop();
   if (findings_.pending.valid()) findings_.pending.wait();
   rows_.retire();
   for (auto& f : rows_.retired) f.wait();

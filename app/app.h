@@ -1,7 +1,9 @@
 #pragma once
-// The app: what is open (trace files or a live run), the Session every panel
-// follows (app/session.h), and the panels, one source file each
-// (app/panel_*.cpp). main.cpp owns the window; tests drive an App with an
+// The app: what is open (trace files through loader.h, or a live run,
+// live_run.h), the background jobs (event filter, diagnostics, compare), the
+// Session every panel follows (app/session.h), and the panels, one source
+// file each (app/panel_*.cpp), with what they cache between frames. A new
+// model reaches every view through publish_model() alone. main.cpp owns the window; tests drive an App with an
 // ImGui context and no window (tests/test_app_ui.cpp).
 
 #include <imgui.h>
@@ -20,26 +22,14 @@
 #include "app_args.h"
 #include "config.h"
 #include "event_filter.h"
+#include "live_run.h"
 #include "loader.h"
 #include "render/draw/graph_view.h"
 #include "render/draw/timeline_view.h"
 #include "session.h"
-#include "trace/recorder.h"
 #include "view_panels.h"
 
 namespace hookscope::app {
-
-// Receives chunks from a live run; the UI takes what arrived once per frame.
-class LiveSink : public trace::ChunkSink {
- public:
-  void on_chunk(std::unique_ptr<trace::Chunk> chunk) override;
-  // Moves the chunks that arrived since the last call into `out` (one lock).
-  void drain(std::vector<std::unique_ptr<trace::Chunk>>& out);
-
- private:
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<trace::Chunk>> pending_;
-};
 
 // The Events panel's filtered rows, computed off the UI thread for big traces.
 struct EventRows {
@@ -128,17 +118,17 @@ class App {
   // The Events panel's filter text (tests set it as a user types).
   void set_filter(const std::string& expression);
   bool help_open() const { return show_help_; }
-  bool live() const { return live_recorder_ != nullptr; }
-  bool live_finished() const { return live_finished_; }
+  bool live() const { return live_.active(); }
+  bool live_finished() const { return live_.finished(); }
 
   // Every key the app handles (Help lists them; tests press them).
   void handle_keys();
 
  private:
   void adopt(LoadResult result);
-  void set_model(std::shared_ptr<const analysis::Model> model, bool keep_position);
-  void start_live();
-  void stop_live();
+  // The one place a model reaches the views (Note [Publishing a model]).
+  // `keep_position`: a live run's grown model (event and selection stay).
+  void publish_model(std::shared_ptr<const analysis::Model> model, bool keep_position);
   void poll_live();
   void poll_background();
   void jump_to(size_t event, analysis::FunctionIndex select = analysis::kNoIndex);
@@ -187,18 +177,7 @@ class App {
   ViewPanels views_;  // Lanes, Readiness, Why did this fire? (view_panels.h)
   RecentFiles recent_;
 
-  // Live run.
-  LiveSink live_sink_;
-  std::unique_ptr<trace::Recorder> live_recorder_;
-  std::thread live_thread_;
-  std::atomic<bool> live_done_{false};
-  bool live_finished_ = false;  // the recorder's last chunks are in the model
-  bool live_pending_ = false;   // chunks arrived that the model does not have yet
-  std::vector<std::unique_ptr<trace::Chunk>> live_chunks_;
-  std::vector<std::string> live_strings_;
-  std::chrono::steady_clock::time_point live_rebuilt_{};
-  std::string live_result_;
-  std::mutex live_result_mutex_;
+  LiveRun live_;
 
   // UI state.
   bool show_help_ = false;
@@ -238,6 +217,20 @@ class App {
   bool inspector_function_header(analysis::FunctionIndex function);
   void inspector_hooks_now(analysis::FunctionIndex function);
   void inspector_history(analysis::FunctionIndex function);
+  // The Reducers panel's sections (panel_reducers.cpp).
+  void reducer_section(analysis::ReducerIndex k, const analysis::ReducerAt& at);
+  bool reducer_header(const analysis::ReducerInfo& info, const analysis::ReducerAt& at, uint32_t left);
+  void reducer_life(const analysis::ReducerInfo& info, bool live);
+  void reducer_ready_order(const analysis::ReducerInfo& info, const analysis::ReducerAt& at);
+  // The Events panel's sections (panel_events.cpp).
+  bool events_filter_box();  // true when Enter was pressed in it
+  void events_table(size_t shown, size_t cur_row);
+  // The Diagnostics panel's sections (panel_diagnostics.cpp).
+  void diagnostics_refresh();
+  void diagnostics_filters();
+  bool diagnostics_group(size_t g);  // false when every row is filtered out
+  void diagnostics_rows(size_t g, size_t n);
+  void diagnostics_detail();
   struct OwnerHooksCache {  // the selected owner's attached hooks at one event
     const analysis::Model* model = nullptr;
     size_t at = SIZE_MAX;

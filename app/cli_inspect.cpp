@@ -14,6 +14,7 @@
 #include "analysis/stats.h"
 #include "analysis/summary.h"
 #include "cli.h"
+#include "cli_json.h"
 #include "export/export.h"
 #include "trace/reader.h"
 
@@ -24,10 +25,7 @@ using exporters::terminal_safe;
 
 namespace {
 
-// Note [Untrusted text]: every JSON dump replaces invalid UTF-8.
-std::string dump(const nlohmann::json& j) {
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+std::string dump(const nlohmann::json& j) { return dump_json(j, 2); }
 
 // Text for a terminal: trace strings may hold escape sequences.
 void print_safe(const std::string& text) {
@@ -262,18 +260,7 @@ int run_diff(const std::string& a, const std::string& b, const std::string& form
   cli_step("comparing the traces");
   auto d = analysis::diff_models(ma, mb);
   if (format == "json") {
-    nlohmann::json j;
-    j["functions"] = nlohmann::json::array();
-    for (const auto& f : d.functions) {
-      j["functions"].push_back({{"function", f.function}, {"hooks_a", f.total_a()}, {"hooks_b", f.total_b()}, {"differs", f.differs()}});
-    }
-    auto findings = [](const std::vector<analysis::Finding>& v) {
-      nlohmann::json arr = nlohmann::json::array();
-      for (const auto& f : v) arr.push_back({{"kind", analysis::to_string(f.kind)}, {"message", f.message}});
-      return arr;
-    };
-    j["only_a"] = findings(d.only_a);
-    j["only_b"] = findings(d.only_b);
+    const nlohmann::json j = diff_json(d);
     fmt::print("{}\n", dump(j));
   } else {
     print_safe(analysis::format_diff(d, a, b));

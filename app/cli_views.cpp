@@ -12,6 +12,7 @@
 #include "analysis/lanes.h"
 #include "analysis/readiness.h"
 #include "cli.h"
+#include "cli_json.h"
 
 namespace hookscope::cli {
 
@@ -21,10 +22,7 @@ using analysis::Model;
 
 namespace {
 
-std::string dump(const nlohmann::json& j) {
-  // trace strings are not always valid UTF-8: replace, never throw
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+std::string dump(const nlohmann::json& j) { return dump_json(j, -1); }
 
 std::string at_text(analysis::EventIndex at) { return at == kNever ? "never" : fmt::format("#{}", at); }
 
@@ -193,18 +191,7 @@ int run_diff_at(const std::string& a, const std::string& b, const std::string& a
   if (order) orders = analysis::hook_order_diff(ma, pa.index, mb, pb.index);
   if (format == "json") {
     nlohmann::json j = {{"at", pa.label}, {"index_a", pa.index}, {"index_b", pb.index}};
-    j["functions"] = nlohmann::json::array();
-    for (const auto& f : d.functions) {
-      j["functions"].push_back(
-          {{"function", f.function}, {"hooks_a", f.total_a()}, {"hooks_b", f.total_b()}, {"differs", f.differs()}});
-    }
-    auto findings = [](const std::vector<analysis::Finding>& v) {
-      nlohmann::json arr = nlohmann::json::array();
-      for (const auto& f : v) arr.push_back({{"kind", analysis::to_string(f.kind)}, {"message", f.message}});
-      return arr;
-    };
-    j["only_a"] = findings(d.only_a);
-    j["only_b"] = findings(d.only_b);
+    j.update(diff_json(d));
     if (order) {
       j["order"] = nlohmann::json::array();
       for (const auto& o : orders) {
@@ -217,7 +204,7 @@ int run_diff_at(const std::string& a, const std::string& b, const std::string& a
                               {"steps_a", steps(o.steps_a)}, {"steps_b", steps(o.steps_b)}});
       }
     }
-    fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    fmt::print("{}\n", dump_json(j, 2));
   } else {
     fmt::print("{}", analysis::format_diff(d, a, b));
     if (order) fmt::print("{}", analysis::format_order_diff(orders, a, b));

@@ -64,6 +64,19 @@ const char* kind_help(FindingKind k) {
 constexpr uint32_t severity_bit(Severity s) { return 1u << static_cast<uint32_t>(s); }
 constexpr uint32_t kind_bit(FindingKind k) { return 1u << (8 + static_cast<uint32_t>(k)); }
 
+// A row's tooltip: kind and severity, the whole message, when it holds.
+void finding_tooltip(const Finding& f, const std::string& kind, bool future) {
+  ImGui::BeginTooltip();
+  ImGui::PushTextWrapPos(ImGui::GetFontSize() * 36.f);
+  ImGui::TextColored(col(severity_color(f.severity)), "%s (%s)", kind.c_str(),
+                     std::string(analysis::to_string(f.severity)).c_str());
+  ImGui::TextUnformatted(f.message.c_str());
+  ImGui::PopTextWrapPos();
+  if (future) ImGui::TextDisabled("holds from #%zu on, after the current event", f.at);
+  ImGui::TextDisabled("click: go to #%zu and select its Function and owner", f.at);
+  ImGui::EndTooltip();
+}
+
 }  // namespace
 
 void App::draw_diagnostics_panel() {
@@ -82,13 +95,34 @@ void App::draw_diagnostics_panel() {
   // A live run: the findings of the model as it was a moment ago, until the
   // grown model's are in (their event indices stay valid).
   if (findings_.model != m) ImGui::TextDisabled("updating...");
-  const std::vector<Finding>& findings = findings_.findings;
-  if (findings.empty()) {
+  if (findings_.findings.empty()) {
     ImGui::TextColored(col(kOkColor), "No findings: every hook was removed by its owner, no stale fires.");
     ImGui::End();
     return;
   }
+  diagnostics_refresh();
+  diagnostics_filters();
 
+  // ---- the groups, most severe first, then by kind ----
+  DiagnosticsView& v = diagnostics_view_;
+  const bool detail = v.selected < findings_.findings.size();
+  const float detail_h = detail ? ImGui::GetTextLineHeightWithSpacing() * 6.f : 0.f;
+  ImGui::BeginChild("findings", ImVec2(0.f, -detail_h));
+  std::vector<size_t> order(v.groups.size());
+  for (size_t g = 0; g < order.size(); ++g) order[g] = g;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return v.groups[a].severity < v.groups[b].severity; });
+  bool any = false;
+  for (size_t g : order) any |= diagnostics_group(g);
+  if (!any) ImGui::TextDisabled("Every finding is filtered out.");
+  ImGui::EndChild();
+  if (detail) diagnostics_detail();
+  ImGui::End();
+}
+
+// Groups the findings again when they changed, and the rows when the filter did.
+void App::diagnostics_refresh() {
+  const std::vector<Finding>& findings = findings_.findings;
   DiagnosticsView& v = diagnostics_view_;
   if (v.model != findings_.model || v.num_findings != findings.size()) {
     v.model = findings_.model;
@@ -98,25 +132,26 @@ void App::draw_diagnostics_panel() {
     v.filter = UINT32_MAX;  // rows below
     v.selected = SIZE_MAX;
   }
-  if (v.filter != v.hidden) {
-    v.filter = v.hidden;
-    v.rows.assign(v.groups.size(), {});
-    v.occurrences.assign(v.groups.size(), {});
-    for (size_t g = 0; g < v.groups.size(); ++g) {
-      if (v.hidden & kind_bit(v.groups[g].kind)) continue;
-      size_t sum = 0;
-      for (uint32_t i = 0; i < findings.size(); ++i) {
-        const Finding& f = findings[i];
-        if (f.kind != v.groups[g].kind || (v.hidden & severity_bit(f.severity))) continue;
-        v.rows[g].push_back(i);
-        v.occurrences[g].push_back(sum += f.count);
-      }
+  if (v.filter == v.hidden) return;
+  v.filter = v.hidden;
+  v.rows.assign(v.groups.size(), {});
+  v.occurrences.assign(v.groups.size(), {});
+  for (size_t g = 0; g < v.groups.size(); ++g) {
+    if (v.hidden & kind_bit(v.groups[g].kind)) continue;
+    size_t sum = 0;
+    for (uint32_t i = 0; i < findings.size(); ++i) {
+      const Finding& f = findings[i];
+      if (f.kind != v.groups[g].kind || (v.hidden & severity_bit(f.severity))) continue;
+      v.rows[g].push_back(i);
+      v.occurrences[g].push_back(sum += f.count);
     }
   }
+}
 
-  // ---- summary and filters ----
+// The summary line: a checkbox per severity, the kinds popup, "up to now".
+void App::diagnostics_filters() {
+  DiagnosticsView& v = diagnostics_view_;
   const analysis::FindingCounts& counts = v.counts;
-  const size_t now = session_.current();
   struct SeverityBox {
     Severity s;
     size_t n;
@@ -145,138 +180,135 @@ void App::draw_diagnostics_panel() {
   }
   ImGui::SameLine();
   ImGui::Checkbox("up to now", &v.up_to_current);
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("only findings that already hold at the current event (#%zu)", now);
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("only findings that already hold at the current event (#%zu)", session_.current());
+  }
+}
 
-  // ---- the groups ----
-  const bool detail = v.selected < findings.size();
-  const float detail_h = detail ? ImGui::GetTextLineHeightWithSpacing() * 6.f : 0.f;
-  ImGui::BeginChild("findings", ImVec2(0.f, -detail_h));
-  // Most severe first, then by kind.
-  std::vector<size_t> order(v.groups.size());
-  for (size_t g = 0; g < order.size(); ++g) order[g] = g;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return v.groups[a].severity < v.groups[b].severity; });
-  bool any = false;
-  for (size_t g : order) {
-    const analysis::FindingGroup& group = v.groups[g];
-    const std::vector<uint32_t>& all_rows = v.rows[g];
-    // Rows are ordered by `at`: the ones already true are a prefix.
-    size_t n = all_rows.size();
-    if (v.up_to_current) {
-      n = static_cast<size_t>(std::upper_bound(all_rows.begin(), all_rows.end(), now,
-                                               [&](size_t e, uint32_t i) { return e < findings[i].at; }) -
-                              all_rows.begin());
+// One kind's group: a tree node with its counts, its rows inside. False when
+// the filters leave it no row.
+bool App::diagnostics_group(size_t g) {
+  const std::vector<Finding>& findings = findings_.findings;
+  const DiagnosticsView& v = diagnostics_view_;
+  const analysis::FindingGroup& group = v.groups[g];
+  const std::vector<uint32_t>& all_rows = v.rows[g];
+  const size_t now = session_.current();
+  // Rows are ordered by `at`: the ones already true are a prefix.
+  size_t n = all_rows.size();
+  if (v.up_to_current) {
+    n = static_cast<size_t>(std::upper_bound(all_rows.begin(), all_rows.end(), now,
+                                             [&](size_t e, uint32_t i) { return e < findings[i].at; }) -
+                            all_rows.begin());
+  }
+  if (n == 0) return false;
+  ImGui::PushID(static_cast<int>(g));
+  ImGui::SetNextItemOpen(true, ImGuiCond_Once);
+  const std::string kind(analysis::to_string(group.kind));
+  const std::string label = fmt::format("{}###group", kind);
+  ImGui::PushStyleColor(ImGuiCol_Text, col(severity_color(group.severity)));
+  const bool node_open = ImGui::TreeNodeEx(label.c_str(), ImGuiTreeNodeFlags_SpanAvailWidth);
+  ImGui::PopStyleColor();
+  if (ImGui::IsItemHovered()) {
+    ImGui::BeginTooltip();
+    ImGui::Text("%s: %s", kind.c_str(), kind_help(group.kind));
+    for (const auto& [owner, k] : group.owners) {
+      if (owner == kNoIndex) continue;
+      ImGui::BulletText("%s: %zu", session_.model()->owner_name(owner).c_str(), k);
     }
-    if (n == 0) continue;
-    any = true;
-    ImGui::PushID(static_cast<int>(g));
-    ImGui::SetNextItemOpen(true, ImGuiCond_Once);
-    const std::string kind(analysis::to_string(group.kind));
-    const std::string label = fmt::format("{}###group", kind);
-    ImGui::PushStyleColor(ImGuiCol_Text, col(severity_color(group.severity)));
-    const bool node_open = ImGui::TreeNodeEx(label.c_str(), ImGuiTreeNodeFlags_SpanAvailWidth);
-    ImGui::PopStyleColor();
-    if (ImGui::IsItemHovered()) {
-      ImGui::BeginTooltip();
-      ImGui::Text("%s: %s", kind.c_str(), kind_help(group.kind));
-      for (const auto& [owner, k] : group.owners) {
-        if (owner == kNoIndex) continue;
-        ImGui::BulletText("%s: %zu", m->owner_name(owner).c_str(), k);
+    ImGui::EndTooltip();
+  }
+  ImGui::SameLine();
+  const size_t occurrences = v.occurrences[g][n - 1];
+  if (occurrences != n) {
+    ImGui::TextDisabled("%zu %s, %zu %s", n, n == 1 ? "finding" : "findings", occurrences, count_noun(group.kind));
+  } else {
+    ImGui::TextDisabled("%zu %s", n, n == 1 ? "finding" : "findings");
+  }
+  if (node_open) {
+    diagnostics_rows(g, n);
+    ImGui::TreePop();
+  }
+  ImGui::PopID();
+  return true;
+}
+
+// The group's first `n` rows: at (a link that selects the finding), rank,
+// message; findings that hold only after the current event are greyed.
+void App::diagnostics_rows(size_t g, size_t n) {
+  const std::vector<Finding>& findings = findings_.findings;
+  DiagnosticsView& v = diagnostics_view_;
+  const std::vector<uint32_t>& all_rows = v.rows[g];
+  const std::string kind(analysis::to_string(v.groups[g].kind));
+  const size_t now = session_.current();
+  if (!ImGui::BeginTable("rows", 3, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) return;
+  ImGui::TableSetupColumn("at", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("#00000000").x);
+  ImGui::TableSetupColumn("rank", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("r00").x);
+  ImGui::TableSetupColumn("message", ImGuiTableColumnFlags_WidthStretch);
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(n));
+  while (clipper.Step()) {
+    for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) {
+      const uint32_t i = all_rows[static_cast<size_t>(r)];
+      const Finding& f = findings[i];
+      const bool future = f.at > now;
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      if (future) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      char at[24];
+      std::snprintf(at, sizeof(at), "#%zu##%u", f.at, i);
+      if (ImGui::Selectable(at, v.selected == i, ImGuiSelectableFlags_SpanAllColumns)) {
+        v.selected = i;
+        jump_to(f.at, f.function);
+        if (f.owner != kNoIndex) select_owner(f.owner);
       }
-      ImGui::EndTooltip();
+      const bool hovered = ImGui::IsItemHovered();
+      ImGui::TableNextColumn();
+      if (f.rank >= 0) ImGui::Text("r%d", f.rank);
+      ImGui::TableNextColumn();
+      if (f.count > 1) {
+        ImGui::TextDisabled("x%zu", f.count);
+        ImGui::SameLine();
+      }
+      ImGui::TextUnformatted(f.message.c_str());
+      if (future) ImGui::PopStyleColor();
+      if (hovered) finding_tooltip(f, kind, future);
     }
+  }
+  ImGui::EndTable();
+}
+
+// The selected finding below the groups: its kind, owner, Function, message
+// and the events that prove it, as links.
+void App::diagnostics_detail() {
+  const analysis::Model& m = *session_.model();
+  DiagnosticsView& v = diagnostics_view_;
+  const Finding& f = findings_.findings[v.selected];
+  ImGui::Separator();
+  ImGui::TextColored(col(severity_color(f.severity)), "%s", std::string(analysis::to_string(f.kind)).c_str());
+  if (f.owner != kNoIndex) {
     ImGui::SameLine();
-    const size_t occurrences = v.occurrences[g][n - 1];
-    if (occurrences != n) {
-      ImGui::TextDisabled("%zu %s, %zu %s", n, n == 1 ? "finding" : "findings", occurrences, count_noun(group.kind));
-    } else {
-      ImGui::TextDisabled("%zu %s", n, n == 1 ? "finding" : "findings");
-    }
-    if (node_open) {
-      if (ImGui::BeginTable("rows", 3, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
-        ImGui::TableSetupColumn("at", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("#00000000").x);
-        ImGui::TableSetupColumn("rank", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("r00").x);
-        ImGui::TableSetupColumn("message", ImGuiTableColumnFlags_WidthStretch);
-        ImGuiListClipper clipper;
-        clipper.Begin(static_cast<int>(n));
-        while (clipper.Step()) {
-          for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) {
-            const uint32_t i = all_rows[static_cast<size_t>(r)];
-            const Finding& f = findings[i];
-            const bool future = f.at > now;
-            ImGui::TableNextRow();
-            ImGui::TableNextColumn();
-            if (future) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-            char at[24];
-            std::snprintf(at, sizeof(at), "#%zu##%u", f.at, i);
-            if (ImGui::Selectable(at, v.selected == i, ImGuiSelectableFlags_SpanAllColumns)) {
-              v.selected = i;
-              jump_to(f.at, f.function);
-              if (f.owner != kNoIndex) select_owner(f.owner);
-            }
-            const bool hovered = ImGui::IsItemHovered();
-            ImGui::TableNextColumn();
-            if (f.rank >= 0) ImGui::Text("r%d", f.rank);
-            ImGui::TableNextColumn();
-            if (f.count > 1) {
-              ImGui::TextDisabled("x%zu", f.count);
-              ImGui::SameLine();
-            }
-            ImGui::TextUnformatted(f.message.c_str());
-            if (future) ImGui::PopStyleColor();
-            if (hovered) {
-              ImGui::BeginTooltip();
-              ImGui::PushTextWrapPos(ImGui::GetFontSize() * 36.f);
-              ImGui::TextColored(col(severity_color(f.severity)), "%s (%s)", kind.c_str(),
-                                 std::string(analysis::to_string(f.severity)).c_str());
-              ImGui::TextUnformatted(f.message.c_str());
-              ImGui::PopTextWrapPos();
-              if (future) ImGui::TextDisabled("holds from #%zu on, after the current event", f.at);
-              ImGui::TextDisabled("click: go to #%zu and select its Function and owner", f.at);
-              ImGui::EndTooltip();
-            }
-          }
-        }
-        ImGui::EndTable();
-      }
-      ImGui::TreePop();
-    }
+    owner_label(f.owner, m.owners()[f.owner].destroyed_at <= session_.current());
+  }
+  if (f.function != kNoIndex) {
+    ImGui::SameLine();
+    const std::string fn = m.function_name(f.function);
+    if (ImGui::SmallButton(fn.c_str())) select_function(f.function);
+  }
+  ImGui::PushTextWrapPos(0.f);
+  ImGui::TextUnformatted(f.message.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::TextDisabled("proved by");
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  const float spacing = ImGui::GetStyle().ItemSpacing.x;
+  for (size_t k = 0; k < f.events.size(); ++k) {
+    const std::string text = fmt::format("#{}", f.events[k]);
+    if (ImGui::GetItemRectMax().x + spacing + ImGui::CalcTextSize(text.c_str()).x < right) ImGui::SameLine();
+    ImGui::PushID(static_cast<int>(k));
+    event_link(f.events[k]);
     ImGui::PopID();
   }
-  if (!any) ImGui::TextDisabled("Every finding is filtered out.");
-  ImGui::EndChild();
-
-  // ---- the selected finding: what proves it ----
-  if (detail) {
-    const Finding& f = findings[v.selected];
-    ImGui::Separator();
-    ImGui::TextColored(col(severity_color(f.severity)), "%s", std::string(analysis::to_string(f.kind)).c_str());
-    if (f.owner != kNoIndex) {
-      ImGui::SameLine();
-      owner_label(f.owner, m->owners()[f.owner].destroyed_at <= now);
-    }
-    if (f.function != kNoIndex) {
-      ImGui::SameLine();
-      const std::string fn = m->function_name(f.function);
-      if (ImGui::SmallButton(fn.c_str())) select_function(f.function);
-    }
-    ImGui::PushTextWrapPos(0.f);
-    ImGui::TextUnformatted(f.message.c_str());
-    ImGui::PopTextWrapPos();
-    ImGui::TextDisabled("proved by");
-    const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
-    const float spacing = ImGui::GetStyle().ItemSpacing.x;
-    for (size_t k = 0; k < f.events.size(); ++k) {
-      const std::string text = fmt::format("#{}", f.events[k]);
-      if (ImGui::GetItemRectMax().x + spacing + ImGui::CalcTextSize(text.c_str()).x < right) ImGui::SameLine();
-      ImGui::PushID(static_cast<int>(k));
-      event_link(f.events[k]);
-      ImGui::PopID();
-    }
-    ImGui::SameLine();
-    if (ImGui::SmallButton("close")) v.selected = SIZE_MAX;
-  }
-  ImGui::End();
+  ImGui::SameLine();
+  if (ImGui::SmallButton("close")) v.selected = SIZE_MAX;
 }
 
 }  // namespace hookscope::app

@@ -59,6 +59,136 @@ std::string parameter_name(const analysis::Model& m, const analysis::ReducerInfo
   return fmt::format("parameter {}", p);
 }
 
+// Where a Reducer is at the current event, or null when it is constructed later.
+const analysis::ReducerAt* reducer_at(const analysis::State& st, analysis::ReducerIndex k) {
+  auto it = std::lower_bound(st.reducers.begin(), st.reducers.end(), k,
+                             [](const analysis::ReducerAt& r, analysis::ReducerIndex x) { return r.reducer < x; });
+  return it != st.reducers.end() && it->reducer == k ? &*it : nullptr;
+}
+
+// How many hooks `o` has attached at the current event.
+uint32_t attached_hooks(const analysis::State& st, analysis::OwnerIndex o) {
+  auto it = std::lower_bound(st.owners.begin(), st.owners.end(), o,
+                             [](const analysis::OwnerAt& a, analysis::OwnerIndex x) { return a.owner < x; });
+  return it != st.owners.end() && it->owner == o ? it->hooks : 0;
+}
+
+// The buckets' tooltip: status and the parameters in it.
+void bucket_tooltip(const analysis::Model& m, const analysis::ReducerInfo& info, const analysis::BucketAt& b) {
+  ImGui::BeginTooltip();
+  ImGui::Text("bucket %u: %u parameter%s, %u pending", b.index, b.size, b.size == 1 ? "" : "s", b.pending);
+  ImGui::TextColored(col(bucket_color(b.status)), "%s", bucket_words(b.status));
+  size_t listed = 0;
+  for (uint32_t q = 0; q < info.parameters.size(); ++q) {
+    if (info.parameters[q].bucket != b.index) continue;
+    if (++listed > 16) {
+      ImGui::TextDisabled("...");
+      break;
+    }
+    ImGui::BulletText("%s", parameter_name(m, info, q).c_str());
+  }
+  ImGui::EndTooltip();
+}
+
+// One bucket cell at `a`, `w` wide: filled as far as its gradients are in.
+void bucket_cell(const analysis::BucketAt& b, ImVec2 a, float w, float h) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 z(a.x + w, a.y + h);
+  dl->AddRectFilled(a, z, kBucketFrame, 2.f);
+  if (b.status == BucketStatus::kPending && b.size > 0) {
+    const float done = static_cast<float>(b.size - b.pending) / static_cast<float>(b.size);
+    dl->AddRectFilled(a, z, render::with_alpha(kPendingColor, 120), 2.f);
+    if (done > 0.f) dl->AddRectFilled(a, ImVec2(a.x + w * done, z.y), kReadyColor, 2.f);
+  } else {
+    dl->AddRectFilled(a, z, bucket_color(b.status), 2.f);
+  }
+  const std::string text = b.pending > 0 ? fmt::format("{}/{}", b.size - b.pending, b.size) : fmt::format("{}", b.size);
+  const ImVec2 ts = ImGui::CalcTextSize(text.c_str());
+  if (ts.x + 4.f < w) {
+    dl->AddText(ImVec2(a.x + (w - ts.x) * 0.5f, a.y + (h - ts.y) * 0.5f), render::rgba(16, 16, 16), text.c_str());
+  }
+}
+
+// The buckets: a cell each, as wide as its share of parameters, then what is pending.
+void reducer_buckets(const analysis::Model& m, const analysis::ReducerInfo& info, const analysis::ReducerAt& at) {
+  if (at.buckets.empty()) return;
+  const float width = ImGui::GetContentRegionAvail().x;
+  const float h = ImGui::GetTextLineHeight() * 1.2f;
+  const float gap = 3.f;
+  const size_t n = at.buckets.size();
+  uint64_t total = 0;
+  for (const analysis::BucketAt& b : at.buckets) total += std::max<uint32_t>(b.size, 1);
+  const float min_w = 6.f;
+  const float free_w = std::max(0.f, width - gap * static_cast<float>(n - 1) - min_w * static_cast<float>(n));
+  ImVec2 p = ImGui::GetCursorScreenPos();
+  const float y0 = p.y;
+  size_t pending_buckets = 0, pending_params = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const analysis::BucketAt& b = at.buckets[i];
+    const float w = min_w + free_w * static_cast<float>(std::max<uint32_t>(b.size, 1)) / static_cast<float>(total);
+    const ImVec2 a(p.x, y0);
+    bucket_cell(b, a, w, h);
+    ImGui::SetCursorScreenPos(a);
+    ImGui::PushID(static_cast<int>(i));
+    ImGui::InvisibleButton("bucket", ImVec2(w, h));
+    ImGui::PopID();
+    if (ImGui::IsItemHovered()) bucket_tooltip(m, info, b);
+    if (b.pending > 0 && at.backward >= 0) ++pending_buckets, pending_params += b.pending;
+    p.x += w + gap;
+  }
+  ImGui::SetCursorScreenPos(ImVec2(ImGui::GetCursorScreenPos().x, y0));
+  ImGui::Dummy(ImVec2(width, h));
+  if (at.backward < 0) {
+    ImGui::TextDisabled("%zu buckets, none prepared yet", n);
+  } else if (pending_buckets > 0) {
+    ImGui::TextDisabled("pending: %zu parameters in %zu of %zu buckets", pending_params, pending_buckets, n);
+  } else {
+    ImGui::TextDisabled("no gradient pending");
+  }
+}
+
+// Its current backward: finalized or how far, and no-op fires.
+void reducer_backward(const analysis::ReducerInfo& info, const analysis::ReducerAt& at) {
+  if (at.backward < 0) {
+    ImGui::TextDisabled("No prepare_for_backward yet.");
+  } else {
+    ImGui::Text("backward %lld:", static_cast<long long>(at.backward));
+    ImGui::SameLine();
+    if (at.finalized) {
+      ImGui::TextColored(col(kReducedColor), "finalized (gradients averaged and written back)");
+    } else {
+      ImGui::TextColored(col(kReadyColor), "in progress, %zu of %u parameters ready", at.ready_order.size(),
+                         info.num_parameters);
+    }
+  }
+  if (at.noops > 0) {
+    ImGui::TextColored(col(kReadyColor), "%u no-op fire%s", at.noops, at.noops == 1 ? "" : "s");
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("this Reducer's hooks fired in a backward it did not prepare for,\n"
+                        "so they did nothing (another DDP instance on the same module ran it)");
+    }
+  }
+}
+
+// A destroyed Reducer: what its destructor removed and what it left attached.
+void reducer_destroyed(const analysis::ReducerInfo& info, const analysis::ReducerAt& at, uint32_t left, size_t now) {
+  ImGui::TextUnformatted("Its destructor removed");
+  ImGui::SameLine(0.f, 4.f);
+  ImGui::TextColored(info.hooks_removed == 0 && info.num_parameters > 0 ? col(palette().alarm)
+                                                                        : ImGui::GetStyleColorVec4(ImGuiCol_Text),
+                     "%u", info.hooks_removed);
+  ImGui::SameLine(0.f, 4.f);
+  ImGui::TextUnformatted("hooks;");
+  ImGui::SameLine(0.f, 4.f);
+  if (left > 0) {
+    ImGui::TextColored(col(palette().alarm), "%u still attached at #%zu (leaked, they keep firing)", left, now);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("click the owner above to see where they are");
+  } else {
+    ImGui::TextDisabled("none left attached.");
+  }
+  if (at.backward >= 0) ImGui::TextDisabled("Its last backward was %lld.", static_cast<long long>(at.backward));
+}
+
 }  // namespace
 
 void App::draw_reducers_panel() {
@@ -75,21 +205,10 @@ void App::draw_reducers_panel() {
     ImGui::End();
     return;
   }
-  const size_t now = session_.current();
   const analysis::State& st = session_.state();
-  auto reducer_at = [&](analysis::ReducerIndex k) -> const analysis::ReducerAt* {
-    auto it = std::lower_bound(st.reducers.begin(), st.reducers.end(), k,
-                               [](const analysis::ReducerAt& r, analysis::ReducerIndex x) { return r.reducer < x; });
-    return it != st.reducers.end() && it->reducer == k ? &*it : nullptr;
-  };
-  auto attached_hooks = [&](analysis::OwnerIndex o) -> uint32_t {
-    auto it = std::lower_bound(st.owners.begin(), st.owners.end(), o,
-                               [](const analysis::OwnerAt& a, analysis::OwnerIndex x) { return a.owner < x; });
-    return it != st.owners.end() && it->owner == o ? it->hooks : 0;
-  };
   size_t alive = 0;
   for (const analysis::ReducerAt& r : st.reducers) alive += r.live;
-  ImGui::TextDisabled("At #%zu: %zu alive, %zu destroyed, %zu constructed later", now, alive,
+  ImGui::TextDisabled("At #%zu: %zu alive, %zu destroyed, %zu constructed later", session_.current(), alive,
                       st.reducers.size() - alive, reducers.size() - st.reducers.size());
 
   // Live ones first (what the current backward is doing), then the destroyed.
@@ -101,226 +220,9 @@ void App::draw_reducers_panel() {
     if (!r.live) order.push_back(r.reducer);
   }
   for (analysis::ReducerIndex k = 0; k < reducers.size(); ++k) {
-    if (!reducer_at(k)) later.push_back(k);
+    if (!reducer_at(st, k)) later.push_back(k);
   }
-  for (analysis::ReducerIndex k : order) {
-    const analysis::ReducerInfo& info = reducers[k];
-    const analysis::ReducerAt* at = reducer_at(k);
-    const bool live = at->live;
-    const uint32_t left = attached_hooks(info.owner);
-    const std::string name = m->owner_name(info.owner);
-    ImGui::PushID(static_cast<int>(k));
-    // A destroyed Reducer is a different tree node (its own open state),
-    // folded until the user opens it.
-    ImGui::SetNextItemOpen(live, ImGuiCond_Once);
-    const std::string label = fmt::format("     {}###{}", name, live ? "live" : "dead");
-    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(live ? ImGuiCol_Text : ImGuiCol_TextDisabled));
-    const bool node_open =
-        ImGui::TreeNodeEx(label.c_str(), ImGuiTreeNodeFlags_SpanAvailWidth | ImGuiTreeNodeFlags_FramePadding);
-    ImGui::PopStyleColor();
-    {
-      const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
-      const float side = ImGui::GetTextLineHeight() * 0.7f;
-      const float x = a.x + ImGui::GetTreeNodeToLabelSpacing() + 2.f, y = (a.y + b.y - side) * 0.5f;
-      ImDrawList* dl = ImGui::GetWindowDrawList();
-      if (!live) dl->AddRectFilled(ImVec2(x - 1.5f, y - 1.5f), ImVec2(x + side + 1.5f, y + side + 1.5f), palette().alarm);
-      dl->AddRectFilled(ImVec2(x, y), ImVec2(x + side, y + side), render::owner_color(*session_.model(), info.owner));
-    }
-    ImGui::SameLine();
-    ImGui::TextDisabled("rank %u · %s", static_cast<unsigned>(info.rank),
-                        std::string(trace::to_string(info.policy)).c_str());
-    ImGui::SameLine();
-    if (live) {
-      if (at->backward < 0) {
-        ImGui::TextDisabled("· alive, no backward yet");
-      } else {
-        ImGui::TextDisabled("· alive, backward %lld %s", static_cast<long long>(at->backward),
-                            at->finalized ? "finalized" : "in progress");
-      }
-    } else if (left > 0) {
-      ImGui::TextColored(col(palette().alarm), "· destroyed, %u hook%s left behind", left, left == 1 ? "" : "s");
-    } else {
-      ImGui::TextDisabled("· destroyed, removed its hooks");
-    }
-    if (!node_open) {
-      ImGui::PopID();
-      continue;
-    }
-
-    owner_label(info.owner, !live);
-    ImGui::SameLine();
-    ImGui::TextDisabled("constructed");
-    ImGui::SameLine();
-    event_link(info.constructed_at);
-    if (info.destroyed_at != kNever) {
-      ImGui::SameLine();
-      ImGui::TextDisabled(live ? "· destroyed later" : "· destroyed");
-      ImGui::SameLine();
-      event_link(info.destroyed_at);
-    }
-    ImGui::TextDisabled("%u parameters in %u buckets · destroy policy", info.num_parameters, info.num_buckets);
-    ImGui::SameLine(0.f, 4.f);
-    const bool legacy = info.policy != trace::DestroyPolicy::kByKey;
-    ImGui::TextColored(legacy ? col(kReadyColor) : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled), "%s", std::string(trace::to_string(info.policy)).c_str());
-    if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip("by_key: the destructor removes exactly the hooks it added (the fix of PR #21591)\n"
-                        "none: it removes nothing; its hooks stay and pile up across rebuilds\n"
-                        "by_type: it removes every Reducer hook, another live Reducer's too");
-    }
-    if (!live) {
-      ImGui::TextUnformatted("Its destructor removed");
-      ImGui::SameLine(0.f, 4.f);
-      ImGui::TextColored(info.hooks_removed == 0 && info.num_parameters > 0 ? col(palette().alarm) : ImGui::GetStyleColorVec4(ImGuiCol_Text), "%u",
-                         info.hooks_removed);
-      ImGui::SameLine(0.f, 4.f);
-      ImGui::TextUnformatted("hooks;");
-      ImGui::SameLine(0.f, 4.f);
-      if (left > 0) {
-        ImGui::TextColored(col(palette().alarm), "%u still attached at #%zu (leaked, they keep firing)", left, now);
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("click the owner above to see where they are");
-      } else {
-        ImGui::TextDisabled("none left attached.");
-      }
-      if (at->backward >= 0) ImGui::TextDisabled("Its last backward was %lld.", static_cast<long long>(at->backward));
-      ImGui::TreePop();
-      ImGui::PopID();
-      continue;
-    }
-
-    // ---- its current backward ----
-    if (at->backward < 0) {
-      ImGui::TextDisabled("No prepare_for_backward yet.");
-    } else {
-      ImGui::Text("backward %lld:", static_cast<long long>(at->backward));
-      ImGui::SameLine();
-      if (at->finalized) {
-        ImGui::TextColored(col(kReducedColor), "finalized (gradients averaged and written back)");
-      } else {
-        ImGui::TextColored(col(kReadyColor), "in progress, %zu of %u parameters ready", at->ready_order.size(),
-                           info.num_parameters);
-      }
-    }
-    if (at->noops > 0) {
-      ImGui::TextColored(col(kReadyColor), "%u no-op fire%s", at->noops, at->noops == 1 ? "" : "s");
-      if (ImGui::IsItemHovered()) {
-        ImGui::SetTooltip("this Reducer's hooks fired in a backward it did not prepare for,\n"
-                          "so they did nothing (another DDP instance on the same module ran it)");
-      }
-    }
-
-    // ---- buckets: a cell each, as wide as its share of parameters ----
-    if (!at->buckets.empty()) {
-      const float width = ImGui::GetContentRegionAvail().x;
-      const float h = ImGui::GetTextLineHeight() * 1.2f;
-      const float gap = 3.f;
-      const size_t n = at->buckets.size();
-      uint64_t total = 0;
-      for (const analysis::BucketAt& b : at->buckets) total += std::max<uint32_t>(b.size, 1);
-      const float min_w = 6.f;
-      const float free_w = std::max(0.f, width - gap * static_cast<float>(n - 1) - min_w * static_cast<float>(n));
-      ImDrawList* dl = ImGui::GetWindowDrawList();
-      ImVec2 p = ImGui::GetCursorScreenPos();
-      const float y0 = p.y;
-      size_t pending_buckets = 0, pending_params = 0;
-      for (size_t i = 0; i < n; ++i) {
-        const analysis::BucketAt& b = at->buckets[i];
-        const float w = min_w + free_w * static_cast<float>(std::max<uint32_t>(b.size, 1)) / static_cast<float>(total);
-        const ImVec2 a(p.x, y0), z(p.x + w, y0 + h);
-        dl->AddRectFilled(a, z, kBucketFrame, 2.f);
-        if (b.status == BucketStatus::kPending && b.size > 0) {
-          const float done = static_cast<float>(b.size - b.pending) / static_cast<float>(b.size);
-          dl->AddRectFilled(a, z, render::with_alpha(kPendingColor, 120), 2.f);
-          if (done > 0.f) dl->AddRectFilled(a, ImVec2(a.x + w * done, z.y), kReadyColor, 2.f);
-        } else {
-          dl->AddRectFilled(a, z, bucket_color(b.status), 2.f);
-        }
-        const std::string text = b.pending > 0 ? fmt::format("{}/{}", b.size - b.pending, b.size) : fmt::format("{}", b.size);
-        const ImVec2 ts = ImGui::CalcTextSize(text.c_str());
-        if (ts.x + 4.f < w) {
-          dl->AddText(ImVec2(a.x + (w - ts.x) * 0.5f, a.y + (h - ts.y) * 0.5f), render::rgba(16, 16, 16), text.c_str());
-        }
-        ImGui::SetCursorScreenPos(a);
-        ImGui::PushID(static_cast<int>(i));
-        ImGui::InvisibleButton("bucket", ImVec2(w, h));
-        ImGui::PopID();
-        if (ImGui::IsItemHovered()) {
-          ImGui::BeginTooltip();
-          ImGui::Text("bucket %u: %u parameter%s, %u pending", b.index, b.size, b.size == 1 ? "" : "s", b.pending);
-          ImGui::TextColored(col(bucket_color(b.status)), "%s", bucket_words(b.status));
-          size_t listed = 0;
-          for (uint32_t q = 0; q < info.parameters.size(); ++q) {
-            if (info.parameters[q].bucket != b.index) continue;
-            if (++listed > 16) {
-              ImGui::TextDisabled("...");
-              break;
-            }
-            ImGui::BulletText("%s", parameter_name(*m, info, q).c_str());
-          }
-          ImGui::EndTooltip();
-        }
-        if (b.pending > 0 && at->backward >= 0) ++pending_buckets, pending_params += b.pending;
-        p.x += w + gap;
-      }
-      ImGui::SetCursorScreenPos(ImVec2(ImGui::GetCursorScreenPos().x, y0));
-      ImGui::Dummy(ImVec2(width, h));
-      if (at->backward < 0) {
-        ImGui::TextDisabled("%zu buckets, none prepared yet", n);
-      } else if (pending_buckets > 0) {
-        ImGui::TextDisabled("pending: %zu parameters in %zu of %zu buckets", pending_params, pending_buckets, n);
-      } else {
-        ImGui::TextDisabled("no gradient pending");
-      }
-    }
-
-    // ---- the order gradients became ready ----
-    if (!at->ready_order.empty()) {
-      const std::string title = fmt::format("Ready order ({} of {})###ready", at->ready_order.size(), info.num_parameters);
-      ImGui::SetNextItemOpen(true, ImGuiCond_Once);
-      if (ImGui::TreeNode(title.c_str())) {
-        const float row_h = ImGui::GetTextLineHeightWithSpacing();
-        const size_t rows = at->ready_order.size();
-        const float table_h = row_h * static_cast<float>(std::min<size_t>(rows, 10) + 1) + 4.f;
-        if (ImGui::BeginTable("ready", 3,
-                              ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY,
-                              ImVec2(0.f, table_h))) {
-          ImGui::TableSetupScrollFreeze(0, 1);
-          ImGui::TableSetupColumn("#");
-          ImGui::TableSetupColumn("parameter", ImGuiTableColumnFlags_WidthStretch);
-          ImGui::TableSetupColumn("bucket");
-          ImGui::TableHeadersRow();
-          ImGuiListClipper clipper;
-          clipper.Begin(static_cast<int>(rows));
-          while (clipper.Step()) {
-            for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
-              const uint32_t q = at->ready_order[static_cast<size_t>(i)];
-              ImGui::TableNextRow();
-              ImGui::TableNextColumn();
-              ImGui::TextDisabled("%d", i + 1);
-              ImGui::TableNextColumn();
-              ImGui::PushID(i);
-              const analysis::FunctionIndex acc = q < info.parameters.size() ? info.parameters[q].accumulator : kNoIndex;
-              const bool selected = acc != kNoIndex && acc == session_.selected_function();
-              if (ImGui::Selectable(parameter_name(*m, info, q).c_str(), selected) && acc != kNoIndex) {
-                select_function(acc);
-              }
-              if (ImGui::IsItemHovered() && acc != kNoIndex) {
-                ImGui::SetTooltip("parameter %u · %s\nclick: select its AccumulateGrad", q, m->function_name(acc).c_str());
-              }
-              ImGui::PopID();
-              ImGui::TableNextColumn();
-              if (q < info.parameters.size() && info.parameters[q].bucket != kNoIndex) {
-                ImGui::Text("%u", info.parameters[q].bucket);
-              }
-            }
-          }
-          ImGui::EndTable();
-        }
-        ImGui::TreePop();
-      }
-    }
-    ImGui::TreePop();
-    ImGui::PopID();
-  }
+  for (analysis::ReducerIndex k : order) reducer_section(k, *reducer_at(st, k));
 
   if (!later.empty()) {
     ImGui::Spacing();
@@ -333,6 +235,143 @@ void App::draw_reducers_panel() {
     }
   }
   ImGui::End();
+}
+
+// One Reducer: a tree node (its owner's colour, rank, policy, state), open
+// for the live ones; inside, its life, then its backward, buckets and ready
+// order (live) or what its destructor did (destroyed).
+void App::reducer_section(analysis::ReducerIndex k, const analysis::ReducerAt& at) {
+  const analysis::Model& m = *session_.model();
+  const analysis::ReducerInfo& info = m.reducers()[k];
+  const bool live = at.live;
+  const uint32_t left = attached_hooks(session_.state(), info.owner);
+  ImGui::PushID(static_cast<int>(k));
+  const bool node_open = reducer_header(info, at, left);
+  if (!node_open) {
+    ImGui::PopID();
+    return;
+  }
+  reducer_life(info, live);
+  if (!live) {
+    reducer_destroyed(info, at, left, session_.current());
+  } else {
+    reducer_backward(info, at);
+    reducer_buckets(m, info, at);
+    reducer_ready_order(info, at);
+  }
+  ImGui::TreePop();
+  ImGui::PopID();
+}
+
+// The Reducer's tree node: an owner-coloured square (red-framed when
+// destroyed), rank, policy and state. True when open.
+bool App::reducer_header(const analysis::ReducerInfo& info, const analysis::ReducerAt& at, uint32_t left) {
+  const bool live = at.live;
+  // A destroyed Reducer is a different tree node (its own open state),
+  // folded until the user opens it.
+  ImGui::SetNextItemOpen(live, ImGuiCond_Once);
+  const std::string label = fmt::format("     {}###{}", session_.model()->owner_name(info.owner), live ? "live" : "dead");
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(live ? ImGuiCol_Text : ImGuiCol_TextDisabled));
+  const bool node_open =
+      ImGui::TreeNodeEx(label.c_str(), ImGuiTreeNodeFlags_SpanAvailWidth | ImGuiTreeNodeFlags_FramePadding);
+  ImGui::PopStyleColor();
+  {
+    const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+    const float side = ImGui::GetTextLineHeight() * 0.7f;
+    const float x = a.x + ImGui::GetTreeNodeToLabelSpacing() + 2.f, y = (a.y + b.y - side) * 0.5f;
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    if (!live) dl->AddRectFilled(ImVec2(x - 1.5f, y - 1.5f), ImVec2(x + side + 1.5f, y + side + 1.5f), palette().alarm);
+    dl->AddRectFilled(ImVec2(x, y), ImVec2(x + side, y + side), render::owner_color(*session_.model(), info.owner));
+  }
+  ImGui::SameLine();
+  ImGui::TextDisabled("rank %u · %s", static_cast<unsigned>(info.rank),
+                      std::string(trace::to_string(info.policy)).c_str());
+  ImGui::SameLine();
+  if (live) {
+    if (at.backward < 0) {
+      ImGui::TextDisabled("· alive, no backward yet");
+    } else {
+      ImGui::TextDisabled("· alive, backward %lld %s", static_cast<long long>(at.backward),
+                          at.finalized ? "finalized" : "in progress");
+    }
+  } else if (left > 0) {
+    ImGui::TextColored(col(palette().alarm), "· destroyed, %u hook%s left behind", left, left == 1 ? "" : "s");
+  } else {
+    ImGui::TextDisabled("· destroyed, removed its hooks");
+  }
+  return node_open;
+}
+
+// Its owner, where it was constructed and destroyed, its size and policy.
+void App::reducer_life(const analysis::ReducerInfo& info, bool live) {
+  owner_label(info.owner, !live);
+  ImGui::SameLine();
+  ImGui::TextDisabled("constructed");
+  ImGui::SameLine();
+  event_link(info.constructed_at);
+  if (info.destroyed_at != kNever) {
+    ImGui::SameLine();
+    ImGui::TextDisabled(live ? "· destroyed later" : "· destroyed");
+    ImGui::SameLine();
+    event_link(info.destroyed_at);
+  }
+  ImGui::TextDisabled("%u parameters in %u buckets · destroy policy", info.num_parameters, info.num_buckets);
+  ImGui::SameLine(0.f, 4.f);
+  const bool legacy = info.policy != trace::DestroyPolicy::kByKey;
+  ImGui::TextColored(legacy ? col(kReadyColor) : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled), "%s",
+                     std::string(trace::to_string(info.policy)).c_str());
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("by_key: the destructor removes exactly the hooks it added (the fix of PR #21591)\n"
+                      "none: it removes nothing; its hooks stay and pile up across rebuilds\n"
+                      "by_type: it removes every Reducer hook, another live Reducer's too");
+  }
+}
+
+// The order gradients became ready: a table; a click selects the parameter's AccumulateGrad.
+void App::reducer_ready_order(const analysis::ReducerInfo& info, const analysis::ReducerAt& at) {
+  if (at.ready_order.empty()) return;
+  const analysis::Model& m = *session_.model();
+  const std::string title = fmt::format("Ready order ({} of {})###ready", at.ready_order.size(), info.num_parameters);
+  ImGui::SetNextItemOpen(true, ImGuiCond_Once);
+  if (!ImGui::TreeNode(title.c_str())) return;
+  const float row_h = ImGui::GetTextLineHeightWithSpacing();
+  const size_t rows = at.ready_order.size();
+  const float table_h = row_h * static_cast<float>(std::min<size_t>(rows, 10) + 1) + 4.f;
+  if (ImGui::BeginTable("ready", 3, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY,
+                        ImVec2(0.f, table_h))) {
+    ImGui::TableSetupScrollFreeze(0, 1);
+    ImGui::TableSetupColumn("#");
+    ImGui::TableSetupColumn("parameter", ImGuiTableColumnFlags_WidthStretch);
+    ImGui::TableSetupColumn("bucket");
+    ImGui::TableHeadersRow();
+    ImGuiListClipper clipper;
+    clipper.Begin(static_cast<int>(rows));
+    while (clipper.Step()) {
+      for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+        const uint32_t q = at.ready_order[static_cast<size_t>(i)];
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextDisabled("%d", i + 1);
+        ImGui::TableNextColumn();
+        ImGui::PushID(i);
+        const analysis::FunctionIndex acc = q < info.parameters.size() ? info.parameters[q].accumulator : kNoIndex;
+        const bool selected = acc != kNoIndex && acc == session_.selected_function();
+        if (ImGui::Selectable(parameter_name(m, info, q).c_str(), selected) && acc != kNoIndex) {
+          select_function(acc);
+        }
+        if (ImGui::IsItemHovered() && acc != kNoIndex) {
+          ImGui::SetTooltip("parameter %u · %s\nclick: select its AccumulateGrad", q, m.function_name(acc).c_str());
+        }
+        ImGui::PopID();
+        ImGui::TableNextColumn();
+        if (q < info.parameters.size() && info.parameters[q].bucket != kNoIndex) {
+          ImGui::Text("%u", info.parameters[q].bucket);
+        }
+      }
+    }
+    ImGui::EndTable();
+  }
+  ImGui::TreePop();
 }
 
 }  // namespace hookscope::app

@@ -42,11 +42,7 @@ void App::draw_status_bar() {
     ImGui::TextUnformatted(kind.data(), kind.data() + kind.size());
   }
   std::string state;
-  if (live_recorder_ && !live_finished_) state = "live: running";
-  if (live_recorder_ && live_finished_) {
-    std::lock_guard<std::mutex> lock(live_result_mutex_);
-    state = "live: finished";
-  }
+  if (live_.active()) state = live_.finished() ? "live: finished" : "live: running";
   if (session_.playing()) state += fmt::format("{}playing at {:g} events/s", state.empty() ? "" : " | ", session_.speed());
   if (findings_.pending.valid()) state += state.empty() ? "diagnosing..." : " | diagnosing...";
   if (!warning_.empty()) {
