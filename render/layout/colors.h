@@ -21,79 +21,51 @@ constexpr uint32_t with_alpha(uint32_t color, uint32_t a) { return (color & 0x00
 // (contrast >= 4.5:1) on the backgrounds they are drawn on; a test computes
 // the ratios from these tables (tests/test_render_palette.cpp), so a colour
 // edited here that fails is caught.
+//
+// Every canvas colour once, with its dark and light value side by side:
+// X(name, dark, light). Palette, kDarkPalette and kLightPalette are made
+// from this one list, so a colour cannot be added to one palette only.
+#define HOOKSCOPE_PALETTE_COLORS(X) \
+  X(background,    rgba(24, 26, 30),          rgba(250, 250, 248)) \
+  X(grid,          rgba(255, 255, 255, 10),   rgba(0, 0, 0, 14)) \
+  X(box,           rgba(48, 52, 60),          rgba(234, 236, 240)) \
+  X(box_leaf,      rgba(38, 56, 72),          rgba(222, 234, 246)) \
+  X(box_group,     rgba(60, 58, 44),          rgba(240, 234, 212)) \
+  X(box_border,    rgba(96, 102, 114),        rgba(130, 136, 148)) \
+  X(ghost,         rgba(150, 150, 150, 110),  rgba(120, 120, 120, 140)) \
+  X(text,          rgba(230, 232, 236),       rgba(20, 22, 28)) \
+  X(text_dim,      rgba(160, 166, 176),       rgba(84, 90, 100)) \
+  X(text_label,    rgba(150, 200, 250),       rgba(20, 80, 150)) \
+  X(chip_text,     rgba(16, 16, 20),          rgba(16, 16, 20)) \
+  X(edge,          rgba(140, 146, 158, 170),  rgba(110, 116, 128, 200)) \
+  X(edge_selected, rgba(255, 214, 90, 230),   rgba(200, 140, 0, 240)) \
+  X(selected,      rgba(255, 214, 90),        rgba(214, 150, 0)) \
+  X(running,       rgba(90, 220, 255),        rgba(0, 140, 190)) \
+  X(alarm,         rgba(240, 64, 64),         rgba(208, 30, 30)) \
+  X(flash,         rgba(255, 245, 120),       rgba(230, 170, 0)) \
+  X(minimap,       rgba(16, 18, 22, 235),     rgba(236, 238, 242, 240)) \
+  X(banner,        rgba(176, 28, 28),         rgba(184, 24, 24))  /* a failed rank's banner */ \
+  X(banner_text,   rgba(255, 255, 255),       rgba(255, 255, 255))  /* its text */ \
+  X(recovered,     rgba(120, 96, 30),         rgba(130, 100, 20))  /* a rank's banner once it is rebuilt */ \
+  X(stale,         rgba(255, 70, 150),        rgba(200, 0, 110))  /* a stale fire: a hook of a destroyed owner firing */ \
+  X(removed,       rgba(255, 150, 60),        rgba(180, 76, 0))  /* a hook removed here (ghost chip, box highlight) */ \
+  X(destroyed,     rgba(255, 150, 60),        rgba(190, 84, 0))  /* an owner destroyed (timeline marker, Events row) */ \
+  X(warning,       rgba(240, 190, 70),        rgba(140, 95, 0))  /* a failed removal */ \
+  X(track,         rgba(255, 255, 255, 6),    rgba(0, 0, 0, 8))  /* a timeline track's band */
+
 struct Palette {
   bool light = false;
-  uint32_t background, grid, box, box_leaf, box_group, box_border, ghost;
-  uint32_t text, text_dim, text_label, chip_text;
-  uint32_t edge, edge_selected, selected, running, alarm, flash, minimap;
-  uint32_t banner, banner_text;  // a failed rank's banner
-  uint32_t recovered;            // a rank's banner once it is rebuilt
-  uint32_t stale;                // a stale fire: a hook of a destroyed owner firing
-  uint32_t removed;              // a hook removed here (ghost chip, box highlight)
-  uint32_t destroyed;            // an owner destroyed (timeline marker, Events row)
-  uint32_t warning;              // a failed removal
-  uint32_t track;                // a timeline track's band
+#define HOOKSCOPE_PALETTE_FIELD(name, dark, light) uint32_t name;
+  HOOKSCOPE_PALETTE_COLORS(HOOKSCOPE_PALETTE_FIELD)
+#undef HOOKSCOPE_PALETTE_FIELD
 };
 
-constexpr Palette kDarkPalette{
-    .light = false,
-    .background = rgba(24, 26, 30),
-    .grid = rgba(255, 255, 255, 10),
-    .box = rgba(48, 52, 60),
-    .box_leaf = rgba(38, 56, 72),
-    .box_group = rgba(60, 58, 44),
-    .box_border = rgba(96, 102, 114),
-    .ghost = rgba(150, 150, 150, 110),
-    .text = rgba(230, 232, 236),
-    .text_dim = rgba(160, 166, 176),
-    .text_label = rgba(150, 200, 250),
-    .chip_text = rgba(16, 16, 20),
-    .edge = rgba(140, 146, 158, 170),
-    .edge_selected = rgba(255, 214, 90, 230),
-    .selected = rgba(255, 214, 90),
-    .running = rgba(90, 220, 255),
-    .alarm = rgba(240, 64, 64),
-    .flash = rgba(255, 245, 120),
-    .minimap = rgba(16, 18, 22, 235),
-    .banner = rgba(176, 28, 28),
-    .banner_text = rgba(255, 255, 255),
-    .recovered = rgba(120, 96, 30),
-    .stale = rgba(255, 70, 150),
-    .removed = rgba(255, 150, 60),
-    .destroyed = rgba(255, 150, 60),
-    .warning = rgba(240, 190, 70),
-    .track = rgba(255, 255, 255, 6),
-};
-
-constexpr Palette kLightPalette{
-    .light = true,
-    .background = rgba(250, 250, 248),
-    .grid = rgba(0, 0, 0, 14),
-    .box = rgba(234, 236, 240),
-    .box_leaf = rgba(222, 234, 246),
-    .box_group = rgba(240, 234, 212),
-    .box_border = rgba(130, 136, 148),
-    .ghost = rgba(120, 120, 120, 140),
-    .text = rgba(20, 22, 28),
-    .text_dim = rgba(84, 90, 100),
-    .text_label = rgba(20, 80, 150),
-    .chip_text = rgba(16, 16, 20),
-    .edge = rgba(110, 116, 128, 200),
-    .edge_selected = rgba(200, 140, 0, 240),
-    .selected = rgba(214, 150, 0),
-    .running = rgba(0, 140, 190),
-    .alarm = rgba(208, 30, 30),
-    .flash = rgba(230, 170, 0),
-    .minimap = rgba(236, 238, 242, 240),
-    .banner = rgba(184, 24, 24),
-    .banner_text = rgba(255, 255, 255),
-    .recovered = rgba(130, 100, 20),
-    .stale = rgba(200, 0, 110),
-    .removed = rgba(180, 76, 0),
-    .destroyed = rgba(190, 84, 0),
-    .warning = rgba(140, 95, 0),
-    .track = rgba(0, 0, 0, 8),
-};
+#define HOOKSCOPE_PALETTE_DARK(name, dark, light) .name = dark,
+#define HOOKSCOPE_PALETTE_LIGHT(name, dark, light) .name = light,
+constexpr Palette kDarkPalette{.light = false, HOOKSCOPE_PALETTE_COLORS(HOOKSCOPE_PALETTE_DARK)};
+constexpr Palette kLightPalette{.light = true, HOOKSCOPE_PALETTE_COLORS(HOOKSCOPE_PALETTE_LIGHT)};
+#undef HOOKSCOPE_PALETTE_DARK
+#undef HOOKSCOPE_PALETTE_LIGHT
 
 // The palette the views draw with now (dark until set_light_palette(true)).
 const Palette& palette();
