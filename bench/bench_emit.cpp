@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench_reference.h"
 #include "trace/emit.h"
 #include "trace/recorder.h"
 
@@ -86,40 +87,6 @@ void BM_EmitMemoryRecorder(benchmark::State& state) {
 // 2^20 events = 48 MiB kept per run.
 BENCHMARK(BM_EmitMemoryRecorder)->Iterations(1 << 20);
 
-struct Record32 {
-  uint64_t t_ns;
-  uint64_t node;
-  uint64_t key;
-  uint32_t owner;
-  uint8_t kind;
-  uint8_t sub;
-  uint16_t rank;
-};
-static_assert(sizeof(Record32) == 32);
-
-void BM_ReferenceClockPlusStore32(benchmark::State& state) {
-  constexpr size_t kRing = 4096;  // as many records as a trace Chunk holds
-  std::vector<Record32> ring(kRing);
-  Record32* buf = ring.data();
-  benchmark::DoNotOptimize(buf);
-  uint64_t i = 0;
-  for (auto _ : state) {
-    Record32& r = buf[i & (kRing - 1)];
-    r.t_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now().time_since_epoch())
-                                       .count());
-    r.node = i;
-    r.key = i + 1;
-    r.owner = 7;
-    r.kind = 8;
-    r.sub = 3;
-    r.rank = 0;
-    ++i;
-    benchmark::ClobberMemory();  // the stores must happen every iteration
-  }
-  benchmark::DoNotOptimize(ring.data());
-  state.SetItemsProcessed(state.iterations());
-}
 BENCHMARK(BM_ReferenceClockPlusStore32);
 
 void BM_ReferenceClockOnly(benchmark::State& state) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "scenarios/autograd_demo.h"
+#include "bench_reference.h"
 #include "trace/emit.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
@@ -78,40 +79,6 @@ void BM_RecordToFile(benchmark::State& state) {
 BENCHMARK(BM_RecordToFile)->Threads(1)->UseRealTime();
 BENCHMARK(BM_RecordToFile)->Threads(2)->UseRealTime();
 
-struct Record32 {
-  uint64_t t_ns;
-  uint64_t node;
-  uint64_t key;
-  uint32_t owner;
-  uint8_t kind;
-  uint8_t sub;
-  uint16_t rank;
-};
-static_assert(sizeof(Record32) == 32);
-
-void BM_ReferenceClockPlusStore32(benchmark::State& state) {
-  constexpr size_t kRing = 4096;  // as many records as a trace Chunk holds
-  std::vector<Record32> ring(kRing);
-  Record32* buf = ring.data();
-  benchmark::DoNotOptimize(buf);
-  uint64_t i = 0;
-  for (auto _ : state) {
-    Record32& r = buf[i & (kRing - 1)];
-    r.t_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now().time_since_epoch())
-                                       .count());
-    r.node = i;
-    r.key = i + 1;
-    r.owner = 7;
-    r.kind = 8;
-    r.sub = 3;
-    r.rank = 0;
-    ++i;
-    benchmark::ClobberMemory();
-  }
-  benchmark::DoNotOptimize(ring.data());
-  state.SetItemsProcessed(state.iterations());
-}
 BENCHMARK(BM_ReferenceClockPlusStore32)->Threads(1)->UseRealTime();
 BENCHMARK(BM_ReferenceClockPlusStore32)->Threads(2)->UseRealTime();
 

@@ -15,8 +15,7 @@
 
 #include "analysis/model.h"
 #include "render/sample_graphs.h"
-#include "trace/strings.h"
-#include "trace/writer.h"
+#include "testing/write_trace.h"
 
 using namespace hookscope;
 
@@ -33,12 +32,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   trace::TraceData data = render::make_sample_trace(render::make_transformer_graph(functions));
-  // The writer ships the process's string table: move the trace's ids into it.
-  std::vector<uint32_t> global(data.strings.size());
-  for (size_t i = 0; i < data.strings.size(); ++i) global[i] = trace::intern(data.strings[i]);
-  for (auto& e : data.events) {
-    if (analysis::event_arg_is_string(e.kind) && e.arg < global.size()) e.arg = global[e.arg];
-  }
   // Training goes on: every hook fires in turn, a few µs apart.
   std::vector<trace::Event> hooks;
   for (const auto& e : data.events) {
@@ -53,17 +46,10 @@ int main(int argc, char** argv) {
     fire.t_ns = t;
     data.events.push_back(fire);
   }
-  trace::TraceHeader header;
-  header.scenario = "make_gui_trace " + std::to_string(functions) + " Functions";
-  trace::TraceFileWriter writer(out, header);
-  for (size_t i = 0; i < data.events.size(); i += trace::kChunkEvents) {
-    auto chunk = std::make_unique<trace::Chunk>();
-    chunk->count = static_cast<uint32_t>(std::min<size_t>(trace::kChunkEvents, data.events.size() - i));
-    std::copy_n(data.events.begin() + static_cast<long>(i), chunk->count, chunk->events);
-    writer.on_chunk(std::move(chunk));
-  }
-  writer.close();
-  std::printf("wrote %s: %d Functions, %zu events, %llu bytes\n", out.c_str(), functions, data.events.size(),
-              static_cast<unsigned long long>(writer.stats().bytes_written));
+  const size_t num_events = data.events.size();
+  const trace::WriterStats stats =
+      testing::write_trace_file(std::move(data), out, "make_gui_trace " + std::to_string(functions) + " Functions");
+  std::printf("wrote %s: %d Functions, %zu events, %llu bytes\n", out.c_str(), functions, num_events,
+              static_cast<unsigned long long>(stats.bytes_written));
   return 0;
 }

@@ -15,8 +15,7 @@
 
 #include "analysis/model.h"
 #include "analysis/synthetic.h"
-#include "trace/strings.h"
-#include "trace/writer.h"
+#include "testing/write_trace.h"
 
 using namespace hookscope;
 
@@ -69,21 +68,8 @@ int main(int argc, char** argv) {
     }
   }
   trace::TraceData data = b.take();
-  std::vector<uint32_t> global(data.strings.size());
-  for (size_t i = 0; i < data.strings.size(); ++i) global[i] = trace::intern(data.strings[i]);
-  for (auto& e : data.events) {
-    if (analysis::event_arg_is_string(e.kind) && e.arg < global.size()) e.arg = global[e.arg];
-  }
-  trace::TraceHeader header;
-  header.scenario = "make_lanes_trace " + std::to_string(hooks) + " hooks";
-  trace::TraceFileWriter writer(out, header);
-  for (size_t i = 0; i < data.events.size(); i += trace::kChunkEvents) {
-    auto chunk = std::make_unique<trace::Chunk>();
-    chunk->count = static_cast<uint32_t>(std::min<size_t>(trace::kChunkEvents, data.events.size() - i));
-    std::copy_n(data.events.begin() + static_cast<long>(i), chunk->count, chunk->events);
-    writer.on_chunk(std::move(chunk));
-  }
-  writer.close();
-  std::printf("wrote %s: %ld hooks, %zu events\n", out.c_str(), hooks, data.events.size());
+  const size_t num_events = data.events.size();
+  testing::write_trace_file(std::move(data), out, "make_lanes_trace " + std::to_string(hooks) + " hooks");
+  std::printf("wrote %s: %ld hooks, %zu events\n", out.c_str(), hooks, num_events);
   return 0;
 }

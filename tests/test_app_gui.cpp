@@ -16,6 +16,7 @@
 
 #include "analysis/model.h"
 #include "test_util.h"
+#include "testing/gui_harness.h"
 #include "trace/reader.h"
 
 using namespace hookscope;
@@ -25,41 +26,19 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path gui_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("hookscope_gui_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
+  static const fs::path dir = testing::gui_scratch_dir("hookscope_gui");
   return dir;
 }
 
-bool have_xvfb(std::string* why) {
-  if (testing::run_command("command -v xvfb-run").exit != 0) {
-    *why = "xvfb-run is not installed (scripts/setup.sh installs xvfb)";
-    return false;
-  }
-  return true;
-}
+using testing::have_xvfb;
 
-testing::CommandResult gui(const std::string& args) {
-  // -a: a free display number, so tests may run side by side.
-  return testing::run_command("xvfb-run -a -s '-screen 0 1280x800x24' " + std::string(HOOKSCOPE_GUI_PATH) +
-                              " --size 1280x800 " + args);
-}
+testing::CommandResult gui(const std::string& args) { return testing::run_gui(args); }
 
 std::string record(const std::string& policy) {
-  const fs::path path = gui_dir() / ("recovery_" + policy + ".hstrace");
-  if (!fs::exists(path)) {
-    const auto r = testing::run_command(std::string(HOOKSCOPE_CLI_PATH) + " record recovery --steps 6 --policy " +
-                                        policy + " -o " + path.string());
-    REQUIRE_MESSAGE(r.exit == 0, r.out);
-  }
-  return path.string();
+  return testing::record_once(gui_dir(), "recovery_" + policy, "recovery --steps 6 --policy " + policy);
 }
 
-struct Image {
-  int w = 0, h = 0;
-  std::vector<unsigned char> rgba;
+struct Image : testing::Pixels {
   size_t distinct_colours() const {
     std::set<uint32_t> s;
     for (size_t i = 0; i + 3 < rgba.size(); i += 4 * 7) {
@@ -79,11 +58,7 @@ struct Image {
 
 Image load_png(const std::string& path) {
   Image img;
-  int channels = 0;
-  unsigned char* data = stbi_load(path.c_str(), &img.w, &img.h, &channels, 4);
-  REQUIRE_MESSAGE(data != nullptr, "cannot read " << path);
-  img.rgba.assign(data, data + static_cast<size_t>(img.w) * img.h * 4);
-  stbi_image_free(data);
+  testing::load_png(path, img);
   return img;
 }
 

@@ -19,6 +19,7 @@
 #include "render/layout/colors.h"
 #include "render/layout/story.h"
 #include "test_util.h"
+#include "testing/gui_harness.h"
 #include "trace/reader.h"
 
 using namespace hookscope;
@@ -29,75 +30,35 @@ using nlohmann::json;
 namespace {
 
 fs::path story_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("hookscope_story_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
+  static const fs::path dir = testing::gui_scratch_dir("hookscope_story");
   return dir;
 }
 
-// xvfb-run -a races when several start at once (two pick one display, or
-// its temporary directory cleanup fails and it exits 5):
-// such a run says so and is retried; the app's own result is kept.
-testing::CommandResult run_gui(const std::string& cmd) {
-  testing::CommandResult r;
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    r = testing::run_command(cmd);
-    if (r.out.find("Xvfb failed to start") == std::string::npos && r.out.find("xvfb-run: error") == std::string::npos &&
-        r.out.find("no display") == std::string::npos && r.out.find("could not open display") == std::string::npos) {
-      break;
-    }
-  }
-  return r;
-}
-
 bool no_xvfb() {
-  if (testing::run_command("command -v xvfb-run").exit == 0) return false;
+  if (testing::have_xvfb()) return false;
   MESSAGE("skipping: xvfb-run is not installed (scripts/setup.sh installs xvfb)");
   return true;
 }
 
 std::string record(const std::string& args, const std::string& name) {
-  const fs::path path = story_dir() / (name + ".hstrace");
-  if (!fs::exists(path)) {
-    const auto r = testing::run_command(std::string(HOOKSCOPE_CLI_PATH) + " record " + args + " -o " + path.string());
-    REQUIRE_MESSAGE(r.exit == 0, r.out);
-  }
-  return path.string();
+  return testing::record_once(story_dir(), name, args);
 }
 
-struct Shot {
-  int w = 0, h = 0;
-  std::vector<unsigned char> rgba;
+struct Shot : testing::Pixels {
   json report;
   // Pixels within `tol` of `color` (0xAABBGGRR) inside [x0, x1) x [y0, y1).
   size_t count(uint32_t color, float x0, float y0, float x1, float y1, int tol = 10) const {
-    const int r = color & 0xff, g = (color >> 8) & 0xff, b = (color >> 16) & 0xff;
-    size_t n = 0;
-    for (int y = std::max(0, static_cast<int>(y0)); y < std::min(h, static_cast<int>(y1)); ++y) {
-      for (int x = std::max(0, static_cast<int>(x0)); x < std::min(w, static_cast<int>(x1)); ++x) {
-        const unsigned char* p = &rgba[(static_cast<size_t>(y) * w + x) * 4];
-        n += std::abs(p[0] - r) <= tol && std::abs(p[1] - g) <= tol && std::abs(p[2] - b) <= tol;
-      }
-    }
-    return n;
+    return Pixels::count(color, x0, y0, x1, y1, tol);
   }
   size_t count(uint32_t color, int tol = 10) const { return count(color, 0, 0, static_cast<float>(w), static_cast<float>(h), tol); }
 };
 
 Shot shoot(const std::string& trace, const std::string& args, const std::string& name) {
   const std::string png = (story_dir() / (name + ".png")).string(), rep = (story_dir() / (name + ".json")).string();
-  const auto r = run_gui("HOOKSCOPE_DRAW_REPORT=" + rep + " xvfb-run -a -s '-screen 0 1280x800x24' " +
-                                      std::string(HOOKSCOPE_GUI_PATH) + " --size 1280x800 " + trace + " " + args +
-                                      " --screenshot " + png);
+  const auto r = testing::run_gui(trace + " " + args + " --screenshot " + png, "HOOKSCOPE_DRAW_REPORT=" + rep);
   REQUIRE_MESSAGE(r.exit == 0, r.out);
   Shot s;
-  int channels = 0;
-  unsigned char* data = stbi_load(png.c_str(), &s.w, &s.h, &channels, 4);
-  REQUIRE_MESSAGE(data != nullptr, "cannot read " << png);
-  s.rgba.assign(data, data + static_cast<size_t>(s.w) * s.h * 4);
-  stbi_image_free(data);
+  testing::load_png(png, s);
   std::ifstream in(rep);
   REQUIRE_MESSAGE(in.good(), "no draw report: " << r.out);
   s.report = json::parse(in);
@@ -231,12 +192,11 @@ TEST_CASE("gui story: --at out of range and an unknown --select exit 2 with a me
   if (no_xvfb()) return;
   const std::string trace = record("recovery --policy none --recoveries 2", "recovery_none");
   const std::string png = (story_dir() / "bad.png").string();
-  const std::string gui = "xvfb-run -a -s '-screen 0 1280x800x24' " + std::string(HOOKSCOPE_GUI_PATH) + " " + trace;
-  const auto at = run_gui(gui + " --at 99999 --screenshot " + png + " 2>&1");
+  const auto at = testing::run_gui(trace + " --at 99999 --screenshot " + png);
   CHECK_MESSAGE(at.exit == 2, at.out);
   CHECK(at.out.find("--at 99999") != std::string::npos);
   CHECK(at.out.find("events 0 to") != std::string::npos);
-  const auto sel = run_gui(gui + " --select 987654 --screenshot " + png + " 2>&1");
+  const auto sel = testing::run_gui(trace + " --select 987654 --screenshot " + png);
   CHECK_MESSAGE(sel.exit == 2, sel.out);
   CHECK(sel.out.find("--select 987654: no Function") != std::string::npos);
 }

@@ -17,6 +17,7 @@
 #include "analysis/model.h"
 #include "render/layout/colors.h"
 #include "test_util.h"
+#include "testing/gui_harness.h"
 #include "trace/reader.h"
 #include "view_colors.h"
 
@@ -27,46 +28,24 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path views_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("hookscope_views_gui_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
+  static const fs::path dir = testing::gui_scratch_dir("hookscope_views_gui");
   return dir;
 }
 
-bool have_xvfb() { return testing::run_command("command -v xvfb-run").exit == 0; }
+bool have_xvfb() { return testing::have_xvfb(); }
 
 std::string record(const std::string& scenario, const std::string& options) {
   std::string name = scenario + options;
   for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  const fs::path path = views_dir() / (name + ".hstrace");
-  if (!fs::exists(path)) {
-    const auto r = testing::run_command(std::string(HOOKSCOPE_CLI_PATH) + " record " + scenario + " " + options +
-                                        " -o " + path.string());
-    REQUIRE_MESSAGE(r.exit == 0, r.out);
-  }
-  return path.string();
+  return testing::record_once(views_dir(), name, scenario + " " + options);
 }
 
-struct Shot {
-  int w = 0, h = 0;
-  std::vector<unsigned char> rgba;
+struct Shot : testing::Pixels {
   nlohmann::json report;
   // Pixels within `tol` of `color` (IM_COL32 packing) inside the report's rect `name`.
   size_t count(const std::string& name, uint32_t color, int tol = 12) const {
     const auto& r = report.at(name);
-    const int x0 = std::max(0, static_cast<int>(r[0].get<float>())), y0 = std::max(0, static_cast<int>(r[1].get<float>()));
-    const int x1 = std::min(w, static_cast<int>(r[2].get<float>())), y1 = std::min(h, static_cast<int>(r[3].get<float>()));
-    const int cr = color & 0xff, cg = (color >> 8) & 0xff, cb = (color >> 16) & 0xff;
-    size_t n = 0;
-    for (int y = y0; y < y1; ++y) {
-      for (int x = x0; x < x1; ++x) {
-        const unsigned char* p = &rgba[(static_cast<size_t>(y) * w + x) * 4];
-        n += std::abs(p[0] - cr) <= tol && std::abs(p[1] - cg) <= tol && std::abs(p[2] - cb) <= tol;
-      }
-    }
-    return n;
+    return Pixels::count(color, r[0].get<float>(), r[1].get<float>(), r[2].get<float>(), r[3].get<float>(), tol);
   }
   size_t area(const std::string& name) const {
     const auto& r = report.at(name);
@@ -78,16 +57,10 @@ struct Shot {
 Shot shoot(const std::string& trace, const std::string& args, const std::string& name) {
   const std::string png = (views_dir() / (name + ".png")).string();
   const std::string json = (views_dir() / (name + ".json")).string();
-  const auto r = testing::run_command("HOOKSCOPE_VIEWS_REPORT=" + json + " xvfb-run -a -s '-screen 0 1280x800x24' " +
-                                      std::string(HOOKSCOPE_GUI_PATH) + " --size 1280x800 " + trace + " " + args +
-                                      " --screenshot " + png);
+  const auto r = testing::run_gui(trace + " " + args + " --screenshot " + png, "HOOKSCOPE_VIEWS_REPORT=" + json);
   REQUIRE_MESSAGE(r.exit == 0, r.out);
   Shot s;
-  int channels = 0;
-  unsigned char* data = stbi_load(png.c_str(), &s.w, &s.h, &channels, 4);
-  REQUIRE_MESSAGE(data != nullptr, "cannot read " << png);
-  s.rgba.assign(data, data + static_cast<size_t>(s.w) * s.h * 4);
-  stbi_image_free(data);
+  testing::load_png(png, s);
   std::ifstream in(json);
   REQUIRE_MESSAGE(in.good(), "no views report at " << json);
   s.report = nlohmann::json::parse(in);

@@ -15,6 +15,7 @@
 #include "trace/recorder.h"
 #include "trace/strings.h"
 #include "test_util.h"
+#include "testing/temp_dir.h"
 
 using namespace hookscope;
 namespace fs = std::filesystem;
@@ -24,13 +25,6 @@ namespace {
 testing::CommandResult cli(const std::string& args) {
   return testing::run_command(std::string(HOOKSCOPE_CLI_PATH) + " " + args);
 }
-
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("hookscope-cli-test-" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 analysis::Model recovery_model() {
   scenarios::DdpScenarioOptions o;
@@ -108,7 +102,7 @@ TEST_CASE("jsonl export: one parseable, self-describing object per event") {
 }
 
 TEST_CASE("cli: exit codes and messages for usage errors, unreadable and corrupt files") {
-  TempDir dir;
+  testing::TempDir dir("hookscope-cli-test");
   CHECK(cli("--help").exit == 0);
   for (const char* verb : {"record", "launch", "info", "events", "state", "check", "export", "diff", "stats"}) {
     CAPTURE(verb);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "testing/temp_dir.h"
 #include "trace/reader.h"
 
 using namespace hookscope;
@@ -27,16 +28,6 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kCli = HOOKSCOPE_CLI_PATH;
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 // Starts the CLI with `args`, its output to `log`; returns its pid.
 pid_t start_cli(const std::vector<std::string>& args, const std::string& log) {
@@ -163,7 +154,7 @@ std::map<int, int> last_steps(const fs::path& dir) {
 TEST_SUITE("launch") {
 
 TEST_CASE("a rank killed from outside is replaced - the run finishes with exit 0 and says so") {
-  TempDir dir("hookscope-launch-external");
+  testing::TempDir dir("hookscope-launch-external");
   const std::string prefix = (dir.path / "run").string();
   const std::string log = (dir.path / "launch.out").string();
   pid_t launcher = start_cli({"launch", "--nproc", "3", "recovery", "--steps", "600", "--fail-step",
@@ -186,7 +177,7 @@ TEST_CASE("a rank killed from outside is replaced - the run finishes with exit 0
 }
 
 TEST_CASE("SIGTERM to the launcher: its ranks die, the rendezvous directory goes, exit 143") {
-  TempDir dir("hookscope-launch-term");
+  testing::TempDir dir("hookscope-launch-term");
   const std::string prefix = (dir.path / "run").string();
   pid_t launcher = start_cli({"launch", "--nproc", "2", "recovery", "--steps", "1000000",
                               "--fail-step", "999990", "-o", prefix},
@@ -210,7 +201,7 @@ TEST_CASE("SIGTERM to the launcher: its ranks die, the rendezvous directory goes
 }
 
 TEST_CASE("SIGKILL of the launcher: its ranks die with it - the next launch removes its directory") {
-  TempDir dir("hookscope-launch-kill");
+  testing::TempDir dir("hookscope-launch-kill");
   const std::string prefix = (dir.path / "run").string();
   pid_t launcher = start_cli({"launch", "--nproc", "2", "recovery", "--steps", "1000000",
                               "--fail-step", "999990", "-o", prefix},
@@ -230,7 +221,7 @@ TEST_CASE("SIGKILL of the launcher: its ranks die with it - the next launch remo
 }
 
 TEST_CASE("a rank that hangs (SIGSTOP): the launcher's watchdog ends the run, exit 1") {
-  TempDir dir("hookscope-launch-stall");
+  testing::TempDir dir("hookscope-launch-stall");
   const std::string prefix = (dir.path / "run").string();
   ::setenv("HOOKSCOPE_LAUNCH_STALL_S", "4", 1);
   pid_t launcher = start_cli({"launch", "--nproc", "2", "recovery", "--steps", "1000000",
@@ -250,7 +241,7 @@ TEST_CASE("a rank that hangs (SIGSTOP): the launcher's watchdog ends the run, ex
 }
 
 TEST_CASE("a rank that cannot run ends the run at once: exit 1, the failure in the traces") {
-  TempDir dir("hookscope-launch-error");
+  testing::TempDir dir("hookscope-launch-error");
   const std::string prefix = (dir.path / "run").string();
   const auto t0 = std::chrono::steady_clock::now();
   // Port 1 on the loopback: connection refused.
@@ -276,7 +267,7 @@ TEST_CASE("a rank that cannot run ends the run at once: exit 1, the failure in t
 }
 
 TEST_CASE("record --rank: a rank that stops early exits 1 and records why") {
-  TempDir dir("hookscope-record-rank");
+  testing::TempDir dir("hookscope-record-rank");
   const std::string trace = (dir.path / "r1.hstrace").string();
   // A store that refuses connections.
   auto r = testing::run_command(kCli + " record recovery --rank 1 --world-size 2 --store redis://127.0.0.1:1 " +

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "test_util.h"
+#include "testing/temp_dir.h"
 #include "trace/emit.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
@@ -22,16 +23,6 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kCli = HOOKSCOPE_CLI_PATH;
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -70,7 +61,7 @@ int run_with_file_limit(const std::string& args, rlim_t bytes, std::string& out)
 TEST_SUITE("safe_write") {
 
 TEST_CASE("a trace is written under a temporary name and replaces the old one only once it has events") {
-  TempDir dir("hookscope-safe-write");
+  testing::TempDir dir("hookscope-safe-write");
   const std::string path = (dir.path / "t.hstrace").string();
   {
     std::ofstream(path) << "old trace";
@@ -95,7 +86,7 @@ TEST_CASE("a trace is written under a temporary name and replaces the old one on
 }
 
 TEST_CASE("a recorder that dies before its first block leaves the old trace as it was") {
-  TempDir dir("hookscope-safe-write-kill");
+  testing::TempDir dir("hookscope-safe-write-kill");
   const std::string path = (dir.path / "t.hstrace").string();
   {
     std::ofstream(path) << "old trace";
@@ -114,7 +105,7 @@ TEST_CASE("a recorder that dies before its first block leaves the old trace as i
 }
 
 TEST_CASE("a failed recording before any block: old trace kept, temporary removed, exit 2") {
-  TempDir dir("hookscope-safe-write-fail");
+  testing::TempDir dir("hookscope-safe-write-fail");
   const std::string path = (dir.path / "t.hstrace").string();
   {
     std::ofstream(path) << "old trace";
@@ -132,7 +123,7 @@ TEST_CASE("a failed recording before any block: old trace kept, temporary remove
 }
 
 TEST_CASE("disk full mid-run: exit 2, the trace reads up to its last block") {
-  TempDir dir("hookscope-safe-write-full");
+  testing::TempDir dir("hookscope-safe-write-full");
   const std::string path = (dir.path / "t.hstrace").string();
   // recovery over 300 steps writes about 100 KB; 48 KB holds its first blocks.
   std::string out;
