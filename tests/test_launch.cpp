@@ -92,6 +92,28 @@ std::vector<pid_t> wait_for_ranks(pid_t launcher, size_t n) {
   return {};
 }
 
+// A launch of 2 ranks of a run too long to finish (output in DIR/launch.out),
+// once both ranks are running; `extra` goes before -o; `stall_s`: the
+// launcher's HOOKSCOPE_LAUNCH_STALL_S.
+struct LongLaunch {
+  pid_t launcher;
+  std::vector<pid_t> ranks;
+};
+LongLaunch start_long_launch(const testing::TempDir& dir, std::vector<std::string> extra = {},
+                             const char* stall_s = nullptr) {
+  std::vector<std::string> args = {"launch", "--nproc", "2", "recovery", "--steps", "1000000", "--fail-step", "999990"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.push_back("-o");
+  args.push_back((dir.path / "run").string());
+  LongLaunch l;
+  if (stall_s) ::setenv("HOOKSCOPE_LAUNCH_STALL_S", stall_s, 1);
+  l.launcher = start_cli(args, (dir.path / "launch.out").string());
+  if (stall_s) ::unsetenv("HOOKSCOPE_LAUNCH_STALL_S");
+  l.ranks = wait_for_ranks(l.launcher, 2);
+  REQUIRE(l.ranks.size() == 2);
+  return l;
+}
+
 std::string store_dir_of(pid_t rank) {
   std::istringstream in(cmdline(rank));
   std::string word;
@@ -178,12 +200,7 @@ TEST_CASE("a rank killed from outside is replaced - the run finishes with exit 0
 
 TEST_CASE("SIGTERM to the launcher: its ranks die, the rendezvous directory goes, exit 143") {
   testing::TempDir dir("hookscope-launch-term");
-  const std::string prefix = (dir.path / "run").string();
-  pid_t launcher = start_cli({"launch", "--nproc", "2", "recovery", "--steps", "1000000",
-                              "--fail-step", "999990", "-o", prefix},
-                             (dir.path / "launch.out").string());
-  auto ranks = wait_for_ranks(launcher, 2);
-  REQUIRE(ranks.size() == 2);
+  const auto [launcher, ranks] = start_long_launch(dir);
   const std::string rendezvous = store_dir_of(ranks[0]);
   REQUIRE(rendezvous.rfind("/tmp/hookscope-rendezvous-", 0) == 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -203,11 +220,7 @@ TEST_CASE("SIGTERM to the launcher: its ranks die, the rendezvous directory goes
 TEST_CASE("SIGKILL of the launcher: its ranks die with it - the next launch removes its directory") {
   testing::TempDir dir("hookscope-launch-kill");
   const std::string prefix = (dir.path / "run").string();
-  pid_t launcher = start_cli({"launch", "--nproc", "2", "recovery", "--steps", "1000000",
-                              "--fail-step", "999990", "-o", prefix},
-                             (dir.path / "launch.out").string());
-  auto ranks = wait_for_ranks(launcher, 2);
-  REQUIRE(ranks.size() == 2);
+  const auto [launcher, ranks] = start_long_launch(dir);
   const std::string rendezvous = store_dir_of(ranks[0]);
   REQUIRE(!rendezvous.empty());
   ::kill(launcher, SIGKILL);
@@ -222,14 +235,7 @@ TEST_CASE("SIGKILL of the launcher: its ranks die with it - the next launch remo
 
 TEST_CASE("a rank that hangs (SIGSTOP): the launcher's watchdog ends the run, exit 1") {
   testing::TempDir dir("hookscope-launch-stall");
-  const std::string prefix = (dir.path / "run").string();
-  ::setenv("HOOKSCOPE_LAUNCH_STALL_S", "4", 1);
-  pid_t launcher = start_cli({"launch", "--nproc", "2", "recovery", "--steps", "1000000",
-                              "--fail-step", "999990", "--timeout-ms", "1000", "-o", prefix},
-                             (dir.path / "launch.out").string());
-  ::unsetenv("HOOKSCOPE_LAUNCH_STALL_S");
-  auto ranks = wait_for_ranks(launcher, 2);
-  REQUIRE(ranks.size() == 2);
+  const auto [launcher, ranks] = start_long_launch(dir, {"--timeout-ms", "1000"}, "4");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ::kill(ranks[1], SIGSTOP);  // alive, silent: its peer waits for it in rendezvous
   const int rc = wait_exit(launcher, std::chrono::seconds(60));
