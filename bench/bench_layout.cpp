@@ -55,6 +55,7 @@
 #include "analysis/state.h"
 #include "render/draw/graph_view.h"
 #include "render/draw/timeline_view.h"
+#include "testing/headless_imgui.h"
 #endif
 
 namespace hr = hookscope::render;
@@ -168,34 +169,6 @@ BENCHMARK(BM_VsDot)
 
 #ifdef HOOKSCOPE_RENDER_DRAW
 
-// One ImGui context with no renderer for the frame benchmarks.
-struct Headless {
-  Headless() {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.DisplaySize = {1600.f, 1000.f};
-    io.DeltaTime = 1.f / 60.f;
-    io.IniFilename = nullptr;
-    io.BackendFlags |= ImGuiBackendFlags_RendererHasVtxOffset;
-    unsigned char* pixels = nullptr;
-    int w = 0, h = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
-  }
-  ~Headless() { ImGui::DestroyContext(); }
-  template <class Fn>
-  int frame(Fn&& draw) {
-    ImGui::NewFrame();
-    ImGui::SetNextWindowPos({0, 0});
-    ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
-    ImGui::Begin("bench", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings);
-    draw();
-    ImDrawList* list = ImGui::GetWindowDrawList();
-    ImGui::End();
-    ImGui::Render();
-    return list->VtxBuffer.Size;
-  }
-};
-
 // 20k Functions as 64 side-by-side towers of transformer blocks (64
 // components, as 64 ranks would be): a wide picture, so that zoomed out to
 // plain boxes about half of them are on screen at once, the worst case of
@@ -212,7 +185,7 @@ hr::SampleGraph wide_graph(int functions) {
 }
 
 void BM_GraphFrame(benchmark::State& state) {
-  Headless imgui;
+  hookscope::testing::HeadlessImGui imgui(1600.f, 1000.f);  // no renderer
   const bool wide = state.range(0) >= 3;
   const hookscope::analysis::Model model(
       hr::make_sample_trace(wide ? wide_graph(20000) : hr::make_transformer_graph(20000)));
@@ -325,7 +298,7 @@ BENCHMARK(BM_GraphScene)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
 #ifdef HOOKSCOPE_RENDER_DRAW
 
 void BM_TimelineFrame(benchmark::State& state) {
-  Headless imgui;
+  hookscope::testing::HeadlessImGui imgui(1600.f, 1000.f);  // no renderer
   hr::TimelineView view;
   view.set_index(ten_million_events());
   imgui.frame([&] { view.draw(0); });  // fits

@@ -13,7 +13,7 @@
 #include "render/draw/graph_view.h"
 #include "render/sample_graphs.h"
 #include "scenarios/ddp_scenarios.h"
-#include "test_render_util.h"
+#include "testing/headless_imgui.h"
 #include "test_util.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"

@@ -15,7 +15,7 @@
 
 #ifdef HOOKSCOPE_RENDER_DRAW
 #include "render/draw/timeline_view.h"
-#include "test_render_util.h"
+#include "testing/headless_imgui.h"
 #include "test_util.h"
 #endif
 

@@ -11,7 +11,7 @@
 #include "crafted_traces.h"
 #include "render/draw/timeline_view.h"
 #include "scenarios/ddp_scenarios.h"
-#include "test_render_util.h"
+#include "testing/headless_imgui.h"
 #include "test_util.h"
 #include "trace/reader.h"
 

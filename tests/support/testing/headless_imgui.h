@@ -1,5 +1,6 @@
 #pragma once
-// A Dear ImGui context with no renderer, for the views' headless tests: a
+// A Dear ImGui context with no renderer, for the views' headless tests and
+// the frame benchmarks (bench/bench_layout.cpp): a
 // frame is NewFrame, one window filling the display, Render; what was drawn
 // is read back from the window's ImDrawList.
 
