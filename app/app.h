@@ -3,8 +3,8 @@
 // live_run.h), the background jobs (event filter, diagnostics, compare), the
 // Session every panel follows (app/session.h), and the panels, one source
 // file each (app/panel_*.cpp), with what they cache between frames. A new
-// model reaches every view through publish_model() alone. main.cpp owns the window; tests drive an App with an
-// ImGui context and no window (tests/test_app_ui.cpp).
+// model reaches every view through publish_model() alone. main.cpp owns the
+// window; tests drive an App with an ImGui context and no window (test_app_ui).
 
 #include <imgui.h>
 
