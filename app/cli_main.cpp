@@ -7,10 +7,13 @@
 #include <new>
 
 #include "cli.h"
+#include "cli_python.h"
 #include "launch.h"
 
 int main(int argc, char** argv) {
   using namespace hookscope::cli;
+  // record-python / record --python: the rest of argv is the script's (cli_python.h).
+  if (auto rc = maybe_record_python(argc, argv)) return *rc;
   CLI::App app{"hookscope-cli: record autograd/DDP hook traces headless and inspect them"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every verb");
@@ -19,6 +22,11 @@ int main(int argc, char** argv) {
   auto* record = app.add_subcommand("record", "run a built-in scenario and record its events");
   add_scenario_options(record, record_args, false);
   add_store_options(record, record_args, false);
+  std::string python_script;  // handled by maybe_record_python; listed here for --help
+  record->add_option("--python", python_script,
+                     "record a PyTorch program instead: record [-o OUT] --python SCRIPT ARGS...");
+  app.add_subcommand("record-python", "record a PyTorch program through the torch bridge: "
+                                      "record-python [-o OUT] SCRIPT ARGS...");
 
   int nproc = 2;
   auto* launch = app.add_subcommand(

@@ -1,19 +1,30 @@
 #!/usr/bin/python3
 """Cost of recording a real PyTorch training step with the torch bridge
 (python/hookscope): MLP 784-256-256-10, batch 64 per rank, SGD, DDP on 2
-processes (gloo, 127.0.0.1), one intra-op thread per process. One run
-alternates short blocks of steps without and with a recording (a fresh
-hookscope.start() per block, so both see the same process, caches and
-machine load; the figure is the median of the per-block ratios), and pairs of steps in one recording, one paused and one
-recorded (the figure least disturbed by a shared machine's load: the median
-of the per-pair ratios).
-Also: trace bytes and events per recorded step, events/s written.
+processes (gloo, 127.0.0.1), one intra-op thread per process.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/torch_bridge_overhead.py [ROUNDS] [STEPS]
+Interleaved A/B, made for a loaded machine: PAIRS pairs of blocks of STEPS
+steps, one block without hookscope (A: nothing patched) and one inside a
+fresh recording (B: hookscope.start(), one untimed step that names the
+parameters, STEPS timed steps, finish()), the order alternating pair by
+pair (AB, BA, ...) so that drifting load falls on both. Figures: the median
+step time of each side, their ratio, and the median of the per-pair ratios
+(each pair saw the same seconds of load). Also: trace bytes and events per
+recorded step, events/s written, and (a second, finer figure) pairs of
+single steps in one recording, paused vs recorded.
 
+    PYTHONPATH=build/python /usr/bin/python3 bench/torch_bridge_overhead.py [PAIRS] [STEPS] [--profile]
+
+--profile: cProfile of rank 0's recorded steps, the top functions on stderr.
 Prints one JSON line (rank 0's view; both ranks run the same steps)."""
 import json
 import os
+
+# One BLAS thread per rank, really: OpenBLAS's own pool (torch.set_num_threads
+# does not stop it) spins in sched_yield and, on a small shared machine,
+# makes the figure mostly noise. Set before torch loads OpenBLAS.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 import socket
 import statistics
 import sys
@@ -31,7 +42,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def worker(rank, world, port, rounds, steps, tmp, out):
+def worker(rank, world, port, pairs, steps, profile, tmp, out):
     import hookscope
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
@@ -46,84 +57,141 @@ def worker(rank, world, port, rounds, steps, tmp, out):
     x = torch.randn(64, 784)
     y = torch.randint(0, 10, (64,))
 
+    cpu = []  # CPU seconds per step of each block (every thread of the process)
+    main_cpu = []  # per step: CPU seconds of the training thread (no waiting for a core)
+
     def block(n):
         times = []
+        c0 = time.process_time()
         for _ in range(n):
+            m0 = time.thread_time()
             t0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
             loss = torch.nn.functional.cross_entropy(ddp(x), y)
             loss.backward()
             opt.step()
             times.append(time.perf_counter() - t0)
+            main_cpu.append(time.thread_time() - m0)
+        cpu.append((time.process_time() - c0) / n)
         return times
 
     block(10)  # warm-up
-    # (1) Short blocks: no hookscope at all, then a fresh recording. A
-    # recording's first step (it names the parameters: one pass over the
-    # heap) is timed apart; the others are compared with the steps just
-    # before, block by block.
-    off, on, ratios, first, sizes, events, rec_s = [], [], [], [], [], [], []
-    for r in range(rounds):
-        a = block(steps)
+    med = statistics.median
+    off, on, ratios, first, sizes, events, rates = [], [], [], [], [], [], []
+    cpu_off, cpu_on, cpu_ratios = [], [], []
+    thread_off, thread_on, thread_ratios = [], [], []
+
+    def recorded(r):
         rec = hookscope.start(os.path.join(tmp, f"bench{r}.rank{rank}.hstrace"))
+        first.extend(block(1))  # names the parameters: one pass over the heap
+        cpu.pop()
+        main_cpu.pop()
         t0 = time.perf_counter()
-        first += block(1)
+        c0 = time.process_time()
         b = block(steps)
-        rec_s.append(time.perf_counter() - t0)
-        stats = rec.finish()
+        elapsed = time.perf_counter() - t0
+        stats = rec.finish()  # the writer's last flush counts as the block's CPU
+        cpu[-1] = (time.process_time() - c0) / steps
         sizes.append(stats["bytes"] / (steps + 1))
         events.append(stats["events"] / (steps + 1))
+        rates.append(events[-1] * steps / elapsed)
+        return b
+
+    profiler = None
+    if profile and rank == 0:
+        import cProfile
+        profiler = cProfile.Profile()
+    for r in range(pairs):
+        dist.barrier()
+        if r % 2 == 0:
+            a = block(steps)
+            ta = main_cpu[-steps:]
+            b = recorded(r)
+            tb = main_cpu[-steps:]
+        else:
+            b = recorded(r)
+            tb = main_cpu[-steps:]
+            a = block(steps)
+            ta = main_cpu[-steps:]
+        thread_off += ta
+        thread_on += tb
+        thread_ratios.append(med(tb) / med(ta))
         off += a
         on += b
-        ratios.append(statistics.median(b) / statistics.median(a))
-        dist.barrier()
-    # (2) Pairs of steps in one recording, one recorded and one paused: the
-    # same seconds of machine load for both, so the fairest figure on a
-    # shared machine (paused = the patched functions' fast path only).
+        ratios.append(med(b) / med(a))
+        c_off, c_on = (cpu[-2], cpu[-1]) if r % 2 == 0 else (cpu[-1], cpu[-2])
+        cpu_off.append(c_off)
+        cpu_on.append(c_on)
+        cpu_ratios.append(c_on / c_off)
+    if profiler:
+        rec = hookscope.start(os.path.join(tmp, f"profile.rank{rank}.hstrace"))
+        block(1)
+        profiler.enable()
+        block(steps * 4)
+        profiler.disable()
+        rec.finish()
+        import pstats
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(25)
+    elif profile:
+        rec = hookscope.start(os.path.join(tmp, f"profile.rank{rank}.hstrace"))
+        block(1 + steps * 4)
+        rec.finish()
+    # Pairs of single steps in one recording, one paused and one recorded:
+    # the same second of machine load for both (paused = the patched
+    # functions' fast path only).
+    dist.barrier()
     rec = hookscope.start(os.path.join(tmp, f"pairs.rank{rank}.hstrace"))
     block(3)
-    pair_ratios, paused, recorded = [], [], []
-    for _ in range(max(200, rounds * steps)):
+    step_ratios = []
+    for _ in range(max(50, pairs * 4)):
         hookscope.pause()
         a = block(1)[0]
         hookscope.resume()
         b = block(1)[0]
-        paused.append(a)
-        recorded.append(b)
-        pair_ratios.append(b / a)
+        step_ratios.append(b / a)
     rec.finish()
     if rank == 0:
-        med = statistics.median
         out.put({
-            "blocks": {"ms_per_step_off": med(off) * 1e3, "ms_per_step_on": med(on) * 1e3,
-                       "overhead_pct": (med(on) / med(off) - 1) * 100,
-                       "overhead_pct_median_block": (med(ratios) - 1) * 100,
-                       "ms_first_recorded_step": med(first) * 1e3,
-                       "rounds": rounds, "steps_per_block": steps},
-            "pairs": {"ms_per_step_paused": med(paused) * 1e3,
-                      "ms_per_step_recorded": med(recorded) * 1e3,
-                      "overhead_pct_median_pair": (med(pair_ratios) - 1) * 100,
-                      "pairs": len(pair_ratios)},
+            "ab": {"ms_per_step_off": med(off) * 1e3, "ms_per_step_on": med(on) * 1e3,
+                   "ratio_of_medians": med(on) / med(off),
+                   "median_pair_ratio": med(ratios),
+                   "pair_ratios": [round(x, 4) for x in ratios],
+                   "cpu_ms_per_step_off": med(cpu_off) * 1e3, "cpu_ms_per_step_on": med(cpu_on) * 1e3,
+                   "cpu_ratio_of_medians": med(cpu_on) / med(cpu_off),
+                   "cpu_median_pair_ratio": med(cpu_ratios),
+                   "cpu_pair_ratios": [round(x, 4) for x in cpu_ratios],
+                   "thread_cpu_ms_per_step_off": med(thread_off) * 1e3,
+                   "thread_cpu_ms_per_step_on": med(thread_on) * 1e3,
+                   "thread_cpu_ratio_of_medians": med(thread_on) / med(thread_off),
+                   "thread_cpu_median_pair_ratio": med(thread_ratios),
+                   "ms_first_recorded_step": med(first) * 1e3,
+                   "pairs": pairs, "steps_per_block": steps},
+            "paused_vs_recorded_steps": {"median_ratio": med(step_ratios),
+                                         "pairs": len(step_ratios)},
             "trace_bytes_per_step": med(sizes),
             "events_per_step": med(events),
-            "events_per_s": med(e * (steps + 1) / s for e, s in zip(events, rec_s)),
+            "events_per_s": med(rates),
         })
     dist.destroy_process_group()
 
 
 def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 30
-    steps = int(sys.argv[2]) if len(sys.argv) > 2 else 8
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    profile = "--profile" in sys.argv
+    pairs = int(args[0]) if args else 15
+    steps = int(args[1]) if len(args) > 1 else 20
+    if pairs < 7:
+        sys.exit("at least 7 pairs, for a median that means something")
     world = 2
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        procs = [ctx.Process(target=worker, args=(r, world, port, rounds, steps, tmp, out))
+        procs = [ctx.Process(target=worker, args=(r, world, port, pairs, steps, profile, tmp, out))
                  for r in range(world)]
         for p in procs:
             p.start()
-        result = out.get(timeout=600)
+        result = out.get(timeout=1200)
         for p in procs:
             p.join(60)
     print(json.dumps(result))

@@ -1,6 +1,7 @@
 // The diagnostics of Note [Findings], computed from the model's tables.
 
 #include "analysis/diagnostics.h"
+#include "analysis/diagnostics_growth.h"
 
 #include <fmt/format.h>
 
@@ -78,6 +79,7 @@ class Diagnoser {
 
   const Model& m_;
   std::vector<uint32_t> seg_begin_, seg_of_hook_;
+  std::vector<EventIndex> last_prepare_;  // per owner (Note [Hook growth])
   std::vector<Finding> out_;
 };
 
@@ -88,18 +90,6 @@ void add_evidence(Finding& f, size_t index) {
 void finish_evidence(Finding& f) {
   std::sort(f.events.begin(), f.events.end());
   f.events.erase(std::unique(f.events.begin(), f.events.end()), f.events.end());
-}
-
-std::string series_text(const std::vector<uint32_t>& counts) {
-  std::string s;
-  for (size_t k = 0; k < counts.size(); ++k) {
-    if (counts.size() > 8 && k == 3) {
-      s += " → …";
-      k = counts.size() - 3;
-    }
-    s += fmt::format("{}{}", k ? " → " : "", counts[k]);
-  }
-  return s;
 }
 
 void Diagnoser::index_segments_by_hook() {
@@ -314,10 +304,11 @@ void Diagnoser::collateral_removals() {
   }
 }
 
-// multi_owner and hook_growth: one sweep over the hooks that ever sat on `f`,
-// in O(n log n) (counts of the hooks on `f` kept as the sweep goes, not
-// recounted per hook). Only the first hook an owner adds of a kind opens a
-// growth step or a multi-owner check, as a Reducer adds one hook per Function.
+// multi_owner and hook_growth (Note [Hook growth]): one sweep over the hooks
+// that ever sat on `f`, in O(n log n) (counts of the hooks on `f` kept as the
+// sweep goes, not recounted per hook). Only the first hook an owner adds of a
+// kind opens a growth step or a multi-owner check, as a Reducer adds one hook
+// per Function.
 void Diagnoser::per_function(FunctionIndex f) {
   auto segs = m_.segments_of(f);
   if (segs.size() < 2) return;
@@ -334,15 +325,11 @@ void Diagnoser::per_function(FunctionIndex f) {
   std::map<OwnerIndex, std::pair<uint32_t, EventIndex>> reducer_owners;
   // Per (hook kind, owner kind): the destruction times of the owners of the hooks here.
   std::map<std::pair<HookKind, OwnerKind>, std::multiset<std::pair<EventIndex, OwnerIndex>>> dying;
+  // Per hook kind: the last prepared backward of the Reducers with such hooks here.
+  std::map<HookKind, std::multiset<std::pair<EventIndex, OwnerIndex>>> prepared;
   std::set<std::pair<HookKind, OwnerIndex>> first_adds;
   std::set<std::vector<OwnerIndex>> reported;
-  struct Growth {
-    std::vector<uint32_t> counts;
-    std::vector<EventIndex> at;
-    std::vector<OwnerIndex> adders;
-    EventIndex first = kNever;
-  };
-  std::map<HookKind, Growth> growth;
+  std::map<std::pair<HookKind, OwnerKind>, HookGrowth> growth;  // owners of one kind
   auto change = [&](uint32_t s, int d) {
     const HookSegment& seg = segments[s];
     if (seg.on_tensor) return;
@@ -354,6 +341,15 @@ void Diagnoser::per_function(FunctionIndex f) {
       auto [r, fresh] = reducer_owners.try_emplace(hook.owner, 0, seg.from);
       r->second.first += d;
       if (r->second.first == 0) reducer_owners.erase(r);
+      if (last_prepare_[hook.owner] != kNever) {
+        auto& p = prepared[hook.kind];
+        const std::pair<EventIndex, OwnerIndex> item{last_prepare_[hook.owner], hook.owner};
+        if (d > 0) {
+          p.insert(item);
+        } else {
+          p.erase(p.find(item));
+        }
+      }
     }
     auto& set = dying[{hook.kind, oi.kind}];
     const std::pair<EventIndex, OwnerIndex> item{oi.destroyed_at, hook.owner};
@@ -382,6 +378,15 @@ void Diagnoser::per_function(FunctionIndex f) {
         auto d = it->second.begin();  // the earliest destroyed; o's own all share one time
         if (d->second == o) d = it->second.upper_bound({d->first, o});
         dead_same = d != it->second.end() && d->first <= a;
+      }
+      // Or (a Reducer adding) another Reducer with such a hook here was replaced:
+      // it prepared no backward since.
+      bool replaced_same = false;
+      auto p = prepared.find(hook.kind);
+      if (owners[o].kind == OwnerKind::kReducer && p != prepared.end() && !p->second.empty()) {
+        auto d = p->second.begin();
+        if (d->second == o) d = p->second.upper_bound({d->first, o});
+        replaced_same = d != p->second.end() && replaced_by(last_prepare_, d->second, a);
       }
       if (owners[o].kind == OwnerKind::kReducer && reported.size() < kMaxReports) {
         std::vector<OwnerIndex> set;
@@ -415,33 +420,21 @@ void Diagnoser::per_function(FunctionIndex f) {
           }
         }
       }
-      Growth& g = growth[hook.kind];
+      HookGrowth& g = growth[{hook.kind, owners[o].kind}];
       g.adders.push_back(o);
       g.counts.push_back(same);
       g.at.push_back(a);
-      if (dead_same && g.first == kNever) g.first = a;
+      if ((dead_same || replaced_same) && g.first == kNever) g.first = a;
     }
     if (seg.to > a) {
       change(s, +1);
       ending.emplace(seg.to, s);
     }
   }
-  for (auto& [kind, g] : growth) {
+  for (auto& [kinds, g] : growth) {
     if (g.first == kNever) continue;
     Finding out = make(FindingKind::kHookGrowth, Severity::kError, f, g.adders.back());
-    out.at = g.first;
-    out.count = *std::max_element(g.counts.begin(), g.counts.end());
-    for (size_t k = 0; k < g.at.size(); ++k) {
-      if (k < kMaxEvidence / 2 || k + kMaxEvidence / 2 >= g.at.size()) add_evidence(out, g.at[k]);
-    }
-    const OwnerInfo& first_owner = owners[g.adders.front()];
-    out.message = fmt::format(
-        "{} hooks on {} grew {} as {} {} owners added theirs ({} first, {} last): hooks of "
-        "destroyed owners stay attached and keep firing",
-        trace::to_string(kind), m_.function_name(f), series_text(g.counts), g.adders.size(),
-        trace::to_string(first_owner.kind), m_.owner_name(g.adders.front()),
-        m_.owner_name(g.adders.back()));
-    finish_evidence(out);
+    describe_growth(m_, kinds.first, f, g, last_prepare_, out);
     out_.push_back(std::move(out));
   }
 }
@@ -488,6 +481,7 @@ void Diagnoser::failed_removals() {
 std::vector<Finding> Diagnoser::run() {
   leaks_and_stale_fires();
   collateral_removals();
+  last_prepare_ = last_prepares(m_);
   for (FunctionIndex f = 0; f < m_.functions().size(); ++f) per_function(f);
   failed_removals();
   for (Finding& f : diagnose_reducers(m_)) out_.push_back(std::move(f));

@@ -30,9 +30,11 @@ namespace hookscope::analysis {
 //    once (two DDP instances on one module). One per (Function, owner set).
 //  * failed_removal: a removal that found no such hook (kHookRemoveFailed).
 //  * hook_growth: the hooks of one kind on a Function grow as owners are
-//    rebuilt (a new owner adds while a destroyed owner of the same kind still
-//    has hooks there): 1 -> 2 -> 3 across Reducer rebuilds. One per
-//    (Function, hook kind).
+//    rebuilt (a new owner adds while an earlier owner of the same kind still
+//    has hooks there and is destroyed, or is a Reducer replaced while alive:
+//    it never prepares a backward again): 1 -> 2 -> 3 across Reducer
+//    rebuilds. One per (Function, hook kind, owner kind). Note [Hook growth] in
+//    diagnostics_growth.h has the rule and what it is not.
 //  * marked_twice: kMarkedTwice. One per event.
 //  * unused_parameter: kUnusedParameter. One per (Reducer, parameter),
 //    count = backwards.

@@ -1,13 +1,12 @@
 """PyTorch issue #21344 for real: DDP rebuilt on the same module after a
 failure, 3 times, on 2 ranks (processes, gloo). With the old DDP objects
 deleted each Reducer removes its hooks (check is clean); with them kept alive
-by a forgotten reference, every AccumulateGrad carries one hook per Reducer
-(check names the parameter and the Reducers), and the
-trace's hook count per AccumulateGrad equals the length of the Node's
-post-hook list read through the extension.
-
-With the old DDPs kept alive the Reducers are alive too: `check` reports
-that each AccumulateGrad holds the hooks of 4 live Reducers (multi_owner)."""
+by a forgotten reference, every AccumulateGrad carries one hook per Reducer:
+`check` reports hook_growth 1 -> 2 -> 3 -> 4 on each, naming the parameter
+and the Reducers (each old one replaced while alive: it never prepares a
+backward again, Note [Hook growth]), and the trace's hook count per
+AccumulateGrad equals the length of the Node's post-hook list read through
+the extension. The Reducers being alive, multi_owner is reported as well."""
 
 import gc
 import json
@@ -111,16 +110,24 @@ def test_kept_ddp_shows_every_reducer():
         code, report = tu.check_json(path)
         tu.expect(code == 1, f"check should report findings on {path}")
         # The forgotten DDP objects keep their Reducers alive, so their hooks
-        # stay and fire on every backward: check names each AccumulateGrad
-        # and the live Reducers whose hooks it holds (multi_owner; hook_growth
-        # is kept for hooks of destroyed owners, as in the built-in `none` policy).
-        many = [f for f in report if f["kind"] in ("multi_owner", "hook_growth")]
+        # stay and fire on every backward: hook_growth on each AccumulateGrad,
+        # naming the parameter and every Reducer, the old ones as replaced.
+        growth = [f for f in report if f["kind"] == "hook_growth"]
+        tu.expect(len(growth) == 4, f"one hook_growth per AccumulateGrad: {growth}")
+        series = " → ".join(str(i) for i in range(1, REBUILDS + 2))
         for name in ("0.weight", "0.bias", "2.weight", "2.bias"):
-            worst = [f for f in many if f"({name} [" in f["message"] and f["count"] == REBUILDS + 1]
-            tu.expect(worst, f"no finding names {name} with {REBUILDS + 1} Reducers: {many}")
-            text = worst[0]["message"]
-            tu.expect(all(f"Reducer {i}" in text for i in range(1, REBUILDS + 2)),
+            mine = [f for f in growth if f"({name} [" in f["message"]]
+            tu.expect(len(mine) == 1, f"no hook_growth names {name}: {growth}")
+            f = mine[0]
+            tu.expect(f["count"] == REBUILDS + 1 and f["severity"] == "error", f"{name}: {f}")
+            text = f["message"]
+            tu.expect(series in text, f"{name}: the series {series}: {text}")
+            tu.expect(all(f"Reducer {i} replaced" in text for i in range(1, REBUILDS + 1))
+                      and f"Reducer {REBUILDS + 1})" in text,
                       f"the finding should name every Reducer: {text}")
+        # The live Reducers at once: multi_owner, as before.
+        multi = [f for f in report if f["kind"] == "multi_owner" and f["count"] == REBUILDS + 1]
+        tu.expect(len(multi) == 4, f"multi_owner with every Reducer on each parameter: {multi}")
         noops = [e for e in tu.events(path) if e["kind"] == "autograd_hook_noop"]
         tu.expect({e["owner_label"] for e in noops} == {f"Reducer {i}" for i in range(1, REBUILDS + 1)},
                   "the forgotten Reducers' hooks keep firing and do nothing")
