@@ -29,17 +29,22 @@ inline void emit_one(uint64_t i) {
   tr::emit(tr::EventKind::kHookFired, 3, i, i + 1, 0, 7);
 }
 
-void BM_EmitNoRecorder(benchmark::State& state) {
-  if (tr::recording()) {
-    state.SkipWithError("a recorder is attached");
-    return;
-  }
+// One emission per iteration of `state`.
+inline void emit_loop(benchmark::State& state) {
   uint64_t i = 0;
   for (auto _ : state) {
     emit_one(i);
     ++i;
     benchmark::DoNotOptimize(i);  // also a compiler memory barrier: the flag is reloaded
   }
+}
+
+void BM_EmitNoRecorder(benchmark::State& state) {
+  if (tr::recording()) {
+    state.SkipWithError("a recorder is attached");
+    return;
+  }
+  emit_loop(state);
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_EmitNoRecorder);
@@ -58,12 +63,7 @@ void BM_EmitRecorderDropSink(benchmark::State& state) {
   DropSink sink;
   tr::Recorder recorder(sink);
   recorder.start();
-  uint64_t i = 0;
-  for (auto _ : state) {
-    emit_one(i);
-    ++i;
-    benchmark::DoNotOptimize(i);
-  }
+  emit_loop(state);
   recorder.finish();
   if (sink.events != static_cast<uint64_t>(state.iterations())) {
     state.SkipWithError("the sink did not receive every event");
@@ -75,12 +75,7 @@ BENCHMARK(BM_EmitRecorderDropSink);
 void BM_EmitMemoryRecorder(benchmark::State& state) {
   tr::MemoryRecorder recorder;
   recorder.start();
-  uint64_t i = 0;
-  for (auto _ : state) {
-    emit_one(i);
-    ++i;
-    benchmark::DoNotOptimize(i);
-  }
+  emit_loop(state);
   recorder.finish();
   state.SetItemsProcessed(state.iterations());
 }

@@ -24,6 +24,7 @@
 #include "analysis/state.h"
 #include "crafted_traces.h"
 #include "export/export.h"
+#include "testing/temp_dir.h"
 #include "trace/reader.h"
 
 using namespace hookscope;
@@ -117,15 +118,6 @@ Limited run_cli(const std::vector<std::string>& args, const std::string& scratch
   r.err = slurp(err_path);
   return r;
 }
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/hookscope_hostile_XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 }  // namespace
 
@@ -225,12 +217,12 @@ TEST_CASE("text from traces: JSON always valid UTF-8, terminals never get escape
 }
 
 TEST_CASE("hostile traces: every crafted file through every verb, time-limited and address-space capped") {
-  TempDir dir;
+  testing::TempDir dir("hookscope_hostile");
   const auto all = crafted::catalogue(20'000);
   size_t runs = 0, crashes = 0, hangs = 0;
   long max_rss = 0;
   for (const auto& c : all) {
-    const std::string file = dir.path + "/" + c.name + ".hstrace";
+    const std::string file = dir.file(c.name + ".hstrace");
     std::ofstream(file, std::ios::binary) << c.bytes;
     const std::vector<std::vector<std::string>> verbs = {
         {"info", file},
@@ -251,7 +243,7 @@ TEST_CASE("hostile traces: every crafted file through every verb, time-limited a
       std::string line;
       for (const auto& a : args) line += a + " ";
       CAPTURE(line);
-      const Limited r = run_cli(args, dir.path, 60.0, rlim_t{2} << 30);
+      const Limited r = run_cli(args, dir.path.string(), 60.0, rlim_t{2} << 30);
       ++runs;
       crashes += r.signal != 0 && !r.timed_out;
       hangs += r.timed_out;
@@ -297,16 +289,16 @@ TEST_CASE("hostile traces: every crafted file through every verb, time-limited a
 }
 
 TEST_CASE("cli: a FIFO is refused at once, bad numeric options are usage errors") {
-  TempDir dir;
-  const std::string fifo = dir.path + "/pipe.hstrace";
+  testing::TempDir dir("hookscope_hostile");
+  const std::string fifo = dir.file("pipe.hstrace");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  Limited r = run_cli({"info", fifo}, dir.path, 10.0, rlim_t{2} << 30);
+  Limited r = run_cli({"info", fifo}, dir.path.string(), 10.0, rlim_t{2} << 30);
   CHECK_FALSE(r.timed_out);
   CHECK(r.exit == 2);
   CHECK(r.err.find("not a regular file") != std::string::npos);
 
   const auto all = crafted::catalogue(10);
-  const std::string file = dir.path + "/t.hstrace";
+  const std::string file = dir.file("t.hstrace");
   std::ofstream(file, std::ios::binary) << all.back().bytes;
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"export", file, "--format", "dot", "--at", "-5", "-o", "-"},
@@ -320,7 +312,7 @@ TEST_CASE("cli: a FIFO is refused at once, bad numeric options are usage errors"
     std::string line;
     for (const auto& a : args) line += a + " ";
     CAPTURE(line);
-    r = run_cli(args, dir.path, 10.0, rlim_t{2} << 30);
+    r = run_cli(args, dir.path.string(), 10.0, rlim_t{2} << 30);
     CHECK(r.exit == 2);
     CHECK_FALSE(r.err.empty());
   }
