@@ -96,12 +96,18 @@ def test_killed_program_leaves_readable_trace():
     out = os.path.join(tu.OUT, "killed.hstrace")
     script = os.path.join(tu.OUT, "killed.py")
     with open(script, "w") as f:
-        f.write("import os, signal, torch\n"
+        # The writer thread encodes and writes chunks behind the program; on
+        # a loaded machine it may lag, so the program waits (at most 60 s)
+        # until some chunks are on disk, then dies: what was written survives.
+        f.write("import os, signal, sys, time, torch\n"
                 "a = torch.ones(4, requires_grad=True)\n"
                 "for i in range(400):\n"
                 "    (a * i).sum().backward()\n"
+                "deadline = time.time() + 60\n"
+                "while os.path.getsize(sys.argv[1]) < 8192 and time.time() < deadline:\n"
+                "    time.sleep(0.05)\n"
                 "os.kill(os.getpid(), signal.SIGKILL)\n")
-    r = record(script, out)
+    r = record(script, out, out)
     tu.expect(r.returncode == -signal.SIGKILL, f"killed: {r.returncode} {r.stderr}")
     code, info = tu.cli("info", out)
     tu.expect(code == 0, f"a killed run's trace is readable: {info}")
