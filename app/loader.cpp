@@ -8,8 +8,15 @@
 
 namespace hookscope::app {
 
+namespace {
+
+struct Cancelled {};  // thrown through the reader from its progress callback
+
+}  // namespace
+
 LoadResult load_traces(const std::vector<std::string>& files,
-                       const std::function<void(float, const std::string&)>& progress) {
+                       const std::function<void(float, const std::string&)>& progress,
+                       const std::atomic<bool>* cancel) {
   LoadResult r;
   r.files = files;
   std::vector<trace::TraceData> traces;
@@ -21,8 +28,10 @@ LoadResult load_traces(const std::vector<std::string>& files,
                                   : fmt::format("reading {}", files[i]);
     if (progress) progress(kReadShare * static_cast<float>(i) / files.size(), stage);
     trace::ReadOptions options;
-    if (progress) {
+    if (progress || cancel) {
       options.progress = [&, i](uint64_t done, uint64_t total) {
+        if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled{};
+        if (!progress) return;
         const float f = total ? static_cast<float>(done) / static_cast<float>(total) : 1.f;
         progress(kReadShare * (static_cast<float>(i) + f) / files.size(), stage);
       };
@@ -32,13 +41,19 @@ LoadResult load_traces(const std::vector<std::string>& files,
       if (!traces.back().truncation.empty()) {
         r.warnings += fmt::format("{}: {}\n", files[i], traces.back().truncation);
       }
+    } catch (const Cancelled&) {
+      r.errors = "cancelled\n";
+      return r;
     } catch (const std::bad_alloc&) {
       r.errors += fmt::format("out of memory while reading {}\n", files[i]);
     } catch (const std::exception& e) {
       r.errors += fmt::format("{}\n", e.what());
     }
   }
-  if (traces.empty()) return r;
+  if (traces.empty() || (cancel && cancel->load())) {
+    if (cancel && cancel->load()) r.errors = "cancelled\n";
+    return r;
+  }
   if (progress) progress(kReadShare, "indexing");
   try {
     r.model = std::make_shared<const analysis::Model>(std::move(traces));
@@ -60,48 +75,62 @@ LoadResult load_traces(const std::vector<std::string>& files,
 }
 
 TraceLoader::~TraceLoader() {
-  if (thread_.joinable()) thread_.join();
+  if (current_) current_->cancel = true;
+  reap(true);
+}
+
+void TraceLoader::reap(bool all) {
+  for (size_t i = 0; i < threads_.size();) {
+    if (all || threads_[i].second->done) {
+      if (threads_[i].first.joinable()) threads_[i].first.join();
+      threads_.erase(threads_.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
 }
 
 void TraceLoader::start(std::vector<std::string> files) {
-  if (thread_.joinable()) thread_.join();  // reads are not interruptible; the old one finishes
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    result_.reset();
-    stage_ = "starting";
-  }
-  done_ = false;
-  progress_ = 0.f;
-  thread_ = std::thread([this, files = std::move(files)] { run(files); });
-}
-
-void TraceLoader::run(std::vector<std::string> files) {
-  LoadResult r = load_traces(files, [this](float f, const std::string& stage) {
-    progress_ = f;
-    std::lock_guard<std::mutex> lock(mutex_);
-    stage_ = stage;
+  if (current_) current_->cancel = true;  // Note [Cancelled loads]
+  reap(false);
+  current_ = std::make_shared<Load>();
+  current_->stage = "starting";
+  std::thread thread([load = current_, files = std::move(files)] {
+    LoadResult r = load_traces(
+        files,
+        [&load](float f, const std::string& stage) {
+          load->progress = f;
+          std::lock_guard<std::mutex> lock(load->mutex);
+          load->stage = stage;
+        },
+        &load->cancel);
+    std::lock_guard<std::mutex> lock(load->mutex);
+    if (!load->cancel) load->result = std::move(r);
+    load->done = true;
   });
-  std::lock_guard<std::mutex> lock(mutex_);
-  result_ = std::move(r);
-  done_ = true;
+  threads_.emplace_back(std::move(thread), current_);
 }
 
 std::string TraceLoader::stage() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stage_;
+  if (!current_) return {};
+  std::lock_guard<std::mutex> lock(current_->mutex);
+  return current_->stage;
 }
 
 std::optional<LoadResult> TraceLoader::poll() {
-  if (!done_) return std::nullopt;
-  if (thread_.joinable()) thread_.join();
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::optional<LoadResult> out = std::move(result_);
-  result_.reset();
+  if (!current_ || !current_->done) return std::nullopt;
+  reap(false);
+  std::lock_guard<std::mutex> lock(current_->mutex);
+  std::optional<LoadResult> out = std::move(current_->result);
+  current_->result.reset();
   return out;
 }
 
 std::optional<LoadResult> TraceLoader::wait() {
-  if (thread_.joinable()) thread_.join();
+  if (!current_) return std::nullopt;
+  for (auto& [thread, load] : threads_) {
+    if (load == current_ && thread.joinable()) thread.join();
+  }
   return poll();
 }
 

@@ -24,34 +24,51 @@ struct LoadResult {
   std::string warnings;
 };
 
+// Note [Cancelled loads]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// Opening a file while another loads must not freeze the window until the
+// old read finishes: start() cancels the load in progress and starts the new
+// one at once. Each load owns its state (a shared Load); the old thread stops
+// at its next progress report (reading) or after indexing, and is joined by a
+// later start() or by the destructor. Its result is dropped.
 class TraceLoader {
  public:
   ~TraceLoader();
   // Starts loading `files` (the ranks of one run); a load in progress is
-  // abandoned (its result dropped).
+  // cancelled and its result dropped (Note [Cancelled loads]).
   void start(std::vector<std::string> files);
-  bool busy() const { return thread_.joinable() && !done_; }
+  bool busy() const { return current_ && !current_->done; }
   // 0..1 while reading, then indexing; and what it is doing ("reading x (2/4)").
-  float progress() const { return progress_.load(); }
+  float progress() const { return current_ ? current_->progress.load() : 0.f; }
   std::string stage() const;
   // The finished load, once (then nullopt until the next start()).
   std::optional<LoadResult> poll();
   // Blocks until the current load is done (tests, screenshots).
   std::optional<LoadResult> wait();
+  // Load threads not yet joined, cancelled ones included (tests).
+  size_t threads() const { return threads_.size(); }
+
+  struct Load {
+    std::atomic<bool> cancel{false};
+    std::atomic<bool> done{false};
+    std::atomic<float> progress{0.f};
+    mutable std::mutex mutex;
+    std::string stage;
+    std::optional<LoadResult> result;
+  };
 
  private:
-  void run(std::vector<std::string> files);
+  void reap(bool all);
 
-  std::thread thread_;
-  std::atomic<bool> done_{false};
-  std::atomic<float> progress_{0.f};
-  mutable std::mutex mutex_;
-  std::string stage_;
-  std::optional<LoadResult> result_;
+  std::shared_ptr<Load> current_;
+  std::vector<std::pair<std::thread, std::shared_ptr<Load>>> threads_;
 };
 
-// Reads and indexes synchronously (what the loader thread runs).
+// Reads and indexes synchronously (what the loader thread runs). When
+// `cancel` turns true, reading stops at its next progress report and the
+// result comes back empty with errors "cancelled".
 LoadResult load_traces(const std::vector<std::string>& files,
-                       const std::function<void(float, const std::string&)>& progress = nullptr);
+                       const std::function<void(float, const std::string&)>& progress = nullptr,
+                       const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace hookscope::app

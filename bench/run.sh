@@ -40,4 +40,5 @@ fi
 echo
 echo "==== medians of $REPS repetitions ===="
 grep -h '_median' "$OUT_DIR"/*.txt | sed 's/_median / /'
+[[ -n "${BENCHES_SET:-}" ]] || { ninja -C "$BUILD_DIR" -j"$JOBS" bench_layout_scale && "$BUILD_DIR/bench/bench_layout_scale" --benchmark_repetitions="$REPS" --benchmark_report_aggregates_only=true | grep -E 'Benchmark|_median' || status=1; }  # layout at 1M Functions (bench/scale_gui.sh: the GUI on 100M events)
 exit $status

@@ -203,13 +203,24 @@ TEST_CASE("graph view: folding a module keeps the rest in place, expanding resto
 }
 
 TEST_CASE("graph view: a grown trace keeps the boxes it had where they were") {
-  // A live recording seen twice: at half of its events, then whole.
+  // A live recording seen twice: cut at a fixed point of its story, then
+  // whole. The ranks are threads, so a cut at a share of the events would
+  // fall somewhere else each run (a Function half-created, a hook list
+  // mid-change); each rank is cut right after its third backward instead,
+  // which every run reaches with the same graph and hooks.
   scenarios::DdpScenarioOptions o;
   o.policy = trace::DestroyPolicy::kNone;
   o.steps = 6;
   trace::TraceData whole = testing::record_trace([&] { scenarios::run_ddp_scenario(o); });
   trace::TraceData half = whole;
-  half.events.resize(whole.events.size() / 2);
+  half.events.clear();
+  std::map<uint16_t, int> backwards;  // per rank, backwards ended so far
+  for (const trace::Event& e : whole.events) {
+    if (backwards[e.rank] >= 3) continue;
+    half.events.push_back(e);
+    if (e.kind == trace::EventKind::kBackwardEnd) ++backwards[e.rank];
+  }
+  REQUIRE(half.events.size() < whole.events.size());
   const analysis::Model first(std::move(half)), second(std::move(whole));
   HeadlessImGui imgui(1200.f, 800.f);
   GraphView view;
@@ -255,10 +266,7 @@ TEST_CASE("graph view: a grown trace keeps the boxes it had where they were") {
   }
   const size_t found = seen.size();
   CHECK(found * 10 >= before.size() * 9);  // slots are the same across the two models
-  // The ranks are threads: where the half-way cut falls differs between runs
-  // (a Function half-created, a hook list mid-change), and a few boxes next to
-  // such a spot may legitimately move; the rest stay put.
-  CHECK(kept * 100 >= found * 85);
+  CHECK(kept == found);  // with the cut at a fixed story point, every box stays put
   imgui.frame([&] { view.draw(second.state_at(second.num_events() - 1)); });
 }
 

@@ -5,6 +5,7 @@
 #include "render/layout/colors.h"
 
 #include <algorithm>
+#include <functional>
 #include <cctype>
 #include <map>
 #include <numeric>
@@ -153,30 +154,41 @@ void GraphScene::assign_slots() {
   std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
     return std::tie(a.at, a.release, a.f) < std::tie(b.at, b.release, b.f);
   });
+  // Per family (signature): its slots by instance, and the free instances
+  // as a min-heap, so taking the first free slot and freeing one cost
+  // log(family) rather than a scan: a million live Functions of one
+  // signature (identical, edgeless) took minutes to open (issue 17).
+  struct Family {
+    std::vector<uint32_t> slots;
+    std::vector<uint32_t> free;  // min-heap of instance numbers
+  };
   std::unordered_map<uint64_t, uint32_t> family_of;
-  std::vector<std::vector<std::pair<uint32_t, bool>>> families;  // (slot, busy)
-  std::vector<uint32_t> raw_slot(n, kNoSlot);
+  std::vector<Family> families;
+  std::vector<uint32_t> raw_slot(n, kNoSlot), instance_of(n, 0);
   std::vector<FunctionIndex> first;
   std::vector<uint32_t> instance;
   for (const Change& c : changes) {
     auto [it, fresh] = family_of.try_emplace(sig[c.f], static_cast<uint32_t>(families.size()));
     if (fresh) families.emplace_back();
-    auto& family = families[it->second];
+    Family& family = families[it->second];
     if (c.release) {
-      for (auto& [slot, busy] : family) {
-        if (slot == raw_slot[c.f]) busy = false;
-      }
+      family.free.push_back(instance_of[c.f]);
+      std::push_heap(family.free.begin(), family.free.end(), std::greater<>());
       continue;
     }
-    auto free_slot = std::find_if(family.begin(), family.end(), [](auto& p) { return !p.second; });
-    if (free_slot == family.end()) {
-      family.push_back({static_cast<uint32_t>(first.size()), false});
+    uint32_t k;
+    if (!family.free.empty()) {
+      std::pop_heap(family.free.begin(), family.free.end(), std::greater<>());
+      k = family.free.back();
+      family.free.pop_back();
+    } else {
+      k = static_cast<uint32_t>(family.slots.size());
+      family.slots.push_back(static_cast<uint32_t>(first.size()));
       first.push_back(c.f);
-      instance.push_back(static_cast<uint32_t>(family.size() - 1));
-      free_slot = family.end() - 1;
+      instance.push_back(k);
     }
-    free_slot->second = true;
-    raw_slot[c.f] = free_slot->first;
+    instance_of[c.f] = k;
+    raw_slot[c.f] = family.slots[k];
   }
   // Slots ordered by rank, then by first creation: the layout keeps
   // components in this order, so ranks read left to right.

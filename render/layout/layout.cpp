@@ -302,24 +302,58 @@ void separate_clusters(const Layered& g, const std::vector<int>& cluster, int n,
 }  // namespace
 
 // Step 3: dummies, chains, and the weighted segments between layers.
+// Note [Large graphs]: when the dummies would pass `max_dummies`, the edges
+// spanning the most layers go direct instead (no dummies, no segments, a
+// single bend when routed), so a graph whose long edges span thousands of
+// layers costs memory and time linear in its size.
 Layered detail::build_layered(int n, const std::vector<UniqueEdge>& edges, const std::vector<int>& layer,
                       const std::vector<int>& component, const std::vector<Vec2>& sizes,
-                      const LayoutOptions& options) {
+                      const LayoutOptions& options, size_t max_dummies) {
   Layered g;
   g.num_nodes = n;
   g.layer = layer;
   g.component = component;
   g.width.resize(static_cast<size_t>(n));
   for (int v = 0; v < n; ++v) g.width[v] = sizes[v].x;
+  // The longest span that still gets dummies.
+  int longest = INT32_MAX;
+  {
+    size_t total = 0;
+    std::vector<int> spans;
+    spans.reserve(edges.size());
+    for (const auto& e : edges) {
+      const int span = std::max(1, layer[e.to] - layer[e.from]);
+      spans.push_back(span);
+      total += static_cast<size_t>(span - 1);
+    }
+    if (total > max_dummies) {
+      std::sort(spans.begin(), spans.end());
+      size_t used = 0;
+      longest = 1;
+      for (int span : spans) {
+        if (used + static_cast<size_t>(span - 1) > max_dummies) break;
+        used += static_cast<size_t>(span - 1);
+        longest = span;
+      }
+      // Ties at `longest` may overflow the budget a little; the next span
+      // up is cut, so the total stays within budget + edges.
+    }
+  }
+  std::vector<uint8_t> direct(edges.size(), 0);
   g.chain_begin.reserve(edges.size() + 1);
   g.chain_begin.push_back(0);
-  for (const auto& e : edges) {
+  for (size_t k = 0; k < edges.size(); ++k) {
+    const auto& e = edges[k];
     g.chain.push_back(e.from);
-    for (int l = layer[e.from] + 1; l < layer[e.to]; ++l) {
-      g.chain.push_back(g.num_items());
-      g.layer.push_back(l);
-      g.width.push_back(options.dummy_width);
-      g.component.push_back(component[e.from]);
+    if (layer[e.to] - layer[e.from] > longest) {
+      direct[k] = 1;
+    } else {
+      for (int l = layer[e.from] + 1; l < layer[e.to]; ++l) {
+        g.chain.push_back(g.num_items());
+        g.layer.push_back(l);
+        g.width.push_back(options.dummy_width);
+        g.component.push_back(component[e.from]);
+      }
     }
     g.chain.push_back(e.to);
     g.chain_begin.push_back(static_cast<uint32_t>(g.chain.size()));
@@ -329,16 +363,17 @@ Layered detail::build_layered(int n, const std::vector<UniqueEdge>& edges, const
   g.down_begin.assign(items + 1, 0);
   auto for_segments = [&](auto&& fn) {
     for (size_t e = 0; e < edges.size(); ++e) {
+      if (direct[e]) continue;
       for (uint32_t i = g.chain_begin[e]; i + 1 < g.chain_begin[e + 1]; ++i) {
         const int a = g.chain[i], b = g.chain[i + 1];
         const float straight = g.is_dummy(a) && g.is_dummy(b) ? 8.f
                                : g.is_dummy(a) || g.is_dummy(b) ? 2.f
                                                                 : 1.f;
-        fn(a, b, straight * edges[e].multiplicity);
+        fn(e, i, a, b, straight * edges[e].multiplicity);
       }
     }
   };
-  for_segments([&](int a, int b, float) {
+  for_segments([&](size_t, uint32_t, int a, int b, float) {
     ++g.down_begin[a + 1];
     ++g.up_begin[b + 1];
   });
@@ -348,9 +383,13 @@ Layered detail::build_layered(int n, const std::vector<UniqueEdge>& edges, const
   g.up_weight.resize(g.up_begin.back());
   g.down.resize(g.down_begin.back());
   g.down_weight.resize(g.down_begin.back());
+  g.first_down.assign(edges.size(), Layered::kDirect);
+  g.last_up.assign(edges.size(), Layered::kDirect);
   std::vector<uint32_t> up_fill(g.up_begin.begin(), g.up_begin.end() - 1);
   std::vector<uint32_t> down_fill(g.down_begin.begin(), g.down_begin.end() - 1);
-  for_segments([&](int a, int b, float w) {
+  for_segments([&](size_t e, uint32_t i, int a, int b, float w) {
+    if (i == g.chain_begin[e]) g.first_down[e] = down_fill[a];
+    if (i + 2 == g.chain_begin[e + 1]) g.last_up[e] = up_fill[b];
     g.down[down_fill[a]] = b;
     g.down_weight[down_fill[a]++] = w;
     g.up[up_fill[b]] = a;
@@ -358,6 +397,14 @@ Layered detail::build_layered(int n, const std::vector<UniqueEdge>& edges, const
   });
   for (int l : g.layer) g.num_layers = std::max(g.num_layers, l + 1);
   return g;
+}
+
+size_t detail::dummy_budget(int n, const LayoutOptions& options) {
+  return options.max_dummies ? options.max_dummies : 4 * static_cast<size_t>(n) + 100'000;
+}
+
+bool detail::is_large(const Layered& g, const LayoutOptions& options) {
+  return static_cast<size_t>(g.num_items()) > options.large_graph;
 }
 
 void detail::check_edges(const LayoutGraph& g) {
@@ -428,8 +475,10 @@ Layout compute_layout(const LayoutInput& input, const LayoutOptions& options,
   std::vector<int> layer = layer_nodes(n, oriented.edges, seed, isolated);
   layer_isolated(layer, isolated, seed, options);
   const std::vector<int> component = find_components(n, oriented.edges, isolated, graph.cluster);
-  Layered g = build_layered(n, oriented.edges, layer, component, sizes, options);
+  Layered g = build_layered(n, oriented.edges, layer, component, sizes, options, detail::dummy_budget(n, options));
   if (detail::cancelled(cancel)) return stop();
+  for (uint32_t d : g.first_down) out.direct_edges += d == Layered::kDirect;
+  out.simplified = out.direct_edges > 0 || detail::is_large(g, options);
 
   detail::SeedX seed_x;
   if (seed) {

@@ -41,6 +41,18 @@ namespace hookscope::render {
 // their layer and order and are pulled to their old x; only new things are
 // placed, and old ones move only as far as they must to make room.
 
+// Note [Large graphs]
+// ~~~~~~~~~~~~~~~~~~~
+// The pipeline stays near-linear at a million Functions (issues 16, 17):
+// every step is O(items log items) except the sweeps, which are cut to
+// LayoutOptions::large_sweeps (no transposition) past large_graph items, and
+// the dummies, which grow with the layers an edge spans (a chain of 100k
+// Functions with one edge from top to bottom would need 100k): past the
+// budget, the edges spanning the most layers are drawn direct, one curve
+// that crosses boxes, and take no part in ordering or placement. Ports are
+// found by index, never by a search through a hub's edges. Layout::simplified
+// tells the view to say so.
+
 struct Vec2 {
   float x = 0.f;
   float y = 0.f;
@@ -69,6 +81,13 @@ struct LayoutOptions {
   float layer_gap = 44.f;  // vertical space between layers, where edges bend
   int max_sweeps = 24;     // crossing-reduction sweeps (each down or up)
   int placement_sweeps = 16;
+  // Note [Large graphs]: past `large_graph` items (nodes and dummies) the
+  // sweeps are cut to `large_sweeps` each and neighbours are not transposed;
+  // past `max_dummies` dummies (0: 4 per node + 100k) the longest edges go
+  // direct. Layout::simplified says when either happened.
+  size_t large_graph = 200'000;
+  int large_sweeps = 2;
+  size_t max_dummies = 0;
 };
 
 // Note [Stable layout]
@@ -121,6 +140,10 @@ struct Layout {
   size_t num_dummies = 0;
   size_t crossings = 0;  // edge crossings between adjacent layers, after ordering
   bool cancelled = false;
+  // Note [Large graphs]: fewer sweeps, or long edges drawn direct; the view
+  // says so ("simplified layout").
+  bool simplified = false;
+  size_t direct_edges = 0;
 };
 
 // Lays `input` out. `cancel` (may be null) is polled in every loop; when it

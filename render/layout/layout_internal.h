@@ -32,6 +32,11 @@ struct Layered {
   // Per unique edge, its chain of items top to bottom: source, dummies, target.
   std::vector<uint32_t> chain_begin;
   std::vector<int> chain;
+  // Per unique edge: the index in `down` of its first segment and in `up` of
+  // its last (the ports, without a search through a hub's neighbours), or
+  // kDirect for an edge drawn without dummies (Note [Large graphs]).
+  static constexpr uint32_t kDirect = UINT32_MAX;
+  std::vector<uint32_t> first_down, last_up;
   // Note [Stable layout]: where the seeded ordering put every item (old
   // items at their old x, new ones in the nearest gap that fits); empty
   // without a seed.
@@ -68,10 +73,15 @@ struct Oriented {
   std::vector<uint8_t> reversed;   // per input edge
 };
 
-// Step 3: the layered graph of `edges` (which go down `layer`).
+// Step 3: the layered graph of `edges` (which go down `layer`). Past
+// `max_dummies` dummies the longest edges go direct (Note [Large graphs]).
 Layered build_layered(int n, const std::vector<UniqueEdge>& edges, const std::vector<int>& layer,
                       const std::vector<int>& component, const std::vector<Vec2>& sizes,
-                      const LayoutOptions& options);
+                      const LayoutOptions& options, size_t max_dummies = SIZE_MAX);
+
+// Note [Large graphs]: the dummy budget and whether the graph is large.
+size_t dummy_budget(int n, const LayoutOptions& options);
+bool is_large(const Layered& g, const LayoutOptions& options);
 
 // Step 6: routes, dummy x, bounds into `out` (centres, sizes, layers set).
 void build_routes(const Layered& g, const Oriented& oriented, const std::vector<float>& x, Layout& out);

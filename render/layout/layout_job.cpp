@@ -1,27 +1,94 @@
 #include "render/layout/layout_job.h"
 
 #include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 namespace hookscope::render {
 
+struct LayoutJob::State {
+  LayoutInput input;
+  LayoutOptions options;
+  std::optional<LayoutSeed> seed;
+  std::atomic<bool> cancel{false};
+  std::atomic<bool> finished{false};
+  std::atomic<double> seconds{0.0};
+};
+
+namespace {
+
+std::atomic<int> g_running{0};
+
+// Note [Layout jobs]: threads of dropped jobs, joined once they finish (by
+// the next drop) or at exit.
+class Graveyard {
+ public:
+  ~Graveyard() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [thread, state] : threads_) {
+      state->cancel = true;
+      thread.join();
+    }
+  }
+  void bury(std::thread thread, std::shared_ptr<LayoutJob::State> state) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = 0; i < threads_.size();) {
+      if (threads_[i].second->finished) {
+        threads_[i].first.join();
+        threads_[i] = std::move(threads_.back());
+        threads_.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    threads_.emplace_back(std::move(thread), std::move(state));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<std::thread, std::shared_ptr<LayoutJob::State>>> threads_;
+};
+
+Graveyard& graveyard() {
+  static Graveyard g;
+  return g;
+}
+
+}  // namespace
+
 LayoutJob::LayoutJob(LayoutInput input, LayoutOptions options, std::optional<LayoutSeed> seed)
-    : input_(std::move(input)), options_(options), seed_(std::move(seed)) {
-  input_.seed = seed_ ? &*seed_ : nullptr;
+    : state_(std::make_shared<State>()) {
+  graveyard();  // constructed before any job thread, so destroyed after them
+  state_->input = std::move(input);
+  state_->options = options;
+  state_->seed = std::move(seed);
+  state_->input.seed = state_->seed ? &*state_->seed : nullptr;
   std::promise<Layout> promise;
   result_ = promise.get_future();
-  thread_ = std::thread([this, promise = std::move(promise)]() mutable {
+  ++g_running;
+  std::thread thread([state = state_, promise = std::move(promise)]() mutable {
+    const auto start = std::chrono::steady_clock::now();
     try {
-      promise.set_value(compute_layout(input_, options_, &cancel_));
+      Layout l = compute_layout(state->input, state->options, &state->cancel);
+      state->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      promise.set_value(std::move(l));
+      state->seed.reset();  // the input is not needed any more; free it now
+      state->input = {};
     } catch (...) {
       promise.set_exception(std::current_exception());
     }
+    state->finished = true;
+    --g_running;
   });
+  graveyard().bury(std::move(thread), state_);
 }
 
-LayoutJob::~LayoutJob() {
-  cancel();
-  if (thread_.joinable()) thread_.join();
-}
+LayoutJob::~LayoutJob() { cancel(); }
+
+void LayoutJob::cancel() { state_->cancel.store(true, std::memory_order_relaxed); }
+
+bool LayoutJob::cancelled() const { return state_->cancel.load(std::memory_order_relaxed); }
 
 bool LayoutJob::done() const {
   return result_.valid() &&
@@ -29,5 +96,9 @@ bool LayoutJob::done() const {
 }
 
 Layout LayoutJob::get() { return result_.get(); }
+
+double LayoutJob::seconds() const { return state_->seconds.load(); }
+
+int LayoutJob::running_jobs() { return g_running.load(); }
 
 }  // namespace hookscope::render

@@ -181,6 +181,15 @@ void seeded_order(Layered& g, const SeedX& seed_x, const LayoutOptions& options)
       const bool na = std::isnan(target[a]), nb = std::isnan(target[b]);
       return na != nb ? nb : !na && target[a] < target[b];
     });
+    // Note [Large graphs]: inserting one by one costs the row's length per
+    // item; past a budget the new items line up at the right end instead.
+    if (fresh[l].size() * (row.size() + fresh[l].size()) > (size_t{1} << 26)) {
+      for (int v : fresh[l]) {
+        x[v] = row.empty() ? 0.f : x[row.back()] + separation(g, options, row.back(), v);
+        row.push_back(v);
+      }
+      continue;
+    }
     for (int v : fresh[l]) {
       const size_t k = row.size();
       // Gap i lies between row[i - 1] and row[i]; v fits there when the
@@ -248,7 +257,9 @@ size_t order_layers(Layered& g, const LayoutOptions& options, const SeedX* seed_
   std::vector<std::pair<float, int>> scratch;
   std::vector<int> slots;
   int stale = 0;
-  for (int sweep = 0; sweep < options.max_sweeps && best > 0; ++sweep) {
+  const bool large = is_large(g, options);  // Note [Large graphs]
+  const int sweeps = large ? std::min(options.max_sweeps, options.large_sweeps) : options.max_sweeps;
+  for (int sweep = 0; sweep < sweeps && best > 0; ++sweep) {
     if (sweep % 2 == 0) {
       for (int l = 1; l < g.num_layers; ++l) {
         if (cancelled(cancel)) return best;
@@ -260,7 +271,7 @@ size_t order_layers(Layered& g, const LayoutOptions& options, const SeedX* seed_
         barycenter_layer(g, l, g.down_begin, g.down, pos, scratch, slots);
       }
     }
-    for (int pass = 0; pass < 4 && transpose(g, pos, cancel); ++pass) {
+    for (int pass = 0; pass < 4 && !large && transpose(g, pos, cancel); ++pass) {
     }
     const size_t c = count_crossings(g);
     if (c < best) {

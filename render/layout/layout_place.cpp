@@ -133,7 +133,9 @@ std::vector<float> place_x(const Layered& g, const LayoutOptions& options, const
       });
     }
   }
-  for (int sweep = 0; sweep < options.placement_sweeps; ++sweep) {
+  const int sweeps = is_large(g, options) ? std::min(options.placement_sweeps, 2 * options.large_sweeps)
+                                          : options.placement_sweeps;  // Note [Large graphs]
+  for (int sweep = 0; sweep < sweeps; ++sweep) {
     if (sweep % 2 == 0) {
       for (int l = 0; l < g.num_layers; ++l) {
         if (cancelled(cancel)) return x;

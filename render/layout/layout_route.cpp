@@ -37,13 +37,6 @@ void detail::build_routes(const Layered& g, const Oriented& oriented, const std:
     spread(v, g.down_begin, g.down, out_port);
     spread(v, g.up_begin, g.up, in_port);
   }
-  auto port_of = [&](const std::vector<uint32_t>& begin, const std::vector<int>& nbr,
-                     const std::vector<float>& port, int v, int other) {
-    for (uint32_t i = begin[v]; i < begin[v + 1]; ++i) {
-      if (nbr[i] == other) return port[i];
-    }
-    return x[v];
-  };
   // Routes per unique edge, then copied to every input edge that maps there.
   std::vector<uint32_t> ubegin(1, 0);
   std::vector<Vec2> upts;
@@ -58,8 +51,8 @@ void detail::build_routes(const Layered& g, const Oriented& oriented, const std:
   for (size_t e = 0; e < oriented.edges.size(); ++e) {
     const uint32_t b = g.chain_begin[e], end = g.chain_begin[e + 1];
     const int from = g.chain[b], to = g.chain[end - 1];
-    Vec2 p{port_of(g.down_begin, g.down, out_port, from, g.chain[b + 1]),
-           out.center[from].y + out.size[from].y * 0.5f};
+    const bool direct = g.first_down[e] == Layered::kDirect;  // Note [Large graphs]
+    Vec2 p{direct ? x[from] : out_port[g.first_down[e]], out.center[from].y + out.size[from].y * 0.5f};
     upts.push_back(p);
     for (uint32_t i = b + 1; i + 1 < end; ++i) {
       const int d = g.chain[i];
@@ -72,8 +65,7 @@ void detail::build_routes(const Layered& g, const Oriented& oriented, const std:
       p = bottom;
       dx.push_back(x[d]);
     }
-    bend(p, {port_of(g.up_begin, g.up, in_port, to, g.chain[end - 2]),
-             out.center[to].y - out.size[to].y * 0.5f});
+    bend(p, {direct ? x[to] : in_port[g.last_up[e]], out.center[to].y - out.size[to].y * 0.5f});
     ubegin.push_back(static_cast<uint32_t>(upts.size()));
     dbegin.push_back(static_cast<uint32_t>(dx.size()));
   }

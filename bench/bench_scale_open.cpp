@@ -1,0 +1,103 @@
+// What opening a huge trace costs (issue 16 item 4), stage by stage, on a
+// file from make_scale_trace (1M Functions, up to 100M events):
+//   bench_scale_open FILE [SEEKS=20]
+// prints, one figure a line: load (read + index, app::load_traces as the
+// GUI's loader thread runs it), RSS after load, graph scene (slots and
+// groups, on the UI thread today), box sizes, layout of the whole graph
+// (compute_layout, as the layout job runs it), state_at at SEEKS evenly
+// spread events (median, max), and peak RSS. bench/scale_gui.sh runs it
+// five times with the GUI's own figures and prints medians.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../app/loader.h"
+#include "analysis/state.h"
+#include "render/layout/graph_scene.h"
+#include "render/layout/layout.h"
+
+using namespace hookscope;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// CPU seconds of the process (all threads): on a shared machine the wall
+// clock says more about the neighbours than about the code.
+double cpu_s() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+double rss_mib() {  // current resident set, from /proc
+  std::ifstream in("/proc/self/statm");
+  long pages = 0, resident = 0;
+  in >> pages >> resident;
+  return static_cast<double>(resident) * 4096.0 / (1 << 20);
+}
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: bench_scale_open FILE [SEEKS=20]\n");
+    return 2;
+  }
+  const int seeks = argc > 2 ? std::max(1, std::atoi(argv[2])) : 20;
+  auto t = Clock::now();
+  double c = cpu_s();
+  app::LoadResult r = app::load_traces({argv[1]});
+  const double load_s = since(t);
+  if (!r.model) {
+    std::fprintf(stderr, "bench_scale_open: %s", r.errors.c_str());
+    return 2;
+  }
+  const analysis::Model& m = *r.model;
+  std::printf("events %zu\nfunctions %zu\nload_s %.3f\nload_cpu_s %.3f\nrss_after_load_mib %.0f\n",
+              m.num_events(), m.functions().size(), load_s, cpu_s() - c, rss_mib());
+  t = Clock::now();
+  c = cpu_s();
+  render::GraphScene scene(m);
+  const render::FoldedGraph folded = scene.fold(std::vector<uint8_t>(scene.groups().size(), 0));
+  std::printf("scene_s %.3f\nscene_cpu_s %.3f\n", since(t), cpu_s() - c);
+  t = Clock::now();
+  c = cpu_s();
+  const std::vector<render::Vec2> sizes = scene.box_sizes(
+      folded, [](std::string_view s) { return 7.f * static_cast<float>(s.size()); }, render::BoxMetrics{});
+  std::printf("box_sizes_s %.3f\nbox_sizes_cpu_s %.3f\n", since(t), cpu_s() - c);
+  render::LayoutInput in;
+  in.graph = folded.graph;
+  in.sizes = sizes;
+  t = Clock::now();
+  c = cpu_s();
+  const render::Layout l = render::compute_layout(in);
+  std::printf("layout_s %.3f\nlayout_cpu_s %.3f\nlayout_units %d\nlayout_simplified %d\n", since(t), cpu_s() - c, in.graph.num_nodes,
+              l.simplified ? 1 : 0);
+  std::vector<double> seek;
+  for (int k = 0; k < seeks; ++k) {
+    const size_t at = (m.num_events() - 1) * static_cast<size_t>(k + 1) / static_cast<size_t>(seeks);
+    c = cpu_s();
+    const analysis::State s = m.state_at(at);
+    seek.push_back((cpu_s() - c) * 1e3);
+    if (s.functions.empty() && at > m.num_events() / 2) std::printf("(no Functions at %zu)\n", at);
+  }
+  std::sort(seek.begin(), seek.end());
+  std::printf("state_at_median_cpu_ms %.3f\nstate_at_max_cpu_ms %.3f\npeak_rss_mib %.0f\n", seek[seek.size() / 2],
+              seek.back(), peak_rss_mib());
+  return 0;
+}
