@@ -30,7 +30,7 @@
 #include "../app/loader.h"
 #include "analysis/state.h"
 #include "render/draw/graph_view.h"
-#include "test_render_util.h"
+#include "testing/headless_imgui.h"
 #endif
 
 using namespace hookscope;
