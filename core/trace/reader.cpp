@@ -170,9 +170,10 @@ class TraceReader {
     for (const ChunkRef& c : chunks_) several_writers |= c.header.thread != chunks_[0].header.thread;
     // Chunks of several writer threads are merged while decoded, on this
     // thread, unless more threads were asked for: one array instead of two,
-    // as fast as the parallel decode and its merge at half the memory.
+    // as fast as the parallel decode and its merge at half the memory. One
+    // writer's chunks need no merge: they are decoded in place, in parallel.
     const unsigned threads = options_.threads == 0 && several_writers ? 1 : decode_threads(total);
-    if (threads == 1 && n > 1) {
+    if (threads == 1 && several_writers) {
       // Note [Decoding straight into merged order]
       detail::reserve_events(out_.events, total);  // bounded by max_events_, checked in pass 1
       uint64_t next_progress = kProgressEvery;
