@@ -6,7 +6,8 @@
 // by-key (small live state); /1024/1 = 1024 parameters, policy none (hooks
 // pile up: a large live state and many stale fires):
 //  * BM_Load/P/policy       s to load and index the trace (events_per_s),
-//                           checkpoint and model memory (ckpt_MiB, model_MiB)
+//                           checkpoint and model memory (ckpt_MiB, model_MiB,
+//                           model_B_per_event: besides the events' own 48 bytes)
 //  * BM_SeekRandom/P/policy one state_at() to a random event; also the median
 //                           and p99 of 1000 single timed seeks (median_ms, p99_ms)
 //  * BM_CursorStep/P/policy one Cursor::next() then prev() at a random place
@@ -88,6 +89,8 @@ void BM_Load(benchmark::State& state) {
       static_cast<double>(trace.events.size()), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["ckpt_MiB"] = static_cast<double>(ckpt) / (1 << 20);
   state.counters["model_MiB"] = static_cast<double>(mem) / (1 << 20);
+  // Model memory per event besides the events themselves (issue 16: <= 12).
+  state.counters["model_B_per_event"] = static_cast<double>(mem) / trace.events.size();
   state.counters["checkpoints"] = static_cast<double>(blocks);
 }
 

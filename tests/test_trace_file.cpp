@@ -640,6 +640,42 @@ TEST_CASE("trace file: parallel decoding reads the same events and stops at the 
   }
 }
 
+// Note [Decoding straight into merged order]: the one-thread reader merges
+// while it decodes, and falls back to decode-then-merge on anything unusual.
+TEST_CASE("trace file: merging while decoding equals decode-then-merge, clocks going back too") {
+  TempDir dir;
+  std::vector<std::pair<uint32_t, std::vector<Event>>> chunks;
+  for (uint64_t c = 0; c < 30; ++c) chunks.push_back({static_cast<uint32_t>(c % 4), numbered(c / 2, 50)});
+  const std::vector<Event> all = write_chunks(dir.file("ok.hstrace"), {}, chunks);
+  // Thread 1's clock goes back between two of its chunks (each sorted alone).
+  chunks[13].second = numbered(0, 50);
+  const std::vector<Event> back = write_chunks(dir.file("back.hstrace"), {}, chunks);
+  for (unsigned threads : {1u, 2u}) {
+    CAPTURE(threads);
+    trace::ReadOptions opts;
+    opts.threads = threads;
+    std::vector<uint64_t> progress;
+    opts.progress = [&](uint64_t done, uint64_t total) {
+      CHECK(done <= total);
+      if (!progress.empty()) CHECK(done >= progress.back());
+      progress.push_back(done);
+    };
+    trace::TraceData d = trace::read_trace(dir.file("ok.hstrace"), opts);
+    CHECK(d.truncation == "");
+    CHECK(!d.clock_went_back);
+    CHECK(same_events(d.events, all));
+    REQUIRE(!progress.empty());
+    CHECK(progress.back() == fs::file_size(dir.file("ok.hstrace")));
+    progress.clear();
+    trace::TraceData b = trace::read_trace(dir.file("back.hstrace"), opts);
+    CHECK(b.truncation == "");
+    CHECK(b.clock_went_back);
+    CHECK(b.clock_back_thread == 1);
+    CHECK(b.clock_back_t_ns == 0);
+    CHECK(same_events(b.events, back));
+  }
+}
+
 namespace {
 // The child half of the next test: records until it is killed.
 [[noreturn]] void record_until_killed(const std::string& path) {

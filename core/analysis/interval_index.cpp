@@ -6,12 +6,13 @@
 namespace hookscope::analysis {
 
 std::vector<uint32_t> IntervalIndex::choose_blocks(
-    size_t num_events, std::span<const std::vector<Span>* const> families, uint32_t min_events,
+    size_t num_events, std::span<const SpanView> families, uint32_t min_events,
     double bytes_per_event) {
   // delta[e]: intervals becoming alive at e minus those ending at e.
   std::vector<int32_t> delta(num_events + 1, 0);
-  for (const std::vector<Span>* family : families) {
-    for (const Span& s : *family) {
+  for (const SpanView& family : families) {
+    for (size_t id = 0; id < family.size(); ++id) {
+      const Span s = family[id];
       if (s.empty() || s.from >= num_events) continue;
       ++delta[s.from];
       if (s.to < num_events) --delta[s.to];
@@ -33,10 +34,19 @@ std::vector<uint32_t> IntervalIndex::choose_blocks(
   return starts;
 }
 
-void IntervalIndex::build(std::vector<Span> spans, std::span<const uint32_t> block_starts) {
-  spans_ = std::move(spans);
+void IntervalIndex::build(SpanView spans, std::span<const uint32_t> block_starts) {
+  spans_ = spans;
+  // Sized exactly: the model's memory counts their capacity.
+  size_t from_count = 0, to_count = 0;
+  for (uint32_t id = 0; id < spans_.size(); ++id) {
+    const Span s = spans_[id];
+    from_count += !s.empty();
+    to_count += !s.empty() && s.to != kNever;
+  }
   by_from_.clear();
   by_to_.clear();
+  by_from_.reserve(from_count);
+  by_to_.reserve(to_count);
   for (uint32_t id = 0; id < spans_.size(); ++id) {
     if (spans_[id].empty()) continue;
     by_from_.push_back(id);
@@ -107,8 +117,7 @@ size_t IntervalIndex::checkpoint_bytes() const {
 }
 
 size_t IntervalIndex::memory_bytes() const {
-  return checkpoint_bytes() + spans_.capacity() * sizeof(Span) +
-         (by_from_.capacity() + by_to_.capacity()) * sizeof(uint32_t);
+  return checkpoint_bytes() + (by_from_.capacity() + by_to_.capacity()) * sizeof(uint32_t);
 }
 
 }  // namespace hookscope::analysis

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -43,13 +44,36 @@ class IntervalIndex {
     bool empty() const { return to <= from; }
   };
 
+  // The intervals, read where their owner keeps them: interval `id` is the
+  // two adjacent uint32_t (from, to) at base + id * stride (the model's
+  // FunctionInfo::created_at / released_at, HookSegment::from / to), so the
+  // index holds no copy of them. The records must outlive the index and not move.
+  struct SpanView {
+    const uint8_t* base = nullptr;
+    size_t stride = sizeof(Span);
+    size_t count = 0;
+    Span operator[](size_t id) const {
+      Span s;
+      std::memcpy(&s, base + id * stride, sizeof(Span));
+      return s;
+    }
+    size_t size() const { return count; }
+    // The view of records[i].*from, whose next member is `to`.
+    template <typename Record>
+    static SpanView of(const std::vector<Record>& records, size_t from_offset) {
+      if (records.empty()) return {};
+      return {reinterpret_cast<const uint8_t*>(records.data()) + from_offset, sizeof(Record),
+              records.size()};
+    }
+  };
+
   // Block starts for `num_events` events given every family of intervals that
   // will be indexed with them. The first block starts at 0.
   static std::vector<uint32_t> choose_blocks(size_t num_events,
-                                             std::span<const std::vector<Span>* const> families,
+                                             std::span<const SpanView> families,
                                              uint32_t min_events, double bytes_per_event);
 
-  void build(std::vector<Span> spans, std::span<const uint32_t> block_starts);
+  void build(SpanView spans, std::span<const uint32_t> block_starts);
 
   // Appends the ids alive right after event `e` (in no particular order).
   void alive_at(uint32_t e, std::span<const uint32_t> block_starts,
@@ -58,13 +82,13 @@ class IntervalIndex {
   std::span<const uint32_t> starting_at(uint32_t e) const;
   std::span<const uint32_t> ending_at(uint32_t e) const;
 
-  const Span& span(uint32_t id) const { return spans_[id]; }
+  Span span(uint32_t id) const { return spans_[id]; }
   size_t size() const { return spans_.size(); }
   size_t checkpoint_bytes() const;
   size_t memory_bytes() const;
 
  private:
-  std::vector<Span> spans_;
+  SpanView spans_;
   std::vector<uint32_t> by_from_;     // non-empty intervals, ordered by from (then id)
   std::vector<uint32_t> by_to_;       // non-empty intervals that end, ordered by to
   std::vector<uint32_t> ckpt_begin_;  // per block, into ckpt_ids_; one past the last too

@@ -89,26 +89,35 @@ std::span<const uint32_t> Model::segments_of(FunctionIndex function) const {
 }
 
 namespace {
-uint32_t find_in(const std::vector<Model::Lookup>& table, uint32_t source, uint64_t id) {
-  auto it = std::lower_bound(table.begin(), table.end(), std::make_pair(source, id),
-                             [](const auto& l, const auto& x) {
-                               return std::tie(l.source, l.id) < std::tie(x.first, x.second);
-                             });
-  return it != table.end() && it->source == source && it->id == id ? it->index : kNoIndex;
+// table: indices into `records`, sorted by key(record) (model_build.cpp).
+template <typename Record, typename Key>
+uint32_t find_in(const std::vector<uint32_t>& table, const std::vector<Record>& records, Key key,
+                 std::pair<uint32_t, uint64_t> want) {
+  auto it = std::lower_bound(table.begin(), table.end(), want, [&](uint32_t index, const auto& w) {
+    return key(records[index]) < w;
+  });
+  return it != table.end() && key(records[*it]) == want ? *it : kNoIndex;
 }
 }  // namespace
 
 FunctionIndex Model::find_function(uint32_t source, uint64_t id) const {
-  return find_in(function_lookup_, source, id);
+  return find_in(function_lookup_, functions_,
+                 [](const FunctionInfo& f) { return std::make_pair(f.source, f.id); },
+                 {source, id});
 }
 HookIndex Model::find_hook(uint32_t source, uint64_t key) const {
-  return find_in(hook_lookup_, source, key);
+  return find_in(hook_lookup_, hooks_,
+                 [](const HookInfo& h) { return std::make_pair(h.source, h.key); }, {source, key});
 }
 OwnerIndex Model::find_owner(uint32_t source, uint32_t id) const {
-  return find_in(owner_lookup_, source, id);
+  return find_in(owner_lookup_, owners_,
+                 [](const OwnerInfo& o) { return std::make_pair(o.source, uint64_t{o.id}); },
+                 {source, id});
 }
 uint32_t Model::find_collective(uint32_t source, uint16_t rank, uint64_t id) const {
-  return find_in(collective_lookup_, source << 16 | rank, id);
+  return find_in(collective_lookup_, collectives_,
+                 [](const CollectiveInfo& c) { return std::make_pair(c.source << 16 | c.rank, c.id); },
+                 {source << 16 | rank, id});
 }
 ReducerIndex Model::reducer_of(OwnerIndex owner) const {
   return owner < reducer_of_owner_.size() ? reducer_of_owner_[owner] : kNoIndex;
@@ -228,7 +237,7 @@ size_t Model::memory_bytes() const {
   n += owners_.capacity() * sizeof(OwnerInfo) + collectives_.capacity() * sizeof(CollectiveInfo);
   n += (segments_by_function_.capacity() + segments_by_function_begin_.capacity()) * 4;
   n += (function_lookup_.capacity() + hook_lookup_.capacity() + owner_lookup_.capacity() +
-        collective_lookup_.capacity()) * sizeof(Lookup);
+        collective_lookup_.capacity()) * sizeof(uint32_t);
   for (const auto& r : reducers_) {
     n += sizeof(ReducerInfo) + r.parameters.capacity() * sizeof(ParameterInfo) +
          (r.bucket_sizes.capacity() + r.prepares.capacity() + r.events.capacity()) * 4;

@@ -283,13 +283,6 @@ class Model {
   // One line a person reads: "#12 r0 hook_fire post key 7 on ... by ...".
   std::string describe(size_t index) const;
 
-  // Lookup tables of find_*(); an implementation detail.
-  struct Lookup {
-    uint32_t source;
-    uint64_t id;
-    uint32_t index;
-  };
-
   // ---- replay (analysis/state.h) ----
   State state_at(size_t index) const;
   size_t num_checkpoints() const { return block_starts_.size(); }
@@ -328,7 +321,9 @@ class Model {
   std::vector<uint32_t> segments_by_function_;   // CSR values
   std::vector<uint32_t> segments_by_function_begin_;
 
-  std::vector<Lookup> function_lookup_, hook_lookup_, owner_lookup_, collective_lookup_;
+  // find_*()'s tables: indices of functions_, hooks_, owners_, collectives_
+  // sorted by their (source, id), the latest record for each id.
+  std::vector<uint32_t> function_lookup_, hook_lookup_, owner_lookup_, collective_lookup_;
   std::vector<ReducerIndex> reducer_of_owner_;
 
   std::vector<EventIndex> block_starts_;

@@ -3,6 +3,7 @@
 // replay works from (Note [Replay by intervals]).
 
 #include <algorithm>
+#include <cstddef>
 #include <functional>
 #include <queue>
 #include <fmt/format.h>
@@ -39,6 +40,7 @@ void ModelBuilder::run() {
   string_ids_.emplace("?", 1);
   m_.unknown_string_ = 1;
   slots_left_ = 4 * static_cast<uint64_t>(m_.num_events_) + 4096;
+  reserve_tables();
   for (uint32_t s = 0; s < m_.traces_.size(); ++s) {
     const auto& h = m_.traces_[s].header;
     // Note [Malformed traces]: only a header a recorder wrote (it names the
@@ -123,13 +125,13 @@ FunctionIndex ModelBuilder::new_function(uint32_t source, uint16_t rank, uint64_
   m_.functions_.push_back(info);
   open_.emplace_back();
   latest_hint_.push_back(f);
-  src_[source].functions[id] = f;
+  src_[source].functions.set(id, f);
   return f;
 }
 
 FunctionIndex ModelBuilder::function_lookup(uint32_t source, uint64_t id) const {
-  auto it = src_[source].functions.find(id);
-  return it == src_[source].functions.end() ? kNoIndex : it->second;
+  const uint32_t* f = src_[source].functions.find(id);
+  return f ? *f : kNoIndex;
 }
 
 FunctionIndex ModelBuilder::function_ref(uint32_t source, uint16_t rank, uint64_t id) {
@@ -206,8 +208,7 @@ void ModelBuilder::attach(HookIndex h, FunctionIndex f, EventIndex at) {
 }
 
 HookIndex ModelBuilder::hook_ref(uint32_t source, uint16_t rank, const Event& e, EventIndex at) {
-  auto it = src_[source].hooks.find(e.key);
-  if (it != src_[source].hooks.end()) return it->second;
+  if (const uint32_t* known = src_[source].hooks.find(e.key)) return *known;
   // A hook added before the recording started: it has been there as long as
   // its Function, or (for a Function we never saw created) since event 0.
   const FunctionIndex f = function_ref(source, rank, e.node);
@@ -231,7 +232,7 @@ HookIndex ModelBuilder::hook_ref(uint32_t source, uint16_t rank, const Event& e,
   info.function = f;
   m_.hooks_.push_back(info);
   open_of_hook_.push_back(kNoIndex);
-  src_[source].hooks[e.key] = h;
+  src_[source].hooks.set(e.key, h);
   if (f == kNoIndex) return h;
   const FunctionInfo& fi = m_.functions_[latest(f)];
   const EventIndex from = fi.released_at == kNever ? fi.created_at : at;
@@ -333,11 +334,11 @@ void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, const Eve
     }
     case EventKind::kHookAdded: {
       const FunctionIndex f = function_ref(source, rank, e.node);
-      auto it = src_[source].hooks.find(e.key);
-      if (it != src_[source].hooks.end() && m_.hooks_[it->second].ended_at == kNever) {
+      const uint32_t* known = src_[source].hooks.find(e.key);
+      if (known && m_.hooks_[*known].ended_at == kNever) {
         malformed(MalformedKind::kDuplicateCreation, i, "a hook key added again while attached",
-                  m_.hooks_[it->second].added_at);
-        end_hook(it->second, i, RemoveCause::kByKey, kNoIndex, true);  // a key added twice
+                  m_.hooks_[*known].added_at);
+        end_hook(*known, i, RemoveCause::kByKey, kNoIndex, true);  // a key added twice
       }
       const auto h = static_cast<HookIndex>(m_.hooks_.size());
       HookInfo info;
@@ -351,7 +352,7 @@ void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, const Eve
       info.added_at = i;
       m_.hooks_.push_back(info);
       open_of_hook_.push_back(kNoIndex);
-      src_[source].hooks[e.key] = h;
+      src_[source].hooks.set(e.key, h);
       if (f != kNoIndex) attach(h, f, i);
       break;
     }
@@ -385,6 +386,16 @@ void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, const Eve
   }
 }
 
+namespace {
+void for_each_index(const IdMap& map, const auto& f) {
+  map.for_each([&](uint64_t, uint32_t index) { f(index); });
+}
+template <typename Map>
+void for_each_index(const Map& map, const auto& f) {
+  for (const auto& entry : map) f(entry.second);
+}
+}  // namespace
+
 void ModelBuilder::finish() {
   // Fires, grouped by hook (each hook's in timeline order).
   std::vector<uint32_t> count(m_.hooks_.size() + 1, 0);
@@ -404,8 +415,10 @@ void ModelBuilder::finish() {
   }
   fire_events_ = {};
 
-  std::stable_sort(m_.edges_.begin(), m_.edges_.end(),
-                   [](const EdgeInfo& a, const EdgeInfo& b) { return a.from < b.from; });
+  auto by_from = [](const EdgeInfo& a, const EdgeInfo& b) { return a.from < b.from; };
+  if (!std::is_sorted(m_.edges_.begin(), m_.edges_.end(), by_from)) {
+    std::stable_sort(m_.edges_.begin(), m_.edges_.end(), by_from);
+  }
   for (uint32_t k = 0; k < m_.edges_.size(); ++k) {
     FunctionInfo& f = m_.functions_[m_.edges_[k].from];
     if (f.edges_begin == f.edges_end) f.edges_begin = k;
@@ -434,29 +447,44 @@ void ModelBuilder::finish() {
   for (uint32_t s : by_fn) ++begin[segs[s].function + 1];
   for (size_t f = 0; f < m_.functions_.size(); ++f) begin[f + 1] += begin[f];
 
-  auto lookup_of = [](auto& maps, auto member) {
-    std::vector<Model::Lookup> out;
+  // Lookups hold indices only, sorted by the records' own (source, id).
+  // Sorted with their keys alongside (contiguous), which the lookups then drop.
+  auto lookup_of = [](auto& maps, auto member, const auto& records, auto key) {
+    std::vector<std::pair<std::pair<uint32_t, uint64_t>, uint32_t>> keyed;
+    size_t total = 0;
+    for (uint32_t s = 0; s < maps.size(); ++s) total += (maps[s].*member).size();
+    keyed.reserve(total);
     for (uint32_t s = 0; s < maps.size(); ++s) {
-      for (auto& [id, index] : maps[s].*member) out.push_back({s, id, index});
+      for_each_index(maps[s].*member,
+                     [&](uint32_t index) { keyed.push_back({key(records[index]), index}); });
     }
-    std::sort(out.begin(), out.end(), [](const Model::Lookup& a, const Model::Lookup& b) {
-      return std::tie(a.source, a.id) < std::tie(b.source, b.id);
-    });
+    std::sort(keyed.begin(), keyed.end());
+    std::vector<uint32_t> out;
+    out.reserve(keyed.size());
+    for (const auto& k : keyed) out.push_back(k.second);
     return out;
   };
-  m_.function_lookup_ = lookup_of(src_, &SourceMaps::functions);
-  m_.hook_lookup_ = lookup_of(src_, &SourceMaps::hooks);
-  m_.owner_lookup_ = lookup_of(src_, &SourceMaps::owners);
-  for (uint32_t s = 0; s < src_.size(); ++s) {
-    for (auto& [key, index] : src_[s].collectives) {
-      m_.collective_lookup_.push_back({s << 16 | key.first, key.second, index});
-    }
-  }
-  std::sort(m_.collective_lookup_.begin(), m_.collective_lookup_.end(),
-            [](const Model::Lookup& a, const Model::Lookup& b) {
-              return std::tie(a.source, a.id) < std::tie(b.source, b.id);
-            });
+  auto fn_key = [](const FunctionInfo& f) { return std::make_pair(f.source, f.id); };
+  auto hook_key = [](const HookInfo& h) { return std::make_pair(h.source, h.key); };
+  auto owner_key = [](const OwnerInfo& o) { return std::make_pair(o.source, uint64_t{o.id}); };
+  auto coll_key = [](const CollectiveInfo& c) {
+    return std::make_pair(c.source << 16 | c.rank, c.id);
+  };
+  m_.function_lookup_ = lookup_of(src_, &SourceMaps::functions, m_.functions_, fn_key);
+  m_.hook_lookup_ = lookup_of(src_, &SourceMaps::hooks, m_.hooks_, hook_key);
+  m_.owner_lookup_ = lookup_of(src_, &SourceMaps::owners, m_.owners_, owner_key);
+  m_.collective_lookup_ = lookup_of(src_, &SourceMaps::collectives, m_.collectives_, coll_key);
   m_.reducer_of_owner_ = std::move(reducer_of_owner_);
+  trim(m_.reducer_of_owner_);
+  trim(m_.functions_);
+  trim(m_.edges_);
+  trim(m_.hooks_);
+  trim(m_.segments_);
+  trim(m_.owners_);
+  trim(m_.collectives_);
+  trim(m_.malformations_);
+  trim(m_.strings_);
+  for (auto& k : m_.kind_events_) trim(k);
   for (ReducerInfo& r : m_.reducers_) {
     // Buckets named by kMarkReady were made room for then (Note [Model memory bound]).
     std::vector<uint32_t> members(r.bucket_sizes.size(), 0);
@@ -466,6 +494,8 @@ void ModelBuilder::finish() {
     for (size_t b = 0; b < members.size(); ++b) {
       r.bucket_sizes[b] = std::max(r.bucket_sizes[b], members[b]);
     }
+    trim(r.events);
+    trim(r.prepares);
   }
   src_.clear();
   open_ = {};
@@ -473,18 +503,21 @@ void ModelBuilder::finish() {
   open_of_hook_ = {};
   latest_hint_ = {};
   threads_.clear();
+  last_thread_ = nullptr;
+  last_thread_key_ = UINT64_MAX;
 
-  std::vector<IntervalIndex::Span> fn_spans, seg_spans;
-  fn_spans.reserve(m_.functions_.size());
-  for (const FunctionInfo& f : m_.functions_) fn_spans.push_back({f.created_at, f.released_at});
-  seg_spans.reserve(segs.size());
-  for (const HookSegment& s : segs) seg_spans.push_back({s.from, s.to});
-  const std::vector<IntervalIndex::Span>* families[] = {&fn_spans, &seg_spans};
+  // The intervals are read from the tables themselves (IntervalIndex::SpanView).
+  static_assert(offsetof(FunctionInfo, released_at) == offsetof(FunctionInfo, created_at) + 4);
+  static_assert(offsetof(HookSegment, to) == offsetof(HookSegment, from) + 4);
+  static_assert(sizeof(EventIndex) == 4);
+  const IntervalIndex::SpanView families[] = {
+      IntervalIndex::SpanView::of(m_.functions_, offsetof(FunctionInfo, created_at)),
+      IntervalIndex::SpanView::of(m_.segments_, offsetof(HookSegment, from))};
   m_.block_starts_ = IntervalIndex::choose_blocks(m_.num_events_, families,
                                                   m_.options_.checkpoint_min_events,
                                                   m_.options_.checkpoint_bytes_per_event);
-  m_.live_functions_.build(std::move(fn_spans), m_.block_starts_);
-  m_.live_segments_.build(std::move(seg_spans), m_.block_starts_);
+  m_.live_functions_.build(families[0], m_.block_starts_);
+  m_.live_segments_.build(families[1], m_.block_starts_);
 }
 
 Model::Model(std::vector<trace::TraceData> traces, ModelOptions options)

@@ -83,7 +83,12 @@ void ModelBuilder::check(EventIndex i, uint32_t source, uint16_t rank, const Eve
     malformed(MalformedKind::kRankOutOfRange, i, "the header's rank is not below its world size");
     rank_header_bad_[source] = 0;
   }
-  ThreadState& th = threads_[static_cast<uint64_t>(source) << 32 | e.thread];
+  const uint64_t thread_key = static_cast<uint64_t>(source) << 32 | e.thread;
+  if (thread_key != last_thread_key_) {
+    last_thread_ = &threads_[thread_key];
+    last_thread_key_ = thread_key;
+  }
+  ThreadState& th = *last_thread_;
   if (th.last_at != kNever && e.t_ns < th.last_t) {
     malformed(MalformedKind::kTimeBackwards, i, "earlier than the thread's previous event", th.last_at);
   }

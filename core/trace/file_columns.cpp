@@ -288,24 +288,38 @@ const char* ChunkCodec::decode(const ChunkHeader& h, uint64_t string_count, Even
   }
   if (columns_.size() < kNumColumns * n) columns_.resize(kNumColumns * n);
   uint64_t* col[kNumColumns];
+  // With narrow_bytes, a wide column that holds one value throughout (raw,
+  // width 0: often key or arg) is read from its base, never filled in:
+  // value i of wide column c is col[c][i & mask[c]].
+  uint64_t constant[kNumColumns];
+  size_t mask[kNumColumns];
   for (int c = 0; c < kNumColumns; ++c) {
     const ColumnDesc& cd = h.columns[c];
     col[c] = columns_.data() + c * n;
+    mask[c] = ~size_t{0};
     if (narrow_bytes && kFieldBytes[c] < 8) continue;
+    if (narrow_bytes && cd.width == 0 && !cd.delta) {
+      constant[c] = cd.base;
+      col[c] = &constant[c];
+      mask[c] = 0;
+      continue;
+    }
     gather_column(plane_of[c], cd.width, n, cd.base, cd.delta, cd.start, col[c]);
   }
 
   // One pass writes whole events and checks ranges, kinds and string ids.
   const uint64_t *t = col[kColT], *node = col[kColNode], *key = col[kColKey], *arg = col[kColArg];
+  const size_t t_mask = mask[kColT], node_mask = mask[kColNode], key_mask = mask[kColKey],
+               arg_mask = mask[kColArg];
   uint64_t overflow = 0;
   uint8_t bad_kind = 0, bad_string = 0;
   bool up = true;
   uint64_t prev_t = t[0];
   auto check = [&](size_t i, uint8_t k) {
-    up &= t[i] >= prev_t;
-    prev_t = t[i];
+    up &= t[i & t_mask] >= prev_t;
+    prev_t = t[i & t_mask];
     bad_kind |= static_cast<uint8_t>(k - 1) >= static_cast<uint8_t>(EventKind::kCount) - 1;
-    bad_string |= kKinds.is_string[k] & (arg[i] >= string_count);
+    bad_string |= kKinds.is_string[k] & (arg[i & arg_mask] >= string_count);
   };
   if (narrow_bytes) {
     const uint8_t *kind = plane_of[kColKind], *sub = plane_of[kColSub], *rank = plane_of[kColRank],
@@ -317,10 +331,10 @@ const char* ChunkCodec::decode(const ChunkHeader& h, uint64_t string_count, Even
     const auto actor0 = static_cast<uint32_t>(h.columns[kColActor].base);
     for (size_t i = 0; i < n; ++i) {
       Event& e = out[i];
-      e.t_ns = t[i];
-      e.node = node[i];
-      e.key = key[i];
-      e.arg = arg[i];
+      e.t_ns = t[i & t_mask];
+      e.node = node[i & node_mask];
+      e.key = key[i & key_mask];
+      e.arg = arg[i & arg_mask];
       e.owner = owner0 + owner[i];
       e.actor = actor0 + actor[i];
       const auto k = static_cast<uint8_t>(kind0 + kind[i]);

@@ -57,13 +57,7 @@ class TraceReader {
   }
 
  private:
-  struct ChunkRef {
-    uint64_t offset;  // of its block
-    uint64_t end;     // just past its block
-    ChunkHeader header;
-    uint64_t strings_before;  // string table size when it was reached
-    uint64_t dropped_before;
-  };
+  using ChunkRef = detail::ChunkRef;
 
   void stop(uint64_t offset, std::string reason) {
     stopped_ = true;
@@ -171,6 +165,26 @@ class TraceReader {
     for (size_t i = 0; i < n; ++i) {
       pos[i] = total;
       total += chunks_[i].header.count;
+    }
+    bool several_writers = false;
+    for (const ChunkRef& c : chunks_) several_writers |= c.header.thread != chunks_[0].header.thread;
+    // Chunks of several writer threads are merged while decoded, on this
+    // thread, unless more threads were asked for: one array instead of two,
+    // as fast as the parallel decode and its merge at half the memory. One
+    // writer's chunks need no merge: they are decoded in place, in parallel.
+    const unsigned threads = options_.threads == 0 && several_writers ? 1 : decode_threads(total);
+    if (threads == 1 && several_writers) {
+      // Note [Decoding straight into merged order]
+      detail::reserve_events(out_.events, total);  // bounded by max_events_, checked in pass 1
+      uint64_t next_progress = kProgressEvery;
+      const uint64_t first = chunks_[0].offset;
+      auto progress = [&](uint64_t decoded) {
+        if (options_.progress && first + decoded >= next_progress) {
+          options_.progress(first + decoded, size_);
+          next_progress = first + decoded + kProgressEvery;
+        }
+      };
+      if (detail::decode_merged(chunks_, out_.events, progress)) return;
     }
     detail::reserve_events(out_.events, total);  // bounded by max_events_, checked in pass 1
     out_.events.resize(total);
