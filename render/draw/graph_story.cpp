@@ -54,6 +54,7 @@ void GraphView::draw_rank_captions(Frame& f) {
     stats_.rank_columns.push_back({b.rank, {lo.x, lo.y, hi.x, hi.y}});
     if (rank_bounds_.size() < 2) continue;
     float x0 = std::max(lo.x, f.canvas_min.x), x1 = std::min(hi.x, f.canvas_max.x);
+    if (story_.rank_status(b.rank, f.state->index) && x1 - x0 >= 12.f) continue;  // its banner names it
     std::string caption = fmt::format("rank {}", b.rank);
     if (x1 - x0 < 12.f) {  // off screen: named at the edge it is beyond (pan, or use the minimap)
       std::string& side = lo.x >= f.canvas_max.x ? right_of : left_of;
@@ -89,7 +90,7 @@ void GraphView::draw_banners(Frame& f) {
   if (story_.incidents().empty()) return;
   const Palette& pal = palette();
   const float fs = ImGui::GetFontSize();
-  const float y0 = f.panel_min.y + std::round(fs * 1.5f), y1 = y0 + std::round(fs * 1.45f);
+  const float y0 = f.panel_min.y + 1.f, y1 = y0 + std::round(fs * 1.45f);  // the captions' line
   for (uint16_t rank : story_.ranks()) {
     const RankIncident* st = story_.rank_status(rank, f.state->index);
     if (!st) continue;
@@ -134,6 +135,7 @@ void GraphView::draw_legend(const analysis::State& state) {
     uint32_t color = 0;
     uint32_t live = 0, dead = 0, hooks = 0;
     std::string ranks;
+    std::vector<uint32_t> gens;  // Note [Module generations], when the trace has several
   };
   std::vector<Entry> entries;
   for (const analysis::OwnerAt& o : state.owners) {
@@ -144,6 +146,10 @@ void GraphView::draw_legend(const analysis::State& state) {
     (o.live ? it->live : it->dead) += 1;
     it->hooks += o.hooks;
     it->ranks += fmt::format("{}{}", it->ranks.empty() ? "" : ", ", model.owners()[o.owner].rank);
+    const Generations& gens = scene_->generations();
+    if (gens.any() && std::find(it->gens.begin(), it->gens.end(), gens.of_owner(o.owner)) == it->gens.end()) {
+      it->gens.push_back(gens.of_owner(o.owner));
+    }
   }
   int shown = 0;
   for (const Entry& e : entries) {
@@ -158,7 +164,9 @@ void GraphView::draw_legend(const analysis::State& state) {
     dl->AddRectFilled(a, b, e.color);
     ImGui::Dummy({side + 3.f, h});
     ImGui::SameLine(0.f, 2.f);
-    const std::string label = e.tag + (dead ? " destroyed" : e.dead ? " (part destroyed)" : "");
+    std::string gen;
+    for (uint32_t g : e.gens) gen += fmt::format("{}{}", gen.empty() ? " gen " : "/", g);
+    const std::string label = e.tag + gen + (dead ? " destroyed" : e.dead ? " (part destroyed)" : "");
     if (dead) {
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pal.alarm), "%s", label.c_str());
     } else {
@@ -185,6 +193,7 @@ void GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
   *lo = {INFINITY, INFINITY};
   *hi = {-INFINITY, -INFINITY};
   auto take = [&](uint32_t u) {
+    if (u >= l.center.size()) return;  // not in the compact layout
     *lo = {std::min(lo->x, l.center[u].x - l.size[u].x * 0.5f), std::min(lo->y, l.center[u].y - l.size[u].y * 0.5f)};
     *hi = {std::max(hi->x, l.center[u].x + l.size[u].x * 0.5f), std::max(hi->y, l.center[u].y + l.size[u].y * 0.5f)};
   };

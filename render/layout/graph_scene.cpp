@@ -81,7 +81,7 @@ std::string_view hook_kind_tag(trace::HookKind kind) {
   return "?";
 }
 
-GraphScene::GraphScene(const analysis::Model& model) : model_(&model) {
+GraphScene::GraphScene(const analysis::Model& model) : model_(&model), generations_(model) {
   assign_slots();
   collect_hooks();
   find_modules();
@@ -126,6 +126,7 @@ void GraphScene::assign_slots() {
       const auto& info = functions[f];
       uint64_t h = mix(mix(14695981039346656037ull, info.rank), info.source);
       h = mix(mix(h, hash_text(model_->str(info.name))), hash_text(model_->str(info.label)));
+      if (generations_.copied(f)) h = mix(h, 0x9e3779b97f4a7c15ull + generations_.of_function(f));
       for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
         const FunctionIndex to = model_edges[e].to;
         h = mix(h, to < n && state[to] == 2 ? sig[to] : 0);
@@ -196,6 +197,10 @@ void GraphScene::assign_slots() {
     nodes_[i].rank = info.rank;
     nodes_[i].name = info.name;
     nodes_[i].label = info.label;
+    if (generations_.copied(first[order[i]])) {
+      nodes_[i].gen = generations_.of_function(first[order[i]]);
+      nodes_[i].gen_from = generations_.label_from(first[order[i]]);
+    }
   }
   slot_of_.resize(n);
   for (FunctionIndex f = 0; f < n; ++f) {
@@ -248,13 +253,14 @@ void GraphScene::collect_hooks() {
   }
 }
 
-FoldedGraph GraphScene::fold(const std::vector<uint8_t>& folded) const {
+FoldedGraph GraphScene::fold(const std::vector<uint8_t>& folded, const std::vector<uint8_t>* keep) const {
   auto is_folded = [&](uint32_t g) { return g < folded.size() && folded[g]; };
   FoldedGraph out;
   const size_t n = nodes_.size();
   out.unit_of_node.assign(n, kNoSlot);
   std::vector<uint32_t> unit_of_group(groups_.size(), kNoSlot);
   for (uint32_t v = 0; v < n; ++v) {
+    if (keep && v < keep->size() && !(*keep)[v]) continue;
     uint32_t group = kNoGroup;  // the outermost folded module, else a folded chain
     for (uint32_t g = nodes_[v].module; g != kNoGroup; g = groups_[g].parent) {
       if (is_folded(g)) group = g;
@@ -285,6 +291,7 @@ FoldedGraph GraphScene::fold(const std::vector<uint8_t>& folded) const {
   }
   std::vector<std::pair<int, int>> edges;
   for (auto [a, b] : edges_) {
+    if (out.unit_of_node[a] == kNoSlot || out.unit_of_node[b] == kNoSlot) continue;
     const int ua = static_cast<int>(out.unit_of_node[a]), ub = static_cast<int>(out.unit_of_node[b]);
     if (ua != ub) edges.push_back({ua, ub});
   }
@@ -293,6 +300,7 @@ FoldedGraph GraphScene::fold(const std::vector<uint8_t>& folded) const {
   out.graph.edges = edges;
   out.edge_of_scene_edge.assign(edges_.size(), kNoSlot);
   for (size_t e = 0; e < edges_.size(); ++e) {
+    if (out.unit_of_node[edges_[e].first] == kNoSlot || out.unit_of_node[edges_[e].second] == kNoSlot) continue;
     const std::pair<int, int> key{static_cast<int>(out.unit_of_node[edges_[e].first]),
                                   static_cast<int>(out.unit_of_node[edges_[e].second])};
     if (key.first == key.second) continue;
@@ -300,6 +308,12 @@ FoldedGraph GraphScene::fold(const std::vector<uint8_t>& folded) const {
         static_cast<uint32_t>(std::lower_bound(edges.begin(), edges.end(), key) - edges.begin());
   }
   return out;
+}
+
+std::string GraphScene::slot_gen_label(uint32_t slot, analysis::EventIndex at) const {
+  return slot < nodes_.size() && nodes_[slot].gen != UINT32_MAX && nodes_[slot].gen_from <= at
+             ? "gen " + std::to_string(nodes_[slot].gen)
+             : std::string();
 }
 
 std::string GraphScene::unit_title(const FoldedGraph& folded, uint32_t unit) const {
@@ -310,20 +324,29 @@ std::string GraphScene::unit_title(const FoldedGraph& folded, uint32_t unit) con
                                                   : "[+] " + group.name + " ...";
 }
 
-std::string GraphScene::unit_label(const FoldedGraph& folded, uint32_t unit) const {
+std::string GraphScene::unit_label(const FoldedGraph& folded, uint32_t unit, analysis::EventIndex at) const {
   const uint32_t g = folded.group_of_unit[unit];
-  if (g == kNoGroup) return model_->str(nodes_[folded.node_of_unit[unit]].label);
+  if (g == kNoGroup) {
+    const uint32_t slot = folded.node_of_unit[unit];
+    const std::string gen = slot_gen_label(slot, at);
+    return gen.empty() ? model_->str(nodes_[slot].label) : model_->str(nodes_[slot].label) + " \xc2\xb7 " + gen;
+  }
   const SceneGroup& group = groups_[g];
   return std::to_string(group.nodes.size()) +
          (group.kind == SceneGroup::Kind::kModule ? " Functions (module)" : " Functions (chain)");
 }
 
-std::string GraphScene::unit_compact_title(const FoldedGraph& folded, uint32_t unit) const {
+std::string GraphScene::unit_compact_title(const FoldedGraph& folded, uint32_t unit, analysis::EventIndex at) const {
   const uint32_t g = folded.group_of_unit[unit];
   if (g != kNoGroup) return unit_title(folded, unit);
   const SceneNode& node = nodes_[folded.node_of_unit[unit]];
   const bool leaf = model_->functions()[node.first].is_leaf_accumulator();
-  return leaf && node.label ? model_->str(node.label) : model_->str(node.name);
+  if (!leaf || !node.label) return model_->str(node.name);
+  // The parameter's name without its shape ("0.weight [32, 16]": "0.weight"; the tooltip has it).
+  std::string title = model_->str(node.label);
+  if (const size_t shape = title.find(" ["); shape != std::string::npos && shape > 0) title.resize(shape);
+  const std::string gen = slot_gen_label(folded.node_of_unit[unit], at);
+  return gen.empty() ? title : title + " " + gen;
 }
 
 std::vector<Vec2> GraphScene::box_sizes(const FoldedGraph& folded, const MeasureText& measure,
@@ -345,6 +368,7 @@ std::vector<Vec2> GraphScene::box_sizes(const FoldedGraph& folded, const Measure
   std::vector<uint32_t> id_digits(units, 0);
   for (uint32_t v = 0; v < nodes_.size(); ++v) {
     const uint32_t u = folded.unit_of_node[v];
+    if (u == kNoSlot) continue;  // not kept
     kinds[u] |= nodes_[v].hook_kinds;
     // A group's members may each have other owners (a rank's successive
     // Reducers): their sum bounds the group's chips.

@@ -11,6 +11,7 @@
 
 #include "analysis/model.h"
 #include "render/layout/layout.h"
+#include "render/layout/story.h"
 
 namespace hookscope::render {
 
@@ -24,7 +25,8 @@ namespace hookscope::render {
 // Function in another step": a hash of its rank, name and label (an
 // AccumulateGrad's label is its parameter's name and shape) and of its next
 // Functions' signatures, in edge order. Functions with one signature share
-// a *slot*: the first free one when they are created (two live at once,
+// a *slot* (a parameter's leaf copied in several generations, Note [Module
+// generations], also hashes its generation): the first free one when they are created (two live at once,
 // e.g. the two branches of x * x, take two). Slots are the layout's nodes
 // and the union of the Functions' edges its edges; the layout is computed
 // once per model, and stepping through time shows and hides boxes that do
@@ -49,6 +51,11 @@ struct SceneNode {
   uint32_t name = 0;       // model string ids
   uint32_t label = 0;
   uint32_t id_digits = 1;  // of the widest raw id among its Functions
+  // Note [Module generations]: a parameter's leaf with copies in other
+  // generations holds one generation per slot (it is in the signature), shown
+  // as "gen N"; UINT32_MAX for every other slot.
+  uint32_t gen = UINT32_MAX;
+  analysis::EventIndex gen_from = analysis::kNever;  // shown from this event (Generations::label_from)
   uint32_t module = kNoGroup;  // innermost module group
   uint32_t chain = kNoGroup;
   // Hook kinds ever attached (bit per trace::HookKind), and the most owners
@@ -71,7 +78,7 @@ struct SceneGroup {
 // folded (outermost wins) and per slot outside every folded group.
 struct FoldedGraph {
   LayoutGraph graph;                     // nodes are units
-  std::vector<uint32_t> unit_of_node;    // per slot
+  std::vector<uint32_t> unit_of_node;    // per slot: its unit, or kNoSlot when not kept
   std::vector<uint32_t> group_of_unit;   // per unit: the group, or kNoGroup
   std::vector<uint32_t> node_of_unit;    // per unit: the slot, or kNoSlot for a group
   std::vector<uint32_t> edge_of_scene_edge;  // per slot edge: layout edge, or kNoSlot inside a unit
@@ -88,7 +95,7 @@ struct BoxMetrics {
   float kind_gap = 8.f;      // between kinds in the badge row
   float min_width = 90.f;
   float max_badge_width = 360.f;
-  // Note [Compact boxes]: one line per box, the title (a leaf's parameter)
+  // Note [Compact boxes]: one line per box, the title (a leaf's parameter name)
   // then its chips; chip text as large as the title.
   bool compact = false;
 };
@@ -100,6 +107,14 @@ inline BoxMetrics compact_metrics(BoxMetrics m) {
   m.chip_height = m.line_height + 2.f;
   m.min_width = 40.f;
   return m;
+}
+
+// The layout's gaps for compact boxes: a backward graph's depth fits a
+// 1280x800 window at the readable zoom.
+inline LayoutOptions compact_layout_options(LayoutOptions o) {
+  o.layer_gap = 18.f;
+  o.node_gap = 12.f;
+  return o;
 }
 
 class GraphScene {
@@ -120,14 +135,24 @@ class GraphScene {
     return owner < owner_colors_.size() ? owner_colors_[owner] : 0xff808080u;
   }
 
-  FoldedGraph fold(const std::vector<uint8_t>& folded) const;  // folded: per group
+  // folded: per group. `keep` (per slot, may be null): only the slots it
+  // marks become units (Note [Compact boxes]: the live ones); the others get
+  // unit kNoSlot, and their edges none. A slot past keep's end is kept.
+  const Generations& generations() const { return generations_; }
+  // "gen 1" on a slot of a copied parameter at event `at` and later (Note
+  // [Module generations]), else "". kNever: whenever it is ever shown (box sizes).
+  std::string slot_gen_label(uint32_t slot, analysis::EventIndex at = analysis::kNever) const;
+
+  FoldedGraph fold(const std::vector<uint8_t>& folded, const std::vector<uint8_t>* keep = nullptr) const;
 
   // Text the box of `unit` shows: title (name), label (parameter and shape,
   // or what a group holds).
+  // `at`: the event shown (a copied parameter's "gen N" from its rebuild on).
   std::string unit_title(const FoldedGraph& folded, uint32_t unit) const;
-  std::string unit_label(const FoldedGraph& folded, uint32_t unit) const;
-  // The one line of a compact box: a leaf's parameter, else the title.
-  std::string unit_compact_title(const FoldedGraph& folded, uint32_t unit) const;
+  std::string unit_label(const FoldedGraph& folded, uint32_t unit, analysis::EventIndex at = analysis::kNever) const;
+  // The one line of a compact box: a leaf's parameter (name, no shape), else the title.
+  std::string unit_compact_title(const FoldedGraph& folded, uint32_t unit,
+                                 analysis::EventIndex at = analysis::kNever) const;
 
   using MeasureText = std::function<float(std::string_view)>;
   // Box sizes for the layout, text measured by `measure` at metrics.line_height.
@@ -148,6 +173,7 @@ class GraphScene {
   std::vector<uint32_t> edge_of_;
   std::vector<std::string> owner_tags_;
   std::vector<uint32_t> owner_colors_;
+  Generations generations_;
 };
 
 // Note [Owner colours], for panels without a scene.
