@@ -142,3 +142,45 @@ TEST_CASE("packed ranks: a component moves whole, its edges with it") {
     }
   }
 }
+
+TEST_CASE("module generations: a replaced rank's parameter copies are told apart, a survivor's are not") {
+  const analysis::Model m = recovery_model();
+  const Generations gens(m);
+  REQUIRE(gens.any());
+  size_t copied_r0 = 0, copied_r1 = 0;
+  analysis::EventIndex first_new = analysis::kNever;  // the first leaf of a later generation on rank 1
+  for (analysis::FunctionIndex f = 0; f < m.functions().size(); ++f) {
+    const auto& info = m.functions()[f];
+    if (!info.is_leaf_accumulator()) {
+      CHECK_FALSE(gens.copied(f));
+      continue;
+    }
+    (info.rank == 0 ? copied_r0 : copied_r1) += gens.copied(f);
+    if (info.rank == 1 && gens.of_function(f) > 0) first_new = std::min(first_new, info.created_at);
+  }
+  CHECK(copied_r0 == 0);   // rank 0 survived: one module all along
+  CHECK(copied_r1 >= 18);  // rank 1: six parameters in three generations
+  for (analysis::FunctionIndex f = 0; f < m.functions().size(); ++f) {
+    if (!gens.copied(f)) continue;
+    CHECK(gens.label_from(f) == first_new);
+    CHECK(gens.function_label(f, first_new - 1).empty());
+    CHECK(gens.function_label(f, first_new) == "gen " + std::to_string(gens.of_function(f)));
+  }
+  // Owners: a rank's k-th Reducer is the DDP of generation k.
+  for (uint16_t rank : {0, 1}) {
+    std::vector<std::pair<analysis::EventIndex, analysis::OwnerIndex>> reducers;
+    for (analysis::OwnerIndex o = 0; o < m.owners().size(); ++o) {
+      if (m.owners()[o].kind == trace::OwnerKind::kReducer && m.owners()[o].rank == rank) {
+        reducers.push_back({m.owners()[o].created_at, o});
+      }
+    }
+    std::sort(reducers.begin(), reducers.end());
+    REQUIRE(reducers.size() == 3);
+    for (size_t k = 0; k < reducers.size(); ++k) CHECK(gens.owner_label(reducers[k].second) == "gen " + std::to_string(k));
+  }
+  // Copies take their own slots, labelled from the rebuild on.
+  const GraphScene scene(m);
+  size_t labelled = 0;
+  for (uint32_t v = 0; v < scene.nodes().size(); ++v) labelled += !scene.slot_gen_label(v).empty();
+  CHECK(labelled >= 18);
+}

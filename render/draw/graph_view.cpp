@@ -393,6 +393,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   }
   handle_input(f);
   stats_.live_units = static_cast<uint32_t>(f.live_units.size());
+  stats_.layout_units = static_cast<uint32_t>(l.center.size());
   stats_.layout_w = l.max.x - l.min.x;
   stats_.layout_h = l.max.y - l.min.y;
   f.zoom = zoom_;

@@ -69,6 +69,7 @@ struct GraphDrawStats {
   uint32_t ghost_chips = 0;       // removed hooks' fading chips
   uint32_t removal_boxes = 0;     // boxes highlighted for a removal at this event
   uint32_t live_units = 0;        // boxes that are live now (drawn or not: off screen, culled)
+  uint32_t layout_units = 0;      // boxes laid out (compact: the live ones only)
   uint32_t gen_labels = 0;        // boxes labelled "gen N" (Note [Module generations])
   float layout_w = 0.f, layout_h = 0.f;  // the layout's extent, world units
 };

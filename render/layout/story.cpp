@@ -160,6 +160,7 @@ Generations::Generations(const analysis::Model& model) {
     if (fs[f].is_leaf_accumulator() && fs[f].label) leaves.emplace_back(fs[f].rank, fs[f].label, fs[f].created_at, f);
   }
   std::sort(leaves.begin(), leaves.end());
+  std::vector<EventIndex> rank_from;  // per rank: its first copy of a later generation
   for (size_t i = 0; i < leaves.size();) {
     size_t j = i;
     while (j < leaves.size() && std::get<0>(leaves[j]) == std::get<0>(leaves[i]) &&
@@ -173,12 +174,16 @@ Generations::Generations(const analysis::Model& model) {
       if (function_gen_[std::get<3>(leaves[k])] != first_gen) second = std::get<2>(leaves[k]);
     }
     if (second != kNever) {
-      for (size_t k = i; k < j; ++k) {
-        copied_[std::get<3>(leaves[k])] = 1;
-        label_from_[std::get<3>(leaves[k])] = second;
-      }
+      const uint16_t rank = std::get<0>(leaves[i]);
+      if (rank_from.size() <= rank) rank_from.resize(static_cast<size_t>(rank) + 1, kNever);
+      rank_from[rank] = std::min(rank_from[rank], second);
+      for (size_t k = i; k < j; ++k) copied_[std::get<3>(leaves[k])] = 1;
     }
     i = j;
+  }
+  // A rank's copies all show their generation from its first new copy on.
+  for (analysis::FunctionIndex f = 0; f < fs.size(); ++f) {
+    if (copied_[f]) label_from_[f] = rank_from[fs[f].rank];
   }
 }
 

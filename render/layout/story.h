@@ -93,8 +93,8 @@ class CollectiveNames {
 // is its first AccumulateGrad's (FunctionInfo::previous), so a parameter
 // that lives on keeps its generation. Leaves are labelled "gen N" only where
 // copies exist (two leaves of one rank and parameter name in different
-// generations), from the event the second generation's copy is created on
-// (before the rebuild nothing needs telling apart); owners whenever the
+// generations), all of a rank's from the event its first copy of another
+// generation is created on (before the rebuild nothing needs telling apart); owners whenever the
 // trace has several generations.
 class Generations {
  public:
