@@ -178,7 +178,8 @@ TEST_CASE("module generations: a replaced rank's parameter copies are told apart
     REQUIRE(reducers.size() == 3);
     for (size_t k = 0; k < reducers.size(); ++k) CHECK(gens.owner_label(reducers[k].second) == "gen " + std::to_string(k));
   }
-  // Copies take their own slots, labelled from the rebuild on.
+  // Copies live at once take their own slots (old copies hold leaked hooks),
+  // each with room for its label.
   const GraphScene scene(m);
   size_t labelled = 0;
   for (uint32_t v = 0; v < scene.nodes().size(); ++v) labelled += !scene.slot_gen_label(v).empty();

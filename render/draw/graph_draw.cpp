@@ -212,8 +212,8 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
     ++stats_.texts;
     const float clip[4] = {a.x, a.y, b.x, b.y};
     const std::string title = ghost ? "(leaf tensor) " + model.str(scene_->nodes()[slot].label)
-                                    : scene_->unit_compact_title(fg, u, f.state->index);
-    stats_.gen_labels += !ghost && slot != kNoSlot && !scene_->slot_gen_label(slot, f.state->index).empty();
+                                    : scene_->unit_compact_title(fg, u, fa ? fa->function : kNoIndex, f.state->index);
+    stats_.gen_labels += fa && !scene_->gen_label(fa->function, f.state->index).empty();
     put_text(f, fs, a.x + pad, (a.y + b.y - fs) * 0.5f, ghost ? pal.text_dim : leaf ? pal.text_label : pal.text,
              title.c_str(), nullptr, clip);
   } else if (text && fs >= min_px) {
@@ -227,8 +227,9 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
     } else {
       const SceneNode& node = scene_->nodes()[slot];
       title = ghost ? "(leaf tensor)" : model.str(node.name);
-      label = scene_->unit_label(fg, u, f.state->index);  // "gen N" on a copied parameter (Note [Module generations])
-      stats_.gen_labels += !scene_->slot_gen_label(slot, f.state->index).empty();
+      // "gen N" on a copied parameter (Note [Module generations])
+      label = scene_->unit_label(fg, u, fa ? fa->function : kNoIndex, f.state->index);
+      stats_.gen_labels += fa && !scene_->gen_label(fa->function, f.state->index).empty();
       if (fa) std::snprintf(id, sizeof id, "  #%llu", static_cast<unsigned long long>(model.functions()[fa->function].id));
     }
     const ImVec2 p{a.x + pad, a.y + pad};

@@ -49,7 +49,12 @@ void GraphView::chip_row(uint32_t unit, float* left, float* right, float* top) c
   *right = c.x + s.x * 0.5f - m.pad;
   *top = c.y + s.y * 0.5f - m.pad - m.chip_height;
   if (m.compact) {  // after the title, on its line
-    const std::string title = scene_->unit_compact_title(*folded_, unit, frame_->state ? frame_->state->index : analysis::kNever);
+    const Frame& f = *frame_;
+    const uint32_t slot = folded_->node_of_unit[unit];
+    const uint32_t live = slot < f.slot_live.size() ? f.slot_live[slot] : 0;
+    const std::string title = scene_->unit_compact_title(
+        *folded_, unit, live && f.state ? f.state->functions[live - 1].function : analysis::kNoIndex,
+        f.state ? f.state->index : analysis::kNever);
     *left += text_width(m.line_height, title.c_str()) + m.kind_gap;
     *top = c.y - m.chip_height * 0.5f;
   }

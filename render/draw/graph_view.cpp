@@ -382,12 +382,21 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     fit_now(f);
     fit_pending_ = false;
   }
-  if (focus_pending_ < model.functions().size()) {
+  // A focus waits for the pending layout (and the fit that comes with it).
+  if (focus_pending_ < model.functions().size() && !job_) {
     const uint32_t u = fg.unit_of_node[scene_->slot_of(focus_pending_)];
     if (u != kNoSlot) {
-      center_ = l.center[u];
-      zoom_ = std::max(zoom_, 1.f);
-      at_fit_ = false;
+      // Zoom in only as far as text is readable, and move only when the box is not in view
+      // (a fit that shows it stays).
+      const float readable = options_.min_text_px / chip_font(metrics_);
+      if (zoom_ < readable) zoom_ = readable;
+      const Vec2 c = l.center[u], s = l.size[u];
+      const float half_w = (f.canvas_max.x - f.canvas_min.x) * 0.5f / zoom_;
+      const float half_h = (f.canvas_max.y - f.canvas_min.y) * 0.5f / zoom_;
+      if (std::abs(c.x - center_.x) + s.x * 0.5f > half_w || std::abs(c.y - center_.y) + s.y * 0.5f > half_h) {
+        center_ = c;
+        at_fit_ = false;
+      }
     }
     focus_pending_ = kNoIndex;
   }

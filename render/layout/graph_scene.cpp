@@ -126,7 +126,6 @@ void GraphScene::assign_slots() {
       const auto& info = functions[f];
       uint64_t h = mix(mix(14695981039346656037ull, info.rank), info.source);
       h = mix(mix(h, hash_text(model_->str(info.name))), hash_text(model_->str(info.label)));
-      if (generations_.copied(f)) h = mix(h, 0x9e3779b97f4a7c15ull + generations_.of_function(f));
       for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
         const FunctionIndex to = model_edges[e].to;
         h = mix(h, to < n && state[to] == 2 ? sig[to] : 0);
@@ -197,16 +196,15 @@ void GraphScene::assign_slots() {
     nodes_[i].rank = info.rank;
     nodes_[i].name = info.name;
     nodes_[i].label = info.label;
-    if (generations_.copied(first[order[i]])) {
-      nodes_[i].gen = generations_.of_function(first[order[i]]);
-      nodes_[i].gen_from = generations_.label_from(first[order[i]]);
-    }
   }
   slot_of_.resize(n);
   for (FunctionIndex f = 0; f < n; ++f) {
     slot_of_[f] = renumber[raw_slot[f]];
     auto& node = nodes_[slot_of_[f]];
     node.id_digits = std::max(node.id_digits, digits(functions[f].id));
+    if (generations_.copied(f)) {
+      node.gen = node.gen == UINT32_MAX ? generations_.of_function(f) : std::max(node.gen, generations_.of_function(f));
+    }
   }
   edges_.clear();
   for (const auto& e : model_edges) {
@@ -310,10 +308,9 @@ FoldedGraph GraphScene::fold(const std::vector<uint8_t>& folded, const std::vect
   return out;
 }
 
-std::string GraphScene::slot_gen_label(uint32_t slot, analysis::EventIndex at) const {
-  return slot < nodes_.size() && nodes_[slot].gen != UINT32_MAX && nodes_[slot].gen_from <= at
-             ? "gen " + std::to_string(nodes_[slot].gen)
-             : std::string();
+std::string GraphScene::slot_gen_label(uint32_t slot) const {
+  return slot < nodes_.size() && nodes_[slot].gen != UINT32_MAX ? "gen " + std::to_string(nodes_[slot].gen)
+                                                                 : std::string();
 }
 
 std::string GraphScene::unit_title(const FoldedGraph& folded, uint32_t unit) const {
@@ -324,11 +321,14 @@ std::string GraphScene::unit_title(const FoldedGraph& folded, uint32_t unit) con
                                                   : "[+] " + group.name + " ...";
 }
 
-std::string GraphScene::unit_label(const FoldedGraph& folded, uint32_t unit, analysis::EventIndex at) const {
+std::string GraphScene::unit_label(const FoldedGraph& folded, uint32_t unit, analysis::FunctionIndex function,
+                                   analysis::EventIndex at) const {
   const uint32_t g = folded.group_of_unit[unit];
   if (g == kNoGroup) {
     const uint32_t slot = folded.node_of_unit[unit];
-    const std::string gen = slot_gen_label(slot, at);
+    const std::string gen = function < model_->functions().size() ? gen_label(function, at)
+                            : at == analysis::kNever                 ? slot_gen_label(slot)
+                                                                     : std::string();
     return gen.empty() ? model_->str(nodes_[slot].label) : model_->str(nodes_[slot].label) + " \xc2\xb7 " + gen;
   }
   const SceneGroup& group = groups_[g];
@@ -336,7 +336,8 @@ std::string GraphScene::unit_label(const FoldedGraph& folded, uint32_t unit, ana
          (group.kind == SceneGroup::Kind::kModule ? " Functions (module)" : " Functions (chain)");
 }
 
-std::string GraphScene::unit_compact_title(const FoldedGraph& folded, uint32_t unit, analysis::EventIndex at) const {
+std::string GraphScene::unit_compact_title(const FoldedGraph& folded, uint32_t unit, analysis::FunctionIndex function,
+                                           analysis::EventIndex at) const {
   const uint32_t g = folded.group_of_unit[unit];
   if (g != kNoGroup) return unit_title(folded, unit);
   const SceneNode& node = nodes_[folded.node_of_unit[unit]];
@@ -345,7 +346,9 @@ std::string GraphScene::unit_compact_title(const FoldedGraph& folded, uint32_t u
   // The parameter's name without its shape ("0.weight [32, 16]": "0.weight"; the tooltip has it).
   std::string title = model_->str(node.label);
   if (const size_t shape = title.find(" ["); shape != std::string::npos && shape > 0) title.resize(shape);
-  const std::string gen = slot_gen_label(folded.node_of_unit[unit], at);
+  const std::string gen = function < model_->functions().size() ? gen_label(function, at)
+                          : at == analysis::kNever                 ? slot_gen_label(folded.node_of_unit[unit])
+                                                                   : std::string();
   return gen.empty() ? title : title + " " + gen;
 }
 

@@ -25,8 +25,7 @@ namespace hookscope::render {
 // Function in another step": a hash of its rank, name and label (an
 // AccumulateGrad's label is its parameter's name and shape) and of its next
 // Functions' signatures, in edge order. Functions with one signature share
-// a *slot* (a parameter's leaf copied in several generations, Note [Module
-// generations], also hashes its generation): the first free one when they are created (two live at once,
+// a *slot*: the first free one when they are created (two live at once,
 // e.g. the two branches of x * x, take two). Slots are the layout's nodes
 // and the union of the Functions' edges its edges; the layout is computed
 // once per model, and stepping through time shows and hides boxes that do
@@ -51,11 +50,10 @@ struct SceneNode {
   uint32_t name = 0;       // model string ids
   uint32_t label = 0;
   uint32_t id_digits = 1;  // of the widest raw id among its Functions
-  // Note [Module generations]: a parameter's leaf with copies in other
-  // generations holds one generation per slot (it is in the signature), shown
-  // as "gen N"; UINT32_MAX for every other slot.
+  // Note [Module generations]: the highest generation of the copied
+  // parameters' leaves in the slot (their "gen N" is reserved room in the
+  // box); UINT32_MAX when it holds none.
   uint32_t gen = UINT32_MAX;
-  analysis::EventIndex gen_from = analysis::kNever;  // shown from this event (Generations::label_from)
   uint32_t module = kNoGroup;  // innermost module group
   uint32_t chain = kNoGroup;
   // Hook kinds ever attached (bit per trace::HookKind), and the most owners
@@ -139,19 +137,26 @@ class GraphScene {
   // marks become units (Note [Compact boxes]: the live ones); the others get
   // unit kNoSlot, and their edges none. A slot past keep's end is kept.
   const Generations& generations() const { return generations_; }
-  // "gen 1" on a slot of a copied parameter at event `at` and later (Note
-  // [Module generations]), else "". kNever: whenever it is ever shown (box sizes).
-  std::string slot_gen_label(uint32_t slot, analysis::EventIndex at = analysis::kNever) const;
+  // "gen 1" on a copied parameter's leaf `function` at event `at` (Note
+  // [Module generations]), else "".
+  std::string gen_label(analysis::FunctionIndex function, analysis::EventIndex at) const {
+    return generations_.function_label(function, at);
+  }
+  // The widest "gen N" the slot ever shows (box sizes), else "".
+  std::string slot_gen_label(uint32_t slot) const;
 
   FoldedGraph fold(const std::vector<uint8_t>& folded, const std::vector<uint8_t>* keep = nullptr) const;
 
   // Text the box of `unit` shows: title (name), label (parameter and shape,
   // or what a group holds).
-  // `at`: the event shown (a copied parameter's "gen N" from its rebuild on).
+  // `function` (the unit's live Function) at event `at` adds a copied
+  // parameter's "gen N"; without them (box sizes) the slot's widest one.
   std::string unit_title(const FoldedGraph& folded, uint32_t unit) const;
-  std::string unit_label(const FoldedGraph& folded, uint32_t unit, analysis::EventIndex at = analysis::kNever) const;
+  std::string unit_label(const FoldedGraph& folded, uint32_t unit, analysis::FunctionIndex function = analysis::kNoIndex,
+                         analysis::EventIndex at = analysis::kNever) const;
   // The one line of a compact box: a leaf's parameter (name, no shape), else the title.
   std::string unit_compact_title(const FoldedGraph& folded, uint32_t unit,
+                                 analysis::FunctionIndex function = analysis::kNoIndex,
                                  analysis::EventIndex at = analysis::kNever) const;
 
   using MeasureText = std::function<float(std::string_view)>;
