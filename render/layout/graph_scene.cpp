@@ -394,7 +394,9 @@ std::vector<Vec2> GraphScene::box_sizes(const FoldedGraph& folded, const Measure
       continue;
     }
     float w = width(unit_title(folded, u)) + (group ? 0.f : id_gap + digit * static_cast<float>(id_digits[u]));
-    const std::string label = unit_label(folded, u);
+    // Full boxes reserve no room for "gen N" (the view adds it where it fits):
+    // a copy appearing in a growing trace does not widen the old one's box.
+    const std::string label = unit_label(folded, u, analysis::kNoIndex, 0);
     if (!label.empty()) w = std::max(w, width(label));
     float badges = 0.f;
     for (int k = 0; k < trace::kNumHookKinds; ++k) {
