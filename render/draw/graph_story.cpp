@@ -158,6 +158,10 @@ void GraphView::draw_legend(const analysis::State& state) {
     std::vector<uint32_t> gens;  // Note [Module generations], when the trace has several
   };
   std::vector<Entry> entries;
+  // Note [Module generations]: owners say theirs once a later one exists.
+  const Generations& gens = scene_->generations();
+  const bool rebuilt = gens.any() && std::any_of(state.owners.begin(), state.owners.end(),
+                                                 [&](const analysis::OwnerAt& o) { return gens.of_owner(o.owner) > 0; });
   for (const analysis::OwnerAt& o : state.owners) {
     if (!o.live && o.hooks == 0) continue;
     const std::string name = model.owner_name(o.owner);
@@ -166,8 +170,7 @@ void GraphView::draw_legend(const analysis::State& state) {
     (o.live ? it->live : it->dead) += 1;
     it->hooks += o.hooks;
     it->ranks += fmt::format("{}{}", it->ranks.empty() ? "" : ", ", model.owners()[o.owner].rank);
-    const Generations& gens = scene_->generations();
-    if (gens.any() && std::find(it->gens.begin(), it->gens.end(), gens.of_owner(o.owner)) == it->gens.end()) {
+    if (rebuilt && std::find(it->gens.begin(), it->gens.end(), gens.of_owner(o.owner)) == it->gens.end()) {
       it->gens.push_back(gens.of_owner(o.owner));
     }
   }
