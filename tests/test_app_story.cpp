@@ -3,7 +3,7 @@
 // the failed rank's banner in its column, text never below 10 px at fit,
 // the minimap over no box, disjoint rank columns, stale fires and removed
 // hooks' ghost chips at their events and not before; bad --at / --select
-// exit 2. Skips, saying why, without xvfb-run.
+// exit 2; the compact view's live boxes all on screen; generation labels. Skips, saying why, without xvfb-run.
 #if HOOKSCOPE_APP_UI
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analysis/model.h"
+#include "analysis/state.h"
 #include "render/layout/colors.h"
 #include "render/layout/story.h"
 #include "test_util.h"
@@ -199,6 +200,64 @@ TEST_CASE("gui story: --at out of range and an unknown --select exit 2 with a me
   const auto sel = testing::run_gui(trace + " --select 987654 --screenshot " + png);
   CHECK_MESSAGE(sel.exit == 2, sel.out);
   CHECK(sel.out.find("--select 987654: no Function") != std::string::npos);
+}
+
+// Note [Compact boxes]: at fit on the recovery trace at 1280x800, every live
+// box is drawn, inside the canvas, with its text at 10 px or more: at the
+// end (the leaked hooks of three generations) and at the failure.
+TEST_CASE("gui story: at fit the recovery's live boxes are all on screen, readable, and only they are laid out" *
+          doctest::test_suite("gui")) {
+  if (no_xvfb()) return;
+  const std::string trace = record("recovery --policy none --recoveries 2", "recovery_none");
+  const analysis::Model m(trace::read_trace(trace));
+  const size_t failure = m.events_of_kind(EventKind::kFailure).at(0);
+  for (const size_t at : {m.num_events() - 1, failure}) {
+    CAPTURE(at);
+    const Shot s = shoot(trace, "--at " + std::to_string(at), "compact_" + std::to_string(at));
+    analysis::Cursor cursor(m);
+    cursor.seek(at);
+    const size_t live = cursor.state().functions.size();
+    check_readable(s);
+    check_minimap_and_columns(s);
+    CHECK(s.report["compact"].get<bool>());
+    // Released Functions keep no slot: the layout holds the live ones only.
+    CHECK(s.report["layout_units"].get<size_t>() == live);
+    CHECK(s.report["live_units"].get<size_t>() == live);
+    // Every live box drawn, with its text, inside the canvas: no scrolling needed.
+    CHECK(s.report["boxes"].size() == live);
+    CHECK(s.report["texts"].get<size_t>() == live);
+    CHECK_FALSE(s.report["minimap_shown"].get<bool>());
+    const Box content = box_of(s.report["content"]);
+    for (const json& b : s.report["boxes"]) {
+      const Box r = box_of(b);
+      CHECK(r.x0 >= content.x0 - 0.5f);
+      CHECK(r.y0 >= content.y0 - 0.5f);
+      CHECK(r.x1 <= content.x1 + 0.5f);
+      CHECK(r.y1 <= content.y1 + 0.5f);
+    }
+  }
+}
+
+// Note [Module generations]: rank 1's replacements bring new copies of the
+// parameters; from the first new copy on, the copies say which generation
+// they are, and the owners' legend too.
+TEST_CASE("gui story: copied parameters are labelled with their generation from the rebuild on, not before" *
+          doctest::test_suite("gui")) {
+  if (no_xvfb()) return;
+  const std::string trace = record("recovery --policy none --recoveries 2", "recovery_none");
+  const analysis::Model m(trace::read_trace(trace));
+  const render::Generations gens(m);
+  analysis::EventIndex first = analysis::kNever;
+  for (analysis::FunctionIndex f = 0; f < m.functions().size(); ++f) first = std::min(first, gens.label_from(f));
+  REQUIRE(first != analysis::kNever);
+  REQUIRE(first > 0);
+  const Shot before = shoot(trace, "--at " + std::to_string(first - 1), "gen_before");
+  const Shot at = shoot(trace, "--at " + std::to_string(first), "gen_at");
+  const Shot end = shoot(trace, "", "gen_end");
+  CHECK(before.report["gen_labels"].get<int>() == 0);
+  CHECK(at.report["gen_labels"].get<int>() >= 2);  // the old copy and the new one
+  CHECK(end.report["gen_labels"].get<int>() == 18);  // rank 1's six parameters in three generations
+  check_readable(end);
 }
 
 #endif  // HOOKSCOPE_APP_UI

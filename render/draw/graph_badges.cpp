@@ -185,6 +185,10 @@ void GraphView::hover_and_click(Frame& f) {
     ImGui::Text("%s", model.function_name(fa->function).c_str());
     ImGui::TextDisabled("Function #%llu, rank %u, created at event %u", static_cast<unsigned long long>(info.id),
                         info.rank, info.created_at);
+    if (scene_->generations().label_from(fa->function) <= f.state->index) {  // Note [Module generations]
+      ImGui::TextDisabled("module copy of process group generation %u (the parameter exists in other generations too)",
+                          scene_->generations().of_function(fa->function));
+    }
   } else {
     ImGui::Text("%s", model.str(scene_->nodes()[slot].label).c_str());
     ImGui::TextDisabled("leaf tensor without an AccumulateGrad now: its hooks wait on the tensor");
@@ -229,8 +233,9 @@ void GraphView::hover_and_click(Frame& f) {
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(hook_kind_tag(static_cast<trace::HookKind>(kind)).data());
       ImGui::TableNextColumn();
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(scene_->owner_color(info.owner)), "%s",
-                         model.owner_name(info.owner).c_str());
+      const std::string gen = scene_->generations().owner_label(info.owner);
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(scene_->owner_color(info.owner)), "%s%s%s",
+                         model.owner_name(info.owner).c_str(), gen.empty() ? "" : ", ", gen.c_str());
       ImGui::TableNextColumn();
       if (dead) {
         ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().alarm), "destroyed (leaked hook)");

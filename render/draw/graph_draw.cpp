@@ -212,7 +212,8 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
     ++stats_.texts;
     const float clip[4] = {a.x, a.y, b.x, b.y};
     const std::string title = ghost ? "(leaf tensor) " + model.str(scene_->nodes()[slot].label)
-                                    : scene_->unit_compact_title(fg, u);
+                                    : scene_->unit_compact_title(fg, u, fa ? fa->function : kNoIndex, f.state->index);
+    stats_.gen_labels += fa && !scene_->gen_label(fa->function, f.state->index).empty();
     put_text(f, fs, a.x + pad, (a.y + b.y - fs) * 0.5f, ghost ? pal.text_dim : leaf ? pal.text_label : pal.text,
              title.c_str(), nullptr, clip);
   } else if (text && fs >= min_px) {
@@ -226,7 +227,21 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
     } else {
       const SceneNode& node = scene_->nodes()[slot];
       title = ghost ? "(leaf tensor)" : model.str(node.name);
-      label = model.str(node.label);
+      label = scene_->unit_label(fg, u, kNoIndex, 0);
+      // "gen N" on a copied parameter (Note [Module generations]), where it fits:
+      // after the label, else instead of its shape.
+      const std::string gen = fa ? scene_->gen_label(fa->function, f.state->index) : std::string();
+      if (!gen.empty()) {
+        const float room = b.x - a.x - 2.f * m.pad * z;
+        std::string with = label + " \xc2\xb7 " + gen;
+        if (text_width(m.line_height * z, with.c_str()) > room) {
+          with = label.substr(0, label.find(" [")) + " \xc2\xb7 " + gen;
+        }
+        if (text_width(m.line_height * z, with.c_str()) <= room) {
+          label = with;
+          ++stats_.gen_labels;
+        }
+      }
       if (fa) std::snprintf(id, sizeof id, "  #%llu", static_cast<unsigned long long>(model.functions()[fa->function].id));
     }
     const ImVec2 p{a.x + pad, a.y + pad};

@@ -10,6 +10,20 @@
 
 namespace hookscope::render {
 
+// Note [Compact boxes]
+// ~~~~~~~~~~~~~~~~~~~~~
+// When fit cannot show every live box with its text at min_text_px or more
+// (Note [Readable text]), the view switches to the compact view (the
+// toolbar's "Compact" too): one line per box (a leaf's parameter, else the
+// Function's name, then its chips, chip text as large as the title), and
+// only the Functions live at the current event are laid out: released ones
+// do not keep their slots (GraphScene::fold's `keep`), so the live ones are
+// not scattered over a canvas sized for every step. Each time the live set
+// changes, the view lays it out again (one job at a time; the frames in
+// between draw the last layout's live boxes), packs it to the canvas's shape
+// (Note [Packed ranks]), and fits again unless the user panned or zoomed.
+// What stays too big to fit readably (a 2,000-Function graph) is shown at
+// the readable zoom around what matters (focus_region), with the minimap.
 void GraphView::set_compact(bool compact) {
   auto_compact_ = false;
   switch_metrics(compact);
@@ -18,6 +32,7 @@ void GraphView::set_compact(bool compact) {
 void GraphView::switch_metrics(bool compact) {
   if (metrics_.compact == compact) return;
   metrics_ = compact ? compact_metrics(options_.metrics) : options_.metrics;
+  if (compact) layout_keep_ = frame_->keep;  // the live slots of the last frame (all before one)
   // Positions of the other box shape mean nothing for this one: from scratch, then fit.
   std::fill(node_layer_.begin(), node_layer_.end(), -1);
   std::fill(group_layer_.begin(), group_layer_.end(), -1);
@@ -34,7 +49,12 @@ void GraphView::chip_row(uint32_t unit, float* left, float* right, float* top) c
   *right = c.x + s.x * 0.5f - m.pad;
   *top = c.y + s.y * 0.5f - m.pad - m.chip_height;
   if (m.compact) {  // after the title, on its line
-    const std::string title = scene_->unit_compact_title(*folded_, unit);
+    const Frame& f = *frame_;
+    const uint32_t slot = folded_->node_of_unit[unit];
+    const uint32_t live = slot < f.slot_live.size() ? f.slot_live[slot] : 0;
+    const std::string title = scene_->unit_compact_title(
+        *folded_, unit, live && f.state ? f.state->functions[live - 1].function : analysis::kNoIndex,
+        f.state ? f.state->index : analysis::kNever);
     *left += text_width(m.line_height, title.c_str()) + m.kind_gap;
     *top = c.y - m.chip_height * 0.5f;
   }
@@ -64,8 +84,9 @@ void GraphView::fit_now(const Frame& f) {
   const bool can_map = options_.minimap && minimap_open_ && full_w > 3.f * options_.minimap_width;
   float w = full_w;
   const float h = std::max(f.canvas_max.y - f.canvas_min.y, 1.f);
-  const float margin = 16.f;
+  const float margin = metrics_.compact ? 8.f : 16.f;
   minimap_needed_ = false;
+  at_fit_ = true;
   zoom_ = std::min((w - 2 * margin) / std::max(hi.x - lo.x, 1.f),
                    (h - 2 * margin) / std::max(hi.y - lo.y, 1.f));
   zoom_ = std::clamp(zoom_, 1e-6f, 1.5f);

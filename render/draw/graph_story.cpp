@@ -49,14 +49,22 @@ void GraphView::draw_rank_captions(Frame& f) {
   if (f.header_h <= 0.f) return;
   const float fs = ImGui::GetFontSize();
   std::string left_of, right_of;  // ranks whose columns are off screen
+  size_t left_n = 0, right_n = 0;  // beyond 3, a count: a list would overprint
+  struct Caption {
+    float x0, x1;
+    std::string text;
+  };
+  std::vector<Caption> shown;  // drawn after the edge lists, clear of them
   for (const RankBounds& b : rank_bounds_) {
     const ImVec2 lo = f.to_screen(b.min), hi = f.to_screen(b.max);
     stats_.rank_columns.push_back({b.rank, {lo.x, lo.y, hi.x, hi.y}});
     if (rank_bounds_.size() < 2) continue;
     float x0 = std::max(lo.x, f.canvas_min.x), x1 = std::min(hi.x, f.canvas_max.x);
+    if (story_.rank_status(b.rank, f.state->index) && x1 - x0 >= 12.f) continue;  // its banner names it
     std::string caption = fmt::format("rank {}", b.rank);
     if (x1 - x0 < 12.f) {  // off screen: named at the edge it is beyond (pan, or use the minimap)
       std::string& side = lo.x >= f.canvas_max.x ? right_of : left_of;
+      (lo.x >= f.canvas_max.x ? right_n : left_n) += 1;
       side += fmt::format("{}{}", side.empty() ? "rank " : ", ", b.rank);
       continue;
     }
@@ -71,17 +79,28 @@ void GraphView::draw_rank_captions(Frame& f) {
       }
     }
     if (sources > 1 && live_source != UINT32_MAX) caption += fmt::format(" · process gen {} of {}", live_source, sources);
-    const float clip[4] = {x0, f.panel_min.y, x1, f.panel_min.y + fs * 1.5f};
-    put_text(f, fs, x0 + 4.f, f.panel_min.y + fs * 0.2f, palette().text_dim, caption.c_str(), nullptr, clip);
+    shown.push_back({x0, x1, std::move(caption)});
   }
+  if (right_n > 3) right_of = fmt::format("{} ranks", right_n);
+  if (left_n > 3) left_of = fmt::format("{} ranks", left_n);
+  float left_end = f.canvas_min.x, right_start = f.canvas_max.x;  // what the edge lists take
+  const float y = f.panel_min.y + fs * 0.2f;
   if (!right_of.empty()) {
     right_of += " >>";
     const float w = text_width(fs, right_of.c_str());
-    put_text(f, fs, f.canvas_max.x - w - 6.f, f.panel_min.y + fs * 0.2f, palette().text_dim, right_of.c_str());
+    right_start = f.canvas_max.x - w - 12.f;
+    put_text(f, fs, f.canvas_max.x - w - 6.f, y, palette().text_dim, right_of.c_str());
   }
   if (!left_of.empty()) {
     left_of = "<< " + left_of;
-    put_text(f, fs, f.canvas_min.x + 4.f, f.panel_min.y + fs * 0.2f, palette().text_dim, left_of.c_str());
+    left_end = f.canvas_min.x + text_width(fs, left_of.c_str()) + 10.f;
+    put_text(f, fs, f.canvas_min.x + 4.f, y, palette().text_dim, left_of.c_str());
+  }
+  for (const auto& [cx0, cx1, caption] : shown) {
+    const float x0 = std::max(cx0, left_end), x1 = std::min(cx1, right_start);
+    if (x1 - x0 < 12.f) continue;
+    const float clip[4] = {x0, f.panel_min.y, x1, f.panel_min.y + fs * 1.5f};
+    put_text(f, fs, x0 + 4.f, y, palette().text_dim, caption.c_str(), nullptr, clip);
   }
 }
 
@@ -89,7 +108,7 @@ void GraphView::draw_banners(Frame& f) {
   if (story_.incidents().empty()) return;
   const Palette& pal = palette();
   const float fs = ImGui::GetFontSize();
-  const float y0 = f.panel_min.y + std::round(fs * 1.5f), y1 = y0 + std::round(fs * 1.45f);
+  const float y0 = f.panel_min.y + 1.f, y1 = y0 + std::round(fs * 1.45f);  // the captions' line
   for (uint16_t rank : story_.ranks()) {
     const RankIncident* st = story_.rank_status(rank, f.state->index);
     if (!st) continue;
@@ -112,6 +131,8 @@ void GraphView::draw_banners(Frame& f) {
       x0 = std::max(f.to_screen(b.min).x, f.canvas_min.x + 2.f);
       x1 = std::min(f.to_screen(b.max).x, f.canvas_max.x - 2.f);
     }
+    // A rebuilt rank off screen is named in the edge list; a failure always shows.
+    if (st->kind == IncidentKind::kRebuilt && x1 - x0 < 12.f) continue;
     const float tw = text_width(fs, text.c_str()) + 16.f;
     if (x1 - x0 < tw) x1 = std::min(x0 + tw, f.panel_max.x - 2.f);
     if (x1 - x0 < tw) x0 = std::max(f.panel_min.x + 2.f, x1 - tw);
@@ -134,8 +155,13 @@ void GraphView::draw_legend(const analysis::State& state) {
     uint32_t color = 0;
     uint32_t live = 0, dead = 0, hooks = 0;
     std::string ranks;
+    std::vector<uint32_t> gens;  // Note [Module generations], when the trace has several
   };
   std::vector<Entry> entries;
+  // Note [Module generations]: owners say theirs once a later one exists.
+  const Generations& gens = scene_->generations();
+  const bool rebuilt = gens.any() && std::any_of(state.owners.begin(), state.owners.end(),
+                                                 [&](const analysis::OwnerAt& o) { return gens.of_owner(o.owner) > 0; });
   for (const analysis::OwnerAt& o : state.owners) {
     if (!o.live && o.hooks == 0) continue;
     const std::string name = model.owner_name(o.owner);
@@ -144,6 +170,9 @@ void GraphView::draw_legend(const analysis::State& state) {
     (o.live ? it->live : it->dead) += 1;
     it->hooks += o.hooks;
     it->ranks += fmt::format("{}{}", it->ranks.empty() ? "" : ", ", model.owners()[o.owner].rank);
+    if (rebuilt && std::find(it->gens.begin(), it->gens.end(), gens.of_owner(o.owner)) == it->gens.end()) {
+      it->gens.push_back(gens.of_owner(o.owner));
+    }
   }
   int shown = 0;
   for (const Entry& e : entries) {
@@ -158,7 +187,9 @@ void GraphView::draw_legend(const analysis::State& state) {
     dl->AddRectFilled(a, b, e.color);
     ImGui::Dummy({side + 3.f, h});
     ImGui::SameLine(0.f, 2.f);
-    const std::string label = e.tag + (dead ? " destroyed" : e.dead ? " (part destroyed)" : "");
+    std::string gen;
+    for (uint32_t g : e.gens) gen += fmt::format("{}{}", gen.empty() ? " gen " : "/", g);
+    const std::string label = e.tag + gen + (dead ? " destroyed" : e.dead ? " (part destroyed)" : "");
     if (dead) {
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pal.alarm), "%s", label.c_str());
     } else {
@@ -185,6 +216,7 @@ void GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
   *lo = {INFINITY, INFINITY};
   *hi = {-INFINITY, -INFINITY};
   auto take = [&](uint32_t u) {
+    if (u >= l.center.size()) return;  // not in the compact layout
     *lo = {std::min(lo->x, l.center[u].x - l.size[u].x * 0.5f), std::min(lo->y, l.center[u].y - l.size[u].y * 0.5f)};
     *hi = {std::max(hi->x, l.center[u].x + l.size[u].x * 0.5f), std::max(hi->y, l.center[u].y + l.size[u].y * 0.5f)};
   };

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "render/layout/colors.h"
+#include "render/layout/graph_pack.h"
 #include "render/draw/graph_view_internal.h"
 
 namespace hookscope::render {
@@ -39,6 +40,7 @@ void GraphView::set_model(const analysis::Model* model) {
     if (rank >= 0) rank_sources_.push_back({static_cast<uint16_t>(rank), src});
   }
   folded_groups_.assign(scene_->groups().size(), 0);
+  layout_keep_.clear();  // every slot, until a frame knows the live ones
   node_layer_.assign(scene_->nodes().size(), -1);
   node_x_.assign(scene_->nodes().size(), 0.f);
   group_layer_.assign(scene_->groups().size(), -1);
@@ -71,6 +73,7 @@ void GraphView::update_model(const analysis::Model* model) {
     if (rank >= 0) rank_sources_.push_back({static_cast<uint16_t>(rank), src});
   }
   folded_groups_.assign(scene_->groups().size(), 0);
+  layout_keep_.clear();  // every slot, until a frame knows the live ones
   node_layer_.assign(scene_->nodes().size(), -1);
   node_x_.assign(scene_->nodes().size(), 0.f);
   group_layer_.assign(scene_->groups().size(), -1);
@@ -95,7 +98,8 @@ void GraphView::update_model(const analysis::Model* model) {
 // layout itself runs on the job's thread.
 void GraphView::start_layout(bool seeded) {
   if (!scene_) return;
-  pending_ = std::make_unique<FoldedGraph>(scene_->fold(folded_groups_));
+  // Note [Compact boxes]: the compact view lays out the live slots only.
+  pending_ = std::make_unique<FoldedGraph>(scene_->fold(folded_groups_, metrics_.compact ? &layout_keep_ : nullptr));
   // Before the first frame there is no current font: take the atlas's
   // default, built here if the backend has not yet.
   ImGuiIO& io = ImGui::GetIO();
@@ -108,7 +112,7 @@ void GraphView::start_layout(bool seeded) {
     return font->CalcTextSizeA(size, FLT_MAX, 0.f, s.data(), s.data() + s.size()).x;
   }, metrics_);
   std::optional<LayoutSeed> seed;
-  if (seeded) {
+  if (seeded && !metrics_.compact) {  // a packed layout is no seed (Note [Packed ranks])
     LayoutSeed s;
     const size_t units = pending_->group_of_unit.size();
     s.layer.assign(units, -1);
@@ -126,33 +130,34 @@ void GraphView::start_layout(bool seeded) {
     s.layer_height = layer_height_;
     seed = std::move(s);
   }
-  LayoutOptions layout_options = options_.layout;
-  if (metrics_.compact) {  // Note [Compact boxes]
-    layout_options.layer_gap = 26.f;
-    layout_options.node_gap = 12.f;
-  }
+  // Note [Compact boxes]: tighter gaps.
+  const LayoutOptions layout_options = metrics_.compact ? compact_layout_options(options_.layout) : options_.layout;
   job_ = std::make_unique<LayoutJob>(std::move(input), layout_options, std::move(seed));
 }
 
 void GraphView::poll_layout() {
   if (!job_ || !job_->done()) return;
-  Layout layout = job_->get();
-  job_.reset();
-  if (layout.cancelled) return;
-  layout_ = std::make_unique<Layout>(std::move(layout));
-  folded_ = std::move(pending_);
-  index_layout();
-  if (fit_on_layout_) fit_pending_ = true;
-  fit_on_layout_ = false;
+  land_layout();
 }
 
 void GraphView::wait_for_layout() {
   if (!job_) return;
+  land_layout();
+}
+
+void GraphView::land_layout() {
   Layout layout = job_->get();
   job_.reset();
   if (layout.cancelled) return;
   layout_ = std::make_unique<Layout>(std::move(layout));
   folded_ = std::move(pending_);
+  if (metrics_.compact) {  // Note [Packed ranks], to the canvas's shape of the last frame
+    const Frame& f = *frame_;
+    PackOptions pack;
+    const float w = f.panel_max.x - f.panel_min.x, h = f.panel_max.y - f.canvas_min.y;
+    if (w > 50.f && h > 50.f) pack.aspect = w / h;
+    pack_layout(*layout_, folded_->graph, pack);
+  }
   index_layout();
   if (fit_on_layout_) fit_pending_ = true;
   fit_on_layout_ = false;
@@ -208,6 +213,7 @@ bool GraphView::box_on_screen(analysis::FunctionIndex function, Vec2* min, Vec2*
   const Frame& f = *frame_;
   if (f.zoom <= 0.f) return false;
   const uint32_t u = folded_->unit_of_node[scene_->slot_of(function)];
+  if (u == kNoSlot) return false;  // not in the compact layout
   const Vec2 c = layout_->center[u], s = layout_->size[u];
   const ImVec2 a = f.to_screen({c.x - s.x * 0.5f, c.y - s.y * 0.5f});
   const ImVec2 b = f.to_screen({c.x + s.x * 0.5f, c.y + s.y * 0.5f});
@@ -227,6 +233,7 @@ void GraphView::set_view(Vec2 center, float zoom) {
   center_ = center;
   zoom_ = zoom;
   fit_pending_ = false;
+  at_fit_ = false;
 }
 
 void GraphView::set_folded(uint32_t group, bool folded) {
@@ -294,7 +301,8 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   f.dl->AddRectFilled(f.panel_min, f.panel_max, palette().background);
   const float line = ImGui::GetFontSize();
   const bool captions = rank_bounds_.size() >= 2 || !story_.incidents().empty();
-  f.header_h = captions ? std::round(line * 1.5f) + (story_.incidents().empty() ? 0.f : std::round(line * 1.6f)) : 0.f;
+  // One line: a rank's banner stands in for its caption (it names the rank).
+  f.header_h = captions ? std::round(line * 1.6f) : 0.f;
   const bool minimap = options_.minimap && minimap_open_ && minimap_needed_ &&
                        f.panel_max.x - f.panel_min.x > 3.f * options_.minimap_width;
   f.canvas_min = {f.panel_min.x, f.panel_min.y + f.header_h};
@@ -317,11 +325,13 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   f.unit_live.assign(units, 0);
   f.unit_ghost.assign(units, 0);
   f.live_units.clear();
+  f.keep.assign(slots, 0);
   for (size_t i = 0; i < state.functions.size(); ++i) {
     const uint32_t slot = scene_->slot_of(state.functions[i].function);
     f.slot_live[slot] = static_cast<uint32_t>(i + 1);
+    f.keep[slot] = 1;
     const uint32_t u = fg.unit_of_node[slot];
-    if (f.unit_live[u]++ == 0) f.live_units.push_back(u);
+    if (u != kNoSlot && f.unit_live[u]++ == 0) f.live_units.push_back(u);
   }
   f.ghost_hooks.clear();
   for (const analysis::HookAt& h : state.tensor_hooks) {
@@ -329,8 +339,9 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     const uint32_t slot = scene_->slot_of(h.function);
     if (f.slot_live[slot]) continue;
     f.ghost_hooks.push_back({slot, &h});
+    f.keep[slot] = 1;
     const uint32_t u = fg.unit_of_node[slot];
-    if (!f.unit_live[u] && !f.unit_ghost[u]) {
+    if (u != kNoSlot && !f.unit_live[u] && !f.unit_ghost[u]) {
       f.unit_ghost[u] = 1;
       f.live_units.push_back(u);
     }
@@ -359,18 +370,41 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     }
   }
 
+  // Note [Compact boxes]: the live set changed, lay it out again (one job at
+  // a time: the frames in between draw the last layout's live boxes).
+  if (metrics_.compact && !job_ && f.keep != layout_keep_) {
+    layout_keep_ = f.keep;
+    fit_on_layout_ = fit_on_layout_ || at_fit_;
+    start_layout(false);
+  }
   if (fit_pending_) {
     f.zoom = zoom_;
     fit_now(f);
     fit_pending_ = false;
   }
-  if (focus_pending_ < model.functions().size()) {
+  // A focus waits for the pending layout (and the fit that comes with it).
+  if (focus_pending_ < model.functions().size() && !job_) {
     const uint32_t u = fg.unit_of_node[scene_->slot_of(focus_pending_)];
-    center_ = l.center[u];
-    zoom_ = std::max(zoom_, 1.f);
+    if (u != kNoSlot) {
+      // Zoom in only as far as text is readable, and move only when the box is not in view
+      // (a fit that shows it stays).
+      const float readable = options_.min_text_px / chip_font(metrics_);
+      if (zoom_ < readable) zoom_ = readable;
+      const Vec2 c = l.center[u], s = l.size[u];
+      const float half_w = (f.canvas_max.x - f.canvas_min.x) * 0.5f / zoom_;
+      const float half_h = (f.canvas_max.y - f.canvas_min.y) * 0.5f / zoom_;
+      if (std::abs(c.x - center_.x) + s.x * 0.5f > half_w || std::abs(c.y - center_.y) + s.y * 0.5f > half_h) {
+        center_ = c;
+        at_fit_ = false;
+      }
+    }
     focus_pending_ = kNoIndex;
   }
   handle_input(f);
+  stats_.live_units = static_cast<uint32_t>(f.live_units.size());
+  stats_.layout_units = static_cast<uint32_t>(l.center.size());
+  stats_.layout_w = l.max.x - l.min.x;
+  stats_.layout_h = l.max.y - l.min.y;
   f.zoom = zoom_;
   const float w = f.canvas_max.x - f.canvas_min.x, h = f.canvas_max.y - f.canvas_min.y;
   f.view_min = {center_.x - w * 0.5f / zoom_, center_.y - h * 0.5f / zoom_};
@@ -443,6 +477,7 @@ void GraphView::handle_input(Frame& f) {
       mouse.y <= my1) {
     if (ImGui::IsMouseDown(ImGuiMouseButton_Left)) {
       center_ = {l.min.x + (mouse.x - mx0) / scale, l.min.y + (mouse.y - my0) / scale};
+      at_fit_ = false;
     }
     return;
   }
@@ -451,11 +486,13 @@ void GraphView::handle_input(Frame& f) {
                  ImGui::IsMouseDragging(ImGuiMouseButton_Middle))) {
     center_.x -= io.MouseDelta.x / zoom_;
     center_.y -= io.MouseDelta.y / zoom_;
+    at_fit_ = false;
   }
   if (hovered && io.MouseWheel != 0.f) {
     // Zoom at the cursor: the world point under it stays under it.
     const Vec2 before = f.to_world(mouse);
     zoom_ = std::clamp(zoom_ * std::pow(1.2f, io.MouseWheel), 1e-6f, 8.f);
+    at_fit_ = false;
     const float mx = mouse.x - (f.canvas_min.x + w * 0.5f), my = mouse.y - (f.canvas_min.y + h * 0.5f);
     center_ = {before.x - mx / zoom_, before.y - my / zoom_};
   }

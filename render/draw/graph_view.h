@@ -68,6 +68,10 @@ struct GraphDrawStats {
   uint32_t stale_chips = 0;       // chips of a hook firing stale at this event
   uint32_t ghost_chips = 0;       // removed hooks' fading chips
   uint32_t removal_boxes = 0;     // boxes highlighted for a removal at this event
+  uint32_t live_units = 0;        // boxes that are live now (drawn or not: off screen, culled)
+  uint32_t layout_units = 0;      // boxes laid out (compact: the live ones only)
+  uint32_t gen_labels = 0;        // boxes labelled "gen N" (Note [Module generations])
+  float layout_w = 0.f, layout_h = 0.f;  // the layout's extent, world units
 };
 
 class GraphView {
@@ -134,6 +138,7 @@ class GraphView {
 
   void start_layout(bool seeded);
   void poll_layout();
+  void land_layout();  // takes the finished job's layout
   void index_layout();
   void handle_input(Frame& f);
   void draw_edges(Frame& f);
@@ -166,6 +171,10 @@ class GraphView {
   GraphViewOptions options_;
   BoxMetrics metrics_;      // options_.metrics, or their compact form
   bool auto_compact_ = true;  // fit may switch to compact boxes (until the user chooses)
+  // Note [Compact boxes]: the slots the compact layout holds (the live ones
+  // when it started); the view lays out again when the live set differs.
+  std::vector<uint8_t> layout_keep_;
+  bool at_fit_ = true;  // no pan or zoom since the last fit: a new compact layout fits again
   const analysis::Model* model_ = nullptr;
   std::unique_ptr<GraphScene> scene_;
   std::vector<uint8_t> folded_groups_;

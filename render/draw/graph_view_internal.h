@@ -43,6 +43,7 @@ struct GraphView::Frame {
   double time = 0.0;  // for the flash
   // Per slot: 1 + the index of its live Function in state->functions, or 0.
   std::vector<uint32_t> slot_live;
+  std::vector<uint8_t> keep;  // per slot: live or holding ghost hooks (Note [Compact boxes])
   // Per unit: live Functions in it; live_units lists the units with any.
   std::vector<uint32_t> unit_live;
   std::vector<uint32_t> live_units;

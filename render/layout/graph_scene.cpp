@@ -82,7 +82,7 @@ std::string_view hook_kind_tag(trace::HookKind kind) {
   return "?";
 }
 
-GraphScene::GraphScene(const analysis::Model& model) : model_(&model) {
+GraphScene::GraphScene(const analysis::Model& model) : model_(&model), generations_(model) {
   assign_slots();
   collect_hooks();
   find_modules();
@@ -214,6 +214,9 @@ void GraphScene::assign_slots() {
     slot_of_[f] = renumber[raw_slot[f]];
     auto& node = nodes_[slot_of_[f]];
     node.id_digits = std::max(node.id_digits, digits(functions[f].id));
+    if (generations_.copied(f)) {
+      node.gen = node.gen == UINT32_MAX ? generations_.of_function(f) : std::max(node.gen, generations_.of_function(f));
+    }
   }
   edges_.clear();
   for (const auto& e : model_edges) {
@@ -260,13 +263,14 @@ void GraphScene::collect_hooks() {
   }
 }
 
-FoldedGraph GraphScene::fold(const std::vector<uint8_t>& folded) const {
+FoldedGraph GraphScene::fold(const std::vector<uint8_t>& folded, const std::vector<uint8_t>* keep) const {
   auto is_folded = [&](uint32_t g) { return g < folded.size() && folded[g]; };
   FoldedGraph out;
   const size_t n = nodes_.size();
   out.unit_of_node.assign(n, kNoSlot);
   std::vector<uint32_t> unit_of_group(groups_.size(), kNoSlot);
   for (uint32_t v = 0; v < n; ++v) {
+    if (keep && v < keep->size() && !(*keep)[v]) continue;
     uint32_t group = kNoGroup;  // the outermost folded module, else a folded chain
     for (uint32_t g = nodes_[v].module; g != kNoGroup; g = groups_[g].parent) {
       if (is_folded(g)) group = g;
@@ -297,6 +301,7 @@ FoldedGraph GraphScene::fold(const std::vector<uint8_t>& folded) const {
   }
   std::vector<std::pair<int, int>> edges;
   for (auto [a, b] : edges_) {
+    if (out.unit_of_node[a] == kNoSlot || out.unit_of_node[b] == kNoSlot) continue;
     const int ua = static_cast<int>(out.unit_of_node[a]), ub = static_cast<int>(out.unit_of_node[b]);
     if (ua != ub) edges.push_back({ua, ub});
   }
@@ -305,6 +310,7 @@ FoldedGraph GraphScene::fold(const std::vector<uint8_t>& folded) const {
   out.graph.edges = edges;
   out.edge_of_scene_edge.assign(edges_.size(), kNoSlot);
   for (size_t e = 0; e < edges_.size(); ++e) {
+    if (out.unit_of_node[edges_[e].first] == kNoSlot || out.unit_of_node[edges_[e].second] == kNoSlot) continue;
     const std::pair<int, int> key{static_cast<int>(out.unit_of_node[edges_[e].first]),
                                   static_cast<int>(out.unit_of_node[edges_[e].second])};
     if (key.first == key.second) continue;
@@ -312,6 +318,11 @@ FoldedGraph GraphScene::fold(const std::vector<uint8_t>& folded) const {
         static_cast<uint32_t>(std::lower_bound(edges.begin(), edges.end(), key) - edges.begin());
   }
   return out;
+}
+
+std::string GraphScene::slot_gen_label(uint32_t slot) const {
+  return slot < nodes_.size() && nodes_[slot].gen != UINT32_MAX ? "gen " + std::to_string(nodes_[slot].gen)
+                                                                 : std::string();
 }
 
 std::string GraphScene::unit_title(const FoldedGraph& folded, uint32_t unit) const {
@@ -322,20 +333,35 @@ std::string GraphScene::unit_title(const FoldedGraph& folded, uint32_t unit) con
                                                   : "[+] " + group.name + " ...";
 }
 
-std::string GraphScene::unit_label(const FoldedGraph& folded, uint32_t unit) const {
+std::string GraphScene::unit_label(const FoldedGraph& folded, uint32_t unit, analysis::FunctionIndex function,
+                                   analysis::EventIndex at) const {
   const uint32_t g = folded.group_of_unit[unit];
-  if (g == kNoGroup) return model_->str(nodes_[folded.node_of_unit[unit]].label);
+  if (g == kNoGroup) {
+    const uint32_t slot = folded.node_of_unit[unit];
+    const std::string gen = function < model_->functions().size() ? gen_label(function, at)
+                            : at == analysis::kNever                 ? slot_gen_label(slot)
+                                                                     : std::string();
+    return gen.empty() ? model_->str(nodes_[slot].label) : model_->str(nodes_[slot].label) + " \xc2\xb7 " + gen;
+  }
   const SceneGroup& group = groups_[g];
   return std::to_string(group.nodes.size()) +
          (group.kind == SceneGroup::Kind::kModule ? " Functions (module)" : " Functions (chain)");
 }
 
-std::string GraphScene::unit_compact_title(const FoldedGraph& folded, uint32_t unit) const {
+std::string GraphScene::unit_compact_title(const FoldedGraph& folded, uint32_t unit, analysis::FunctionIndex function,
+                                           analysis::EventIndex at) const {
   const uint32_t g = folded.group_of_unit[unit];
   if (g != kNoGroup) return unit_title(folded, unit);
   const SceneNode& node = nodes_[folded.node_of_unit[unit]];
   const bool leaf = model_->functions()[node.first].is_leaf_accumulator();
-  return leaf && node.label ? model_->str(node.label) : model_->str(node.name);
+  if (!leaf || !node.label) return model_->str(node.name);
+  // The parameter's name without its shape ("0.weight [32, 16]": "0.weight"; the tooltip has it).
+  std::string title = model_->str(node.label);
+  if (const size_t shape = title.find(" ["); shape != std::string::npos && shape > 0) title.resize(shape);
+  const std::string gen = function < model_->functions().size() ? gen_label(function, at)
+                          : at == analysis::kNever                 ? slot_gen_label(folded.node_of_unit[unit])
+                                                                   : std::string();
+  return gen.empty() ? title : title + " " + gen;
 }
 
 std::vector<Vec2> GraphScene::box_sizes(const FoldedGraph& folded, const MeasureText& measure,
@@ -357,6 +383,7 @@ std::vector<Vec2> GraphScene::box_sizes(const FoldedGraph& folded, const Measure
   std::vector<uint32_t> id_digits(units, 0);
   for (uint32_t v = 0; v < nodes_.size(); ++v) {
     const uint32_t u = folded.unit_of_node[v];
+    if (u == kNoSlot) continue;  // not kept
     kinds[u] |= nodes_[v].hook_kinds;
     // A group's members may each have other owners (a rank's successive
     // Reducers): their sum bounds the group's chips.
@@ -379,7 +406,9 @@ std::vector<Vec2> GraphScene::box_sizes(const FoldedGraph& folded, const Measure
       continue;
     }
     float w = width(unit_title(folded, u)) + (group ? 0.f : id_gap + digit * static_cast<float>(id_digits[u]));
-    const std::string label = unit_label(folded, u);
+    // Full boxes reserve no room for "gen N" (the view adds it where it fits):
+    // a copy appearing in a growing trace does not widen the old one's box.
+    const std::string label = unit_label(folded, u, analysis::kNoIndex, 0);
     if (!label.empty()) w = std::max(w, width(label));
     float badges = 0.f;
     for (int k = 0; k < trace::kNumHookKinds; ++k) {

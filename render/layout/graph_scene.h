@@ -11,6 +11,7 @@
 
 #include "analysis/model.h"
 #include "render/layout/layout.h"
+#include "render/layout/story.h"
 
 namespace hookscope::render {
 
@@ -49,6 +50,10 @@ struct SceneNode {
   uint32_t name = 0;       // model string ids
   uint32_t label = 0;
   uint32_t id_digits = 1;  // of the widest raw id among its Functions
+  // Note [Module generations]: the highest generation of the copied
+  // parameters' leaves in the slot (their "gen N" is reserved room in the
+  // box); UINT32_MAX when it holds none.
+  uint32_t gen = UINT32_MAX;
   uint32_t module = kNoGroup;  // innermost module group
   uint32_t chain = kNoGroup;
   // Hook kinds ever attached (bit per trace::HookKind), and the most owners
@@ -71,7 +76,7 @@ struct SceneGroup {
 // folded (outermost wins) and per slot outside every folded group.
 struct FoldedGraph {
   LayoutGraph graph;                     // nodes are units
-  std::vector<uint32_t> unit_of_node;    // per slot
+  std::vector<uint32_t> unit_of_node;    // per slot: its unit, or kNoSlot when not kept
   std::vector<uint32_t> group_of_unit;   // per unit: the group, or kNoGroup
   std::vector<uint32_t> node_of_unit;    // per unit: the slot, or kNoSlot for a group
   std::vector<uint32_t> edge_of_scene_edge;  // per slot edge: layout edge, or kNoSlot inside a unit
@@ -88,7 +93,7 @@ struct BoxMetrics {
   float kind_gap = 8.f;      // between kinds in the badge row
   float min_width = 90.f;
   float max_badge_width = 360.f;
-  // Note [Compact boxes]: one line per box, the title (a leaf's parameter)
+  // Note [Compact boxes]: one line per box, the title (a leaf's parameter name)
   // then its chips; chip text as large as the title.
   bool compact = false;
 };
@@ -100,6 +105,14 @@ inline BoxMetrics compact_metrics(BoxMetrics m) {
   m.chip_height = m.line_height + 2.f;
   m.min_width = 40.f;
   return m;
+}
+
+// The layout's gaps for compact boxes: a backward graph's depth fits a
+// 1280x800 window at the readable zoom.
+inline LayoutOptions compact_layout_options(LayoutOptions o) {
+  o.layer_gap = 18.f;
+  o.node_gap = 12.f;
+  return o;
 }
 
 class GraphScene {
@@ -120,14 +133,31 @@ class GraphScene {
     return owner < owner_colors_.size() ? owner_colors_[owner] : 0xff808080u;
   }
 
-  FoldedGraph fold(const std::vector<uint8_t>& folded) const;  // folded: per group
+  // folded: per group. `keep` (per slot, may be null): only the slots it
+  // marks become units (Note [Compact boxes]: the live ones); the others get
+  // unit kNoSlot, and their edges none. A slot past keep's end is kept.
+  const Generations& generations() const { return generations_; }
+  // "gen 1" on a copied parameter's leaf `function` at event `at` (Note
+  // [Module generations]), else "".
+  std::string gen_label(analysis::FunctionIndex function, analysis::EventIndex at) const {
+    return generations_.function_label(function, at);
+  }
+  // The widest "gen N" the slot ever shows (box sizes), else "".
+  std::string slot_gen_label(uint32_t slot) const;
+
+  FoldedGraph fold(const std::vector<uint8_t>& folded, const std::vector<uint8_t>* keep = nullptr) const;
 
   // Text the box of `unit` shows: title (name), label (parameter and shape,
   // or what a group holds).
+  // `function` (the unit's live Function) at event `at` adds a copied
+  // parameter's "gen N"; without them (box sizes) the slot's widest one.
   std::string unit_title(const FoldedGraph& folded, uint32_t unit) const;
-  std::string unit_label(const FoldedGraph& folded, uint32_t unit) const;
-  // The one line of a compact box: a leaf's parameter, else the title.
-  std::string unit_compact_title(const FoldedGraph& folded, uint32_t unit) const;
+  std::string unit_label(const FoldedGraph& folded, uint32_t unit, analysis::FunctionIndex function = analysis::kNoIndex,
+                         analysis::EventIndex at = analysis::kNever) const;
+  // The one line of a compact box: a leaf's parameter (name, no shape), else the title.
+  std::string unit_compact_title(const FoldedGraph& folded, uint32_t unit,
+                                 analysis::FunctionIndex function = analysis::kNoIndex,
+                                 analysis::EventIndex at = analysis::kNever) const;
 
   using MeasureText = std::function<float(std::string_view)>;
   // Box sizes for the layout, text measured by `measure` at metrics.line_height.
@@ -148,6 +178,7 @@ class GraphScene {
   std::vector<uint32_t> edge_of_;
   std::vector<std::string> owner_tags_;
   std::vector<uint32_t> owner_colors_;
+  Generations generations_;
 };
 
 // Note [Owner colours], for panels without a scene.

@@ -125,6 +125,82 @@ std::string CollectiveNames::describe(size_t index) const {
   return text + " (" + n + ")";
 }
 
+Generations::Generations(const analysis::Model& model) {
+  // Per rank, (event, generation) of its process groups, in event order.
+  std::vector<std::vector<std::pair<EventIndex, uint32_t>>> groups;
+  for (EventIndex i : model.events_of_kind(EventKind::kProcessGroupCreated)) {
+    const trace::Event e = model.event(i);
+    if (groups.size() <= e.rank) groups.resize(static_cast<size_t>(e.rank) + 1);
+    groups[e.rank].push_back({i, static_cast<uint32_t>(e.actor)});
+    max_ = std::max(max_, static_cast<uint32_t>(e.actor));
+  }
+  auto gen_at = [&](uint16_t rank, EventIndex at) -> uint32_t {
+    if (rank >= groups.size()) return 0;
+    const auto& g = groups[rank];
+    auto it = std::upper_bound(g.begin(), g.end(), std::make_pair(at, UINT32_MAX));
+    return it == g.begin() ? 0 : std::prev(it)->second;
+  };
+  const auto& fs = model.functions();
+  function_gen_.resize(fs.size());
+  copied_.assign(fs.size(), 0);
+  for (analysis::FunctionIndex f = 0; f < fs.size(); ++f) {
+    const analysis::FunctionIndex prev = fs[f].previous;  // the same leaf's earlier AccumulateGrad
+    function_gen_[f] = prev < f ? function_gen_[prev] : gen_at(fs[f].rank, fs[f].created_at);
+  }
+  owner_gen_.resize(model.owners().size());
+  for (size_t o = 0; o < model.owners().size(); ++o) {
+    owner_gen_[o] = gen_at(model.owners()[o].rank, model.owners()[o].created_at);
+  }
+  if (!max_) return;
+  // Copies: leaves of one (rank, parameter name) in more than one generation.
+  label_from_.assign(fs.size(), kNever);
+  // (rank, parameter name, creation, Function): each group in creation order.
+  std::vector<std::tuple<uint16_t, uint32_t, EventIndex, analysis::FunctionIndex>> leaves;
+  for (analysis::FunctionIndex f = 0; f < fs.size(); ++f) {
+    if (fs[f].is_leaf_accumulator() && fs[f].label) leaves.emplace_back(fs[f].rank, fs[f].label, fs[f].created_at, f);
+  }
+  std::sort(leaves.begin(), leaves.end());
+  std::vector<EventIndex> rank_from;  // per rank: its first copy of a later generation
+  for (size_t i = 0; i < leaves.size();) {
+    size_t j = i;
+    while (j < leaves.size() && std::get<0>(leaves[j]) == std::get<0>(leaves[i]) &&
+           std::get<1>(leaves[j]) == std::get<1>(leaves[i])) {
+      ++j;
+    }
+    // The first copy of another generation than the group's first leaf.
+    const uint32_t first_gen = function_gen_[std::get<3>(leaves[i])];
+    EventIndex second = kNever;
+    for (size_t k = i; k < j && second == kNever; ++k) {
+      if (function_gen_[std::get<3>(leaves[k])] != first_gen) second = std::get<2>(leaves[k]);
+    }
+    if (second != kNever) {
+      const uint16_t rank = std::get<0>(leaves[i]);
+      if (rank_from.size() <= rank) rank_from.resize(static_cast<size_t>(rank) + 1, kNever);
+      rank_from[rank] = std::min(rank_from[rank], second);
+      for (size_t k = i; k < j; ++k) copied_[std::get<3>(leaves[k])] = 1;
+    }
+    i = j;
+  }
+  // A rank's copies all show their generation from its first new copy on.
+  for (analysis::FunctionIndex f = 0; f < fs.size(); ++f) {
+    if (copied_[f]) label_from_[f] = rank_from[fs[f].rank];
+  }
+}
+
+uint32_t Generations::of_function(analysis::FunctionIndex f) const {
+  return f < function_gen_.size() ? function_gen_[f] : 0;
+}
+
+uint32_t Generations::of_owner(analysis::OwnerIndex o) const { return o < owner_gen_.size() ? owner_gen_[o] : 0; }
+
+std::string Generations::function_label(analysis::FunctionIndex f, analysis::EventIndex at) const {
+  return label_from(f) <= at ? fmt::format("gen {}", function_gen_[f]) : std::string();
+}
+
+std::string Generations::owner_label(analysis::OwnerIndex o) const {
+  return any() && o < owner_gen_.size() ? fmt::format("gen {}", owner_gen_[o]) : std::string();
+}
+
 bool is_stale_fire(const analysis::Model& model, size_t index) {
   if (index >= model.num_events()) return false;
   const trace::Event e = model.event(index);

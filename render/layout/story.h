@@ -82,6 +82,45 @@ class CollectiveNames {
   std::vector<uint32_t> sequence_;  // per collective: 1-based, per (reducer, bucket) or per op
 };
 
+// Note [Module generations]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// After a failure DDP is built again in a new process group generation
+// (kProcessGroupCreated carries it in its actor field), and a replaced rank
+// runs a fresh incarnation with a new module: its parameters then exist in
+// copies with the same names, the old ones often still holding the destroyed
+// Reducer's hooks. A Function's or owner's generation is the one of its
+// rank's latest process group when it was created (0 before any); a leaf's
+// is its first AccumulateGrad's (FunctionInfo::previous), so a parameter
+// that lives on keeps its generation. Leaves are labelled "gen N" only where
+// copies exist (two leaves of one rank and parameter name in different
+// generations), all of a rank's from the event its first copy of another
+// generation is created on (before the rebuild nothing needs telling apart); owners whenever the
+// trace has several generations.
+class Generations {
+ public:
+  Generations() = default;
+  explicit Generations(const analysis::Model& model);
+  bool any() const { return max_ > 0; }
+  uint32_t of_function(analysis::FunctionIndex f) const;
+  uint32_t of_owner(analysis::OwnerIndex o) const;
+  // Whether the Function is a parameter's leaf that has copies of another generation.
+  bool copied(analysis::FunctionIndex f) const { return f < copied_.size() && copied_[f]; }
+  // From which event the copied leaf shows its generation (kNever: not copied).
+  analysis::EventIndex label_from(analysis::FunctionIndex f) const {
+    return f < label_from_.size() ? label_from_[f] : analysis::kNever;
+  }
+  // "gen N" for a copied leaf at event `at` and later, else "".
+  std::string function_label(analysis::FunctionIndex f, analysis::EventIndex at = analysis::kNever) const;
+  // "gen N" when the trace has several generations, else "".
+  std::string owner_label(analysis::OwnerIndex o) const;
+
+ private:
+  std::vector<uint32_t> function_gen_, owner_gen_;
+  std::vector<uint8_t> copied_;
+  std::vector<analysis::EventIndex> label_from_;
+  uint32_t max_ = 0;
+};
+
 // Whether event `index` is a hook firing after its owner was destroyed (or
 // after the hook was removed).
 bool is_stale_fire(const analysis::Model& model, size_t index);
