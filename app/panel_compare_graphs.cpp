@@ -138,7 +138,7 @@ void App::compare_graphs() {
     ImGui::SameLine();
     ImGui::TextColored(col(palette().warning), "%s", g.point.why.c_str());
   }
-  const float list_h = std::min(ImGui::GetContentRegionAvail().y * 0.3f, ImGui::GetTextLineHeightWithSpacing() * 9.f);
+  const float list_h = std::min(ImGui::GetContentRegionAvail().y * 0.25f, ImGui::GetTextLineHeightWithSpacing() * 7.f);
   const float width = (ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ItemSpacing.x) * 0.5f;
   const float graph_h = ImGui::GetContentRegionAvail().y - list_h;
   ImGui::BeginChild("graph A", ImVec2(width, graph_h), true);

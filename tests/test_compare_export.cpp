@@ -24,15 +24,15 @@ using namespace hookscope;
 
 namespace {
 
-const analysis::Model& recovery(trace::DestroyPolicy policy) {
-  static std::map<trace::DestroyPolicy, std::unique_ptr<analysis::Model>> models;
-  auto& m = models[policy];
+const analysis::Model& recovery(trace::DestroyPolicy policy, int recoveries = 2) {
+  static std::map<std::pair<trace::DestroyPolicy, int>, std::unique_ptr<analysis::Model>> models;
+  auto& m = models[{policy, recoveries}];
   if (!m) {
     m = std::make_unique<analysis::Model>(testing::record_trace([&] {
       scenarios::DdpScenarioOptions o;
       o.policy = policy;
       o.steps = 6;
-      o.recoveries = 2;
+      o.recoveries = recoveries;
       scenarios::run_ddp_scenario(o);
     }));
   }
@@ -81,10 +81,21 @@ TEST_CASE("compare sync: stepping A to after rebuild 1 moves B to its own after 
   p = sync.match(rebuild_a, analysis::SyncBy::kKindOrdinal);
   CHECK(p.found);
   CHECK(b.event(p.b).kind == a.event(rebuild_a).kind);
-  // A point B lacks: said, and B at its last of that kind.
-  const analysis::CompareSync short_b(a, recovery(trace::DestroyPolicy::kByKey));
-  const size_t last_a = a.num_events() - 1;
-  CHECK(short_b.match(last_a, analysis::SyncBy::kStory).b < b.num_events());
+}
+
+TEST_CASE("compare sync: a point B lacks is said, and B shows its last of that kind") {
+  const analysis::Model& a = recovery(trace::DestroyPolicy::kNone, 2);
+  const analysis::Model& b = recovery(trace::DestroyPolicy::kByKey, 1);
+  const analysis::CompareSync sync(a, b);
+  const analysis::SyncedPoint p = sync.match(analysis::resolve_point(a, "rebuild:2").index, analysis::SyncBy::kStory);
+  CHECK(p.label == "after rebuild 2");
+  CHECK_FALSE(p.found);
+  CHECK(p.why.find("B has no rebuild 2 (it has 1)") != std::string::npos);
+  CHECK(p.b == analysis::resolve_point(b, "rebuild:1").index);
+  // and at rebuild 1 both have it
+  CHECK(sync.match(analysis::resolve_point(a, "rebuild:1").index, analysis::SyncBy::kStory).found);
+  // an empty side is no crash
+  CHECK(sync.match(a.num_events() + 100, analysis::SyncBy::kKindOrdinal).a == a.num_events() - 1);
 }
 
 TEST_CASE("compare sync: at after rebuild 1, policy none has hooks by-key does not (listed per Function)") {
@@ -114,7 +125,13 @@ TEST_CASE("graph svg: well-formed, one rect per live box, titles and labels, chi
   const auto measure = [](std::string_view s) { return 7.f * static_cast<float>(s.size()); };
   render::LayoutInput in{folded.graph, scene.box_sizes(folded, measure), nullptr};
   const render::Layout layout = render::compute_layout(in);
-  analysis::Cursor cursor(m, analysis::resolve_point(m, "rebuild:2").index);
+  // The first backward() after rebuild 2: the forward graph (edges) is live,
+  // and the destroyed Reducers' hooks still hang on the AccumulateGrads.
+  const size_t rebuilt = analysis::resolve_point(m, "rebuild:2").index;
+  const auto& begins = m.events_of_kind(trace::EventKind::kBackwardBegin);
+  const auto first = std::upper_bound(begins.begin(), begins.end(), rebuilt);
+  REQUIRE(first != begins.end());
+  analysis::Cursor cursor(m, *first);
   render::GraphSvgOptions o;
   o.measure = measure;
   render::GraphSvgStats st;

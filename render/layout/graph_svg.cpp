@@ -30,6 +30,11 @@ std::string xml_escape(std::string_view s) {
   return out;
 }
 
+// DejaVu Sans (the app's font): ascent + descent is 1.164 em, the ascent
+// 0.797 of it. ImGui sizes a font by ascent + descent, SVG by the em.
+constexpr float kEmPerHeight = 1.f / 1.164f;
+constexpr float kAscent = 0.797f;
+
 // A hook run on a box: same kind and owner in a row ("R1×4").
 struct SvgChip {
   uint8_t kind = 0;
@@ -57,13 +62,19 @@ struct Writer {
   bool in_view(Vec2 lo, Vec2 hi) const {
     return o.whole || (hi.x >= o.view_min.x && lo.x <= o.view_max.x && hi.y >= o.view_min.y && lo.y <= o.view_max.y);
   }
+  // Text `size` pixels tall (ascent + descent, as ImGui sizes fonts) with its
+  // top at y, squeezed to the width the view measured (textLength), so that
+  // chips after it land where they do on screen whatever font draws it.
   void text(float x, float y, float size, uint32_t color, std::string_view s, const char* cls) {
-    out += fmt::format("<text class=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"{:.1f}\" fill=\"{}\">{}</text>\n", cls,
-                       x, y + size * 0.8f, size, svg_color(color), xml_escape(s));
+    out += fmt::format(
+        "<text class=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"{:.2f}\" textLength=\"{:.1f}\" "
+        "lengthAdjust=\"spacingAndGlyphs\" fill=\"{}\">{}</text>\n",
+        cls, x, y + size * kAscent, size * kEmPerHeight, measure(s, size), svg_color(color), xml_escape(s));
     ++stats.texts;
   }
   void chips_of(uint32_t unit, std::vector<SvgChip>& chips) const;
   void edges();
+  void path(uint32_t layout_edge);
   void box(uint32_t unit);
   void chip_row(uint32_t unit, float left, float right, float top);
 };
@@ -94,31 +105,50 @@ void Writer::chips_of(uint32_t unit, std::vector<SvgChip>& chips) const {
   std::stable_sort(chips.begin(), chips.end(), [](const SvgChip& a, const SvgChip& b) { return a.kind < b.kind; });
 }
 
+// As the view: the edges of live Functions to live Functions, each layout
+// edge once, with an arrowhead at its target.
 void Writer::edges() {
   const uint32_t color = pal.edge;
-  out += fmt::format("<g class=\"edges\" fill=\"none\" stroke=\"{}\" stroke-opacity=\"{:.2f}\" stroke-width=\"1.2\">\n",
-                     svg_color(color), svg_alpha(color));
-  for (size_t e = 0; e < folded.graph.edges.size(); ++e) {
-    const auto [from, to] = folded.graph.edges[e];
-    if (!live[static_cast<size_t>(from)] || !live[static_cast<size_t>(to)]) continue;
-    const uint32_t b = layout.route_begin[e], end = layout.route_begin[e + 1];
-    if (end - b < 4) continue;
-    const Vec2 p0 = layout.route[b];
-    Vec2 lo = p0, hi = p0;
-    std::string d = fmt::format("M{:.1f},{:.1f}", p0.x, p0.y);
-    for (uint32_t i = b + 1; i + 2 < end; i += 3) {
-      const Vec2 c1 = layout.route[i], c2 = layout.route[i + 1], p = layout.route[i + 2];
-      d += fmt::format(" C{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}", c1.x, c1.y, c2.x, c2.y, p.x, p.y);
-      for (const Vec2 q : {c1, c2, p}) {
-        lo = {std::min(lo.x, q.x), std::min(lo.y, q.y)};
-        hi = {std::max(hi.x, q.x), std::max(hi.y, q.y)};
-      }
+  const analysis::Model& model = scene.model();
+  out += fmt::format(
+      "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" "
+      "markerHeight=\"7\" markerUnits=\"userSpaceOnUse\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" "
+      "fill=\"{}\"/></marker></defs>\n"
+      "<g class=\"edges\" fill=\"none\" stroke=\"{}\" stroke-opacity=\"{:.2f}\" stroke-width=\"1.4\">\n",
+      svg_color(color), svg_color(color), svg_alpha(color));
+  std::vector<uint8_t> drawn(folded.graph.edges.size(), 0);
+  for (const analysis::FunctionAt& fa : state.functions) {
+    const analysis::FunctionInfo& info = model.functions()[fa.function];
+    for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
+      const analysis::FunctionIndex to = model.edges()[e].to;
+      if (to >= model.functions().size() || !live[folded.unit_of_node[scene.slot_of(to)]]) continue;
+      const uint32_t se = scene.edge_of(e);
+      const uint32_t le = se == kNoSlot ? kNoSlot : folded.edge_of_scene_edge[se];
+      if (le == kNoSlot || drawn[le]) continue;
+      drawn[le] = 1;
+      path(le);
     }
-    if (!in_view(lo, hi)) continue;
-    out += fmt::format("<path d=\"{}\"/>\n", d);
-    ++stats.edges;
   }
   out += "</g>\n";
+}
+
+void Writer::path(uint32_t e) {
+  const uint32_t b = layout.route_begin[e], end = layout.route_begin[e + 1];
+  if (end - b < 4) return;
+  const Vec2 p0 = layout.route[b];
+  Vec2 lo = p0, hi = p0;
+  std::string d = fmt::format("M{:.1f},{:.1f}", p0.x, p0.y);
+  for (uint32_t i = b + 1; i + 2 < end; i += 3) {
+    const Vec2 c1 = layout.route[i], c2 = layout.route[i + 1], p = layout.route[i + 2];
+    d += fmt::format(" C{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}", c1.x, c1.y, c2.x, c2.y, p.x, p.y);
+    for (const Vec2 q : {c1, c2, p}) {
+      lo = {std::min(lo.x, q.x), std::min(lo.y, q.y)};
+      hi = {std::max(hi.x, q.x), std::max(hi.y, q.y)};
+    }
+  }
+  if (!in_view(lo, hi)) return;
+  out += fmt::format("<path d=\"{}\" marker-end=\"url(#arrow)\"/>\n", d);
+  ++stats.edges;
 }
 
 void Writer::chip_row(uint32_t unit, float left, float right, float top) {
@@ -172,6 +202,11 @@ void Writer::box(uint32_t u) {
       "fill=\"{}\" stroke=\"{}\" stroke-width=\"{}\"/>\n",
       u, lo.x, lo.y, s.x, s.y, svg_color(fill), svg_color(border), hot ? 3 : alarm ? 2 : 1);
   ++stats.boxes;
+  if (alarm) {  // the view's marker: a red disc with "!" on the top right corner
+    out += fmt::format("<circle class=\"alarm\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"7\" fill=\"{}\"/>\n", hi.x - 1.f,
+                       lo.y + 1.f, svg_color(pal.alarm));
+    text(hi.x - 3.f, lo.y + 1.f - 5.5f, 11.f, rgba(255, 255, 255), "!", "alarm");
+  }
   std::string title, label;
   if (g != kNoGroup) {
     title = scene.unit_title(folded, u);
