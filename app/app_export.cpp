@@ -87,8 +87,9 @@ void App::draw_exports() {
     const bool ok = write_text(r.path, svg);
     capture_written({r.path, 0, 0, static_cast<int>(st.width), static_cast<int>(st.height)}, ok);
   } else if (r.job == ExportJob::kGraphPng && !r.whole) {
+    done = export_.frames > 2;  // the menu and the dialog gone from the picture
     const auto& c = graph_.stats().content;
-    export_.captures.push_back(capture_of(r.path, c.x0, c.y0, c.x1, c.y1));
+    if (done) export_.captures.push_back(capture_of(r.path, c.x0, c.y0, c.x1, c.y1));
   } else if (r.job == ExportJob::kGraphPng) {
     if (!export_.whole) {
       render::GraphViewOptions o;

@@ -57,6 +57,12 @@ void App::compare_sync() {
   CompareGraphs& g = compare_graphs_;
   const analysis::Model* a = session_.model();
   const analysis::Model* b = compare_.model.get();
+  if (live() && g.model_b == b && g.model_a && g.model_a != a) {  // A grew (a live run): B stays
+    g.model_a = a;
+    g.sync = std::make_unique<analysis::CompareSync>(*a, *b);
+    g.view_a->update_model(a);
+    g.synced_for = g.diffed_a = SIZE_MAX;
+  }
   if (g.model_a != a || g.model_b != b) {
     const analysis::SyncBy by = g.by;
     const bool follow = g.follow;
@@ -75,7 +81,7 @@ void App::compare_sync() {
     g.point = g.sync->match(session_.current(), g.by);
     g.synced_for = session_.current();
     g.synced_by = g.by;
-    g.cursor_b->seek(g.point.b);
+    if (b->num_events() > 0) g.cursor_b->seek(g.point.b);
   }
   const size_t at_a = session_.current(), at_b = g.cursor_b->index();
   if (g.diffed_a != at_a || g.diffed_b != at_b) {
