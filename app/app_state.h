@@ -147,6 +147,8 @@ class App {
   int offscreen_width() const { return export_.off_w; }
   int offscreen_height() const { return export_.off_h; }
   void request_export(ExportRequest request);
+  // The Compare view's synchronised state (tests).
+  const CompareGraphs& compare_state() const { return compare_graphs_; }
 
  private:
   void adopt(LoadResult result);
