@@ -22,6 +22,12 @@ App::App(const Args& args)
     initial_load_pending_ = true;
   }
   if (!args_.compare.empty()) open_compare(args_.compare);
+  if (!args_.export_graph.empty()) {
+    const ExportJob job = export_format(args_.export_graph) == "svg" ? ExportJob::kGraphSvg : ExportJob::kGraphPng;
+    request_export({job, args_.export_graph, args_.export_whole});
+  }
+  if (!args_.export_lanes.empty()) request_export({ExportJob::kLanesPng, args_.export_lanes, false});
+  export_.from_args = !export_.queue.empty();
 }
 
 App::~App() {
@@ -282,7 +288,8 @@ std::string App::describe_view() const {
 
 bool App::settled() const {
   return !loader_.busy() && !initial_load_pending_ && (!live_.active() || live_.finished()) &&
-         (!session_.model() || (findings_.ready && graph_.layout_ready() && !graph_.layout_pending()));
+         (!session_.model() || (findings_.ready && graph_.layout_ready() && !graph_.layout_pending())) &&
+         compare_settled();
 }
 
 // ---------------------------------------------------------------- live
@@ -357,10 +364,12 @@ void App::frame() {
   place(kLeft, kTop + kTimeline, 1.f - kLeft, 1.f - kTop - kTimeline);
   draw_diagnostics_panel();
   if (show_compare_) {
-    place(kLeft, 0.f, 1.f - kLeft, kTop);
+    // Two graphs side by side need the width: over the graph and the right column.
+    place(0.f, 0.f, 1.f, kTop + kTimeline);
     draw_compare_panel();
   }
   draw_view_panels();
+  draw_exports();
   reset_layout_ = false;
   draw_status_bar();
   draw_help_window();
@@ -368,6 +377,7 @@ void App::frame() {
   draw_file_browser();
   draw_progress();
   draw_error_dialog();
+  draw_export_dialog();
   frame_ms_.push_back(
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }

@@ -24,6 +24,8 @@
 #include "event_filter.h"
 #include "live_run.h"
 #include "loader.h"
+#include "app_export.h"
+#include "panel_compare.h"
 #include "render/draw/graph_view.h"
 #include "render/draw/timeline_view.h"
 #include "session.h"
@@ -124,6 +126,20 @@ class App {
   // Every key the app handles (Help lists them; tests press them).
   void handle_keys();
 
+  // Export (app_export.h): what main.cpp reads back after rendering this
+  // frame, and tells the App it wrote; the export queue is empty.
+  std::vector<Capture> take_captures();
+  void capture_written(const Capture& capture, bool ok);
+  bool exports_done() const { return export_.queue.empty() && export_.captures.empty(); }
+  // Non-zero while the next frame is to be drawn offscreen at this size (a
+  // whole-graph PNG): main.cpp sets ImGui's display size to it and renders
+  // into a framebuffer object; captures then read that framebuffer.
+  int offscreen_width() const { return export_.off_w; }
+  int offscreen_height() const { return export_.off_h; }
+  void request_export(ExportRequest request);
+  // The Compare view's synchronised state (tests).
+  const CompareGraphs& compare_state() const { return compare_graphs_; }
+
  private:
   void adopt(LoadResult result);
   // The one place a model reaches the views (Note [Publishing a model]).
@@ -146,6 +162,23 @@ class App {
   void draw_reducers_panel();     // panel_reducers.cpp
   void draw_diagnostics_panel();  // panel_diagnostics.cpp
   void draw_compare_panel();      // panel_compare.cpp
+  // Its sections: panel_compare.cpp (counts at the end, findings) and
+  // panel_compare_graphs.cpp (graphs synchronised on matching points, hook order).
+  bool compare_waiting(const analysis::Model* m);
+  bool compare_header(const std::string& name_a, const std::string& name_b);
+  void compare_counts_table(const analysis::ModelDiff& diff);
+  void compare_findings(const analysis::ModelDiff& diff);
+  void compare_sync();
+  void compare_graphs();
+  void compare_graph_side(bool side_b, float width);
+  void compare_differences();
+  void compare_order_table();
+  bool compare_settled() const;
+  // Export (app_export.cpp): File > Export and --export-graph / --export-lanes.
+  void draw_exports();
+  void draw_export_window();
+  void draw_export_menu_items();  // app_menu.cpp
+  void draw_export_dialog();      // app_menu.cpp
   void draw_view_panels();        // panel_views.cpp: Lanes, Readiness, Why did this fire?
   void draw_view_menu_items();    // panel_views.cpp
   void draw_lanes_panel();        // panel_lanes.cpp
@@ -256,6 +289,8 @@ class App {
     std::vector<uint32_t> rows;  // indices into diff->functions
     uint32_t kinds = 0;          // bit per HookKind with hooks on either side
   } compare_view_;
+  CompareGraphs compare_graphs_;  // panel_compare.h
+  ExportState export_;            // app_export.h
 };
 
 }  // namespace hookscope::app

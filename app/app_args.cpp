@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "app_export.h"
 #include "scenario_options.h"
 
 namespace hookscope::app {
@@ -42,6 +43,10 @@ int parse_args(int argc, char** argv, Args& a) {
                  "reducers, timeline, events, diagnostics, compare")
       ->check(CLI::IsMember({"lanes", "readiness", "explain", "graph", "function", "reducers", "timeline", "events",
                              "diagnostics", "compare"}));
+  app.add_option("--export-graph", a.export_graph, "write the graph as SVG or PNG (by the name's extension) "
+                 "once laid out, then exit");
+  app.add_flag("--whole", a.export_whole, "--export-graph: the whole graph, not the current view");
+  app.add_option("--export-lanes", a.export_lanes, "write the Lanes panel (hook lifetimes) as PNG, then exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -50,6 +55,14 @@ int parse_args(int argc, char** argv, Args& a) {
   }
   if (!size.empty() && std::sscanf(size.c_str(), "%dx%d", &a.width, &a.height) != 2) {
     fmt::print(stderr, "hookscope: --size must look like 1600x1000, got '{}'\n", size);
+    return 2;
+  }
+  if (!a.export_graph.empty() && export_format(a.export_graph).empty()) {
+    fmt::print(stderr, "hookscope: --export-graph {}: the name must end in .svg or .png\n", a.export_graph);
+    return 2;
+  }
+  if (!a.export_lanes.empty() && export_format(a.export_lanes) != "png") {
+    fmt::print(stderr, "hookscope: --export-lanes {}: the name must end in .png\n", a.export_lanes);
     return 2;
   }
   if (a.width < 320 || a.height < 240 || a.width > 8192 || a.height > 8192) {

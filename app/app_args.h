@@ -22,8 +22,13 @@ struct Args {
   bool light = false;              // --light: light theme
   std::string panel;               // --panel NAME: show that panel in front (lanes, readiness, explain, ...)
   double play = 0.0;               // --play SPEED: start playing at SPEED events/s once open
+  std::string export_graph;        // --export-graph FILE.svg|png: write the graph once laid out, exit
+  bool export_whole = false;       // --whole: the whole graph, else the current view
+  std::string export_lanes;        // --export-lanes FILE.png: the Lanes panel as PNG, exit
 
-  bool headless_frames() const { return !screenshot.empty() || frames > 0 || bench_frames > 0; }
+  bool headless_frames() const {
+    return !screenshot.empty() || frames > 0 || bench_frames > 0 || !export_graph.empty() || !export_lanes.empty();
+  }
   // Frames before the screenshot is taken: enough for layout and fonts to settle.
   int screenshot_frame() const { return 4; }
 };

@@ -2,6 +2,8 @@
 // theme), Go (the stepping keys as menu items), Help.
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "app.h"
 
 namespace hookscope::app {
@@ -27,6 +29,8 @@ void App::draw_menu() {
       if (ImGui::MenuItem("Clear list")) recent_.clear();
       ImGui::EndMenu();
     }
+    ImGui::Separator();
+    draw_export_menu_items();
     ImGui::Separator();
     if (ImGui::MenuItem("Quit", "Ctrl+Q")) request_quit(0);
     ImGui::EndMenu();
@@ -82,6 +86,53 @@ void App::draw_menu() {
     ImGui::EndMenu();
   }
   ImGui::EndMainMenuBar();
+}
+
+// File > Export ...: each entry asks for a path (app_export.cpp writes it).
+void App::draw_export_menu_items() {
+  const bool graph = session_.model() != nullptr && graph_.layout_ready();
+  struct Entry {
+    const char* label;
+    ExportJob job;
+    bool whole;
+    const char* file;
+  };
+  static constexpr Entry kEntries[] = {
+      {"Export graph as SVG (current view)...", ExportJob::kGraphSvg, false, "graph-view.svg"},
+      {"Export graph as SVG (whole graph)...", ExportJob::kGraphSvg, true, "graph.svg"},
+      {"Export graph as PNG (current view)...", ExportJob::kGraphPng, false, "graph-view.png"},
+      {"Export graph as PNG (whole graph)...", ExportJob::kGraphPng, true, "graph.png"},
+      {"Export lanes as PNG...", ExportJob::kLanesPng, false, "lanes.png"},
+  };
+  for (const Entry& e : kEntries) {
+    if (!ImGui::MenuItem(e.label, nullptr, false, graph)) continue;
+    export_.dialog = true;
+    export_.pending = {e.job, "", e.whole};
+    std::snprintf(export_.path, sizeof export_.path, "%s", e.file);
+  }
+}
+
+void App::draw_export_dialog() {
+  if (export_.dialog) {
+    ImGui::OpenPopup("Export");
+    export_.dialog = false;
+  }
+  if (!ImGui::BeginPopupModal("Export", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+  ImGui::TextUnformatted("Write to (.svg or .png as the entry says):");
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 30.f);
+  const bool enter = ImGui::InputText("##path", export_.path, sizeof export_.path, ImGuiInputTextFlags_EnterReturnsTrue);
+  const std::string want = export_.pending.job == ExportJob::kGraphSvg ? "svg" : "png";
+  const bool ok = export_format(export_.path) == want;
+  if (!ok) ImGui::TextColored(ImVec4(0.95f, 0.4f, 0.4f, 1.f), "the name must end in .%s", want.c_str());
+  if ((ImGui::Button("Export") || enter) && ok) {
+    export_.pending.path = export_.path;
+    request_export(export_.pending);
+    ImGui::CloseCurrentPopup();
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) ImGui::CloseCurrentPopup();
+  if (!export_.message.empty()) ImGui::TextDisabled("%s", export_.message.c_str());
+  ImGui::EndPopup();
 }
 
 }  // namespace hookscope::app

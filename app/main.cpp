@@ -10,6 +10,7 @@
 #include <stb/stb_image.h>
 #include <stb/stb_image_write.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -23,14 +24,42 @@ namespace {
 
 void glfw_error(int code, const char* what) { std::fprintf(stderr, "glfw error %d: %s\n", code, what); }
 
-bool save_png(const std::string& path, int w, int h) {
+// The rectangle (x, y, w, h) of a framebuffer `fb_h` pixels tall, top-left origin.
+bool save_png(const std::string& path, int x, int y, int w, int h, int fb_h) {
+  if (w <= 0 || h <= 0) return false;
   std::vector<unsigned char> pixels(static_cast<size_t>(w) * static_cast<size_t>(h) * 4);
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
-  glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
+  glReadPixels(x, fb_h - y - h, w, h, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
   // OpenGL's rows go bottom-up; PNG's top-down.
   const int stride = w * 4;
   return stbi_write_png(path.c_str(), w, h, 4, pixels.data() + (h - 1) * stride, -stride) != 0;
 }
+
+// An offscreen framebuffer (a whole-graph export larger than the window).
+struct Offscreen {
+  GLuint fbo = 0, color = 0;
+  int w = 0, h = 0;
+  bool bind(int width, int height) {
+    if (width != w || height != h) {
+      release();
+      glGenTextures(1, &color);
+      glBindTexture(GL_TEXTURE_2D, color);
+      glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
+      glGenFramebuffers(1, &fbo);
+      glBindFramebuffer(GL_FRAMEBUFFER, fbo);
+      glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, color, 0);
+      w = width, h = height;
+    }
+    glBindFramebuffer(GL_FRAMEBUFFER, fbo);
+    return glCheckFramebufferStatus(GL_FRAMEBUFFER) == GL_FRAMEBUFFER_COMPLETE;
+  }
+  void release() {
+    if (fbo) glDeleteFramebuffers(1, &fbo);
+    if (color) glDeleteTextures(1, &color);
+    fbo = color = 0;
+    w = h = 0;
+  }
+};
 
 // The window's icon: the installed (or built) share/hookscope/icons PNG.
 void set_window_icon(GLFWwindow* window) {
@@ -86,29 +115,49 @@ int main(int argc, char** argv) {
 
   int frames = 0;
   int settled_at = -1;
+  Offscreen offscreen_fb;
   while (!glfwWindowShouldClose(window) && !app.quit_requested()) {
     glfwPollEvents();
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
+    // A whole-graph export draws this frame offscreen, at the size it needs.
+    const int off_w = app.offscreen_width(), off_h = app.offscreen_height();
+    if (off_w > 0 && off_h > 0) {
+      ImGui::GetIO().DisplaySize = ImVec2(static_cast<float>(off_w), static_cast<float>(off_h));
+      ImGui::GetIO().DisplayFramebufferScale = ImVec2(1.f, 1.f);
+    }
     ImGui::NewFrame();
     app.frame();
     ImGui::Render();
     int w = 0, h = 0;
     glfwGetFramebufferSize(window, &w, &h);
+    const bool offscreen = off_w > 0 && off_h > 0 && offscreen_fb.bind(off_w, off_h);
+    if (offscreen) w = off_w, h = off_h;
     glViewport(0, 0, w, h);
     const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
     glClearColor(bg.x, bg.y, bg.z, 1.f);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    // Exports read back what was just drawn (app_export.h); window to framebuffer pixels.
+    for (hookscope::app::Capture c : app.take_captures()) {
+      const ImVec2 s = ImGui::GetIO().DisplayFramebufferScale;
+      c.x = static_cast<int>(c.x * s.x), c.y = static_cast<int>(c.y * s.y);
+      c.w = std::min(static_cast<int>(c.w * s.x), w - c.x), c.h = std::min(static_cast<int>(c.h * s.y), h - c.y);
+      app.capture_written(c, c.x >= 0 && c.y >= 0 && save_png(c.path, c.x, c.y, c.w, c.h, h));
+    }
+    if (offscreen) {  // the window shows the last on-screen frame meanwhile
+      glBindFramebuffer(GL_FRAMEBUFFER, 0);
+      continue;
+    }
     ++frames;
     // A screenshot waits until what was asked for is loaded and laid out,
     // then a few frames more for fonts and scrolling to settle.
     if (!app.settled()) settled_at = -1;
     else if (settled_at < 0) settled_at = frames;
-    const bool settled = settled_at >= 0 && frames >= settled_at + args.screenshot_frame();
+    const bool settled = settled_at >= 0 && frames >= settled_at + args.screenshot_frame() && app.exports_done();
     if (!args.screenshot.empty() && (settled || frames >= 2000)) {
       if (!settled) std::fprintf(stderr, "hookscope: still loading after %d frames; taking the screenshot anyway\n", frames);
-      const bool ok = save_png(args.screenshot, w, h);
+      const bool ok = save_png(args.screenshot, 0, 0, w, h, h);
       std::printf(ok ? "wrote %s (%dx%d)\n" : "could not write %s\n", args.screenshot.c_str(), w, h);
       std::printf("%s\n", app.describe_view().c_str());
       if (const char* report = std::getenv("HOOKSCOPE_DRAW_REPORT"); report && *report) {
@@ -122,6 +171,7 @@ int main(int argc, char** argv) {
   const int rc = app.exit_code();
   app.report();
 
+  offscreen_fb.release();
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
   app.shutdown();

@@ -5,12 +5,14 @@
 #include <imgui.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "analysis/compare.h"
 #include "analysis/synthetic.h"
 #include "app.h"
 #include "test_util.h"
@@ -392,4 +394,54 @@ TEST_CASE("filter: a cancelled selection stops early") {
   cancel = false;
   CHECK_FALSE(f.select(m, 0, m.num_events(), &cancel).empty());
 }
+TEST_CASE("app compare: PgDn in A moves B to the matching story step; File > Export writes the SVG") {
+  Args args = args_for({recovery_trace("none")});
+  args.compare = {recovery_trace("by-key")};
+  args.panel = "compare";
+  HeadlessUi ui(args);
+  App& app = ui.app();
+  Session& s = app.session();
+  for (int i = 0; i < 400 && !app.settled(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ui.frame();
+  }
+  REQUIRE(app.settled());
+  const CompareGraphs& g = app.compare_state();
+  REQUIRE(g.model_b != nullptr);
+  const analysis::Model& a = *s.model();
+  const analysis::Model& b = *g.model_b;
+  ui.press(kHome);
+  // PgDn walks A's Reducer lifecycle; wherever it stops, B is at the point of the same name.
+  for (int step = 0; step < 12; ++step) {
+    ui.press(kPageDown);
+    const analysis::SyncedPoint& p = g.point;
+    CHECK(g.stats.a == s.current());
+    if (p.label == "before the first story point") {
+      CHECK(g.stats.b == 0);
+      continue;
+    }
+    const auto it = std::find_if(g.sync->points_a().begin(), g.sync->points_a().end(),
+                                 [&](const analysis::StoryPoint& q) { return q.index == p.a; });
+    REQUIRE(it != g.sync->points_a().end());
+    CHECK(p.a <= s.current());
+    if (p.found) CHECK(g.stats.b == analysis::resolve_point(b, it->name).index);
+  }
+  // After rebuild 1: by-key has no hooks policy none lacks, none has the leaked ones.
+  s.go_to(analysis::resolve_point(a, "rebuild:1").index);
+  ui.frame();
+  CHECK(g.point.label == "after rebuild 1");
+  CHECK(g.stats.b == analysis::resolve_point(b, "rebuild:1").index);
+  CHECK(g.stats.only_a > 0);
+  CHECK(g.stats.only_b == 0);
+  // An export from the menu, as its dialog queues it.
+  const fs::path svg = scratch_dir() / "menu_export.svg";
+  app.request_export({ExportJob::kGraphSvg, svg.string(), true});
+  for (int i = 0; i < 10 && !app.exports_done(); ++i) ui.frame();
+  CHECK(app.exports_done());
+  std::ifstream in(svg);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("<rect class=\"box\"") != std::string::npos);
+  CHECK(text.rfind("</svg>") != std::string::npos);
+}
+
 #endif

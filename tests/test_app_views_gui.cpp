@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "analysis/compare.h"
 #include "analysis/model.h"
+#include "panel_compare.h"
 #include "render/layout/colors.h"
 #include "test_util.h"
 #include "testing/gui_harness.h"
@@ -54,10 +56,11 @@ struct Shot : testing::Pixels {
   }
 };
 
-Shot shoot(const std::string& trace, const std::string& args, const std::string& name) {
+Shot shoot(const std::string& trace, const std::string& args, const std::string& name,
+           const std::string& report = "HOOKSCOPE_VIEWS_REPORT") {
   const std::string png = (views_dir() / (name + ".png")).string();
   const std::string json = (views_dir() / (name + ".json")).string();
-  const auto r = testing::run_gui(trace + " " + args + " --screenshot " + png, "HOOKSCOPE_VIEWS_REPORT=" + json);
+  const auto r = testing::run_gui(trace + " " + args + " --screenshot " + png, report + "=" + json);
   REQUIRE_MESSAGE(r.exit == 0, r.out);
   Shot s;
   testing::load_png(png, s);
@@ -140,6 +143,120 @@ TEST_CASE("gui views: --panel explain at a stale fire gives the stale verdict an
   CHECK(s.report["explain_verdict"] == "stale");
   CHECK(s.report["explain_steps"].get<int>() >= 3);
   CHECK(s.report["explain_links"].get<int>() >= 3);
+}
+
+namespace {
+
+struct Png {
+  int w = 0, h = 0;
+  std::vector<unsigned char> rgba;
+  size_t count(uint32_t color, int tol = 6) const {
+    const int cr = color & 0xff, cg = (color >> 8) & 0xff, cb = (color >> 16) & 0xff;
+    size_t n = 0;
+    for (size_t i = 0; i + 3 < rgba.size(); i += 4) {
+      n += std::abs(rgba[i] - cr) <= tol && std::abs(rgba[i + 1] - cg) <= tol && std::abs(rgba[i + 2] - cb) <= tol;
+    }
+    return n;
+  }
+};
+
+Png load_png(const std::string& path) {
+  Png p;
+  int channels = 0;
+  unsigned char* data = stbi_load(path.c_str(), &p.w, &p.h, &channels, 4);
+  REQUIRE_MESSAGE(data != nullptr, "cannot read " << path);
+  p.rgba.assign(data, data + static_cast<size_t>(p.w) * p.h * 4);
+  stbi_image_free(data);
+  return p;
+}
+
+testing::CommandResult export_run(const std::string& trace, const std::string& args) {
+  return testing::run_command("xvfb-run -a -s '-screen 0 1280x800x24' " + std::string(HOOKSCOPE_GUI_PATH) +
+                              " --size 1280x800 " + trace + " " + args);
+}
+
+}  // namespace
+
+TEST_CASE("gui compare: A at after rebuild 1 puts B at its own, hooks only in A outlined on A's graph" *
+          doctest::test_suite("gui")) {
+  if (!have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed");
+    return;
+  }
+  const std::string none = record("recovery", "--policy none --recoveries 2");
+  const std::string by_key = record("recovery", "--policy by-key --recoveries 2");
+  const analysis::Model a(trace::read_trace(none)), b(trace::read_trace(by_key));
+  const size_t at = analysis::resolve_point(a, "rebuild:1").index;
+  const Shot s = shoot(none, "--compare " + by_key + " --panel compare --at " + std::to_string(at), "compare",
+                       "HOOKSCOPE_COMPARE_REPORT");
+  CHECK(s.report["label"] == "after rebuild 1");
+  CHECK(s.report["a"].get<size_t>() == at);
+  CHECK(s.report["b"].get<size_t>() == analysis::resolve_point(b, "rebuild:1").index);
+  CHECK(s.report["found"].get<bool>());
+  CHECK(s.report["differing"].get<int>() > 0);
+  CHECK(s.report["only_a"].get<int>() > 0);
+  CHECK(s.report["only_b"].get<int>() == 0);
+  CHECK(s.report["boxes_a"].get<int>() > 0);  // what is on screen depends on the fit
+  CHECK(s.report["boxes_b"].get<int>() > 0);
+  CHECK(s.report["marked_a"].get<int>() > 0);
+  CHECK(s.report["marked_b"].get<int>() == 0);
+  CHECK(s.report["order_rows"].get<int>() >= 0);
+  CHECK(s.area("graph_a") > 90'000);  // side by side, each wide
+  CHECK(s.area("graph_a") == s.area("graph_b"));
+  CHECK(s.count("graph_a", app::kCompareOnlyA, 8) > 200);  // the outlines are drawn
+  CHECK(s.count("graph_b", app::kCompareOnlyA, 8) == 0);
+}
+
+TEST_CASE("gui export: the graph as SVG and PNG (view and whole), the lanes as PNG" * doctest::test_suite("gui")) {
+  if (!have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed");
+    return;
+  }
+  const std::string trace = record("recovery", "--policy none --recoveries 2");
+  const fs::path dir = views_dir();
+  const std::string svg = (dir / "export.svg").string(), view = (dir / "export_view.png").string();
+  const std::string whole = (dir / "export_whole.png").string(), lanes = (dir / "export_lanes.png").string();
+  auto r = export_run(trace, "--export-graph " + svg + " --whole --export-lanes " + lanes);
+  REQUIRE_MESSAGE(r.exit == 0, r.out);
+  CHECK(r.out.find("wrote " + svg) != std::string::npos);
+  const auto parsed = testing::run_command(
+      "/usr/bin/python3 -c \"import sys, xml.etree.ElementTree as E; t = E.parse(sys.argv[1]); "
+      "print(sum(1 for e in t.iter('{http://www.w3.org/2000/svg}rect') if e.get('class') == 'box'))\" " + svg);
+  REQUIRE_MESSAGE(parsed.exit == 0, parsed.out);
+  CHECK(std::stoi(parsed.out) > 4);
+  const Png lanes_png = load_png(lanes);
+  CHECK(lanes_png.w > 600);  // the Lanes panel: 62% of 1280 wide
+  CHECK(lanes_png.h > 400);
+  CHECK(lanes_png.count(render::kDarkPalette.alarm, 12) > 200);  // red where hooks outlive their owner
+
+  r = export_run(trace, "--export-graph " + view);
+  REQUIRE_MESSAGE(r.exit == 0, r.out);
+  const Png v = load_png(view);
+  CHECK(v.w > 500);
+  CHECK(v.w < 1280 * 62 / 100);  // the Graph panel's canvas, not the window
+  CHECK(v.count(render::kDarkPalette.box, 3) + v.count(render::kDarkPalette.box_leaf, 3) > 500);
+
+  r = export_run(trace, "--export-graph " + whole + " --whole");
+  REQUIRE_MESSAGE(r.exit == 0, r.out);
+  const Png w = load_png(whole);
+  // At zoom 1, offscreen: as wide as the layout (the SVG's width: the layout
+  // plus its 16-unit margins; the PNG has 24-pixel ones), wider than the window here.
+  std::ifstream svg_in(svg);
+  const std::string svg_text((std::istreambuf_iterator<char>(svg_in)), std::istreambuf_iterator<char>());
+  const size_t at = svg_text.find("width=\"");
+  REQUIRE(at != std::string::npos);
+  const int svg_w = std::stoi(svg_text.substr(at + 7));
+  CHECK(w.w >= svg_w);
+  CHECK(w.w <= svg_w + 40);
+  CHECK(w.w > 1280);
+  CHECK(w.h > 300);
+  CHECK(w.count(render::kDarkPalette.box, 3) + w.count(render::kDarkPalette.box_leaf, 3) > 500);
+  CHECK(w.count(render::kDarkPalette.background, 2) < static_cast<size_t>(w.w) * w.h);
+
+  // Names that are neither .svg nor .png are refused with a message.
+  r = export_run(trace, "--export-graph " + (dir / "graph.txt").string());
+  CHECK(r.exit == 2);
+  CHECK(r.out.find("must end in .svg or .png") != std::string::npos);
 }
 
 #endif

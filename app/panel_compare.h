@@ -1,0 +1,59 @@
+#pragma once
+// What the Compare panel keeps between frames for its synchronised graphs
+// (app/panel_compare_graphs.cpp, Note [Synchronised comparison]): trace B's
+// cursor at the point matching A's current event, one graph view per side,
+// the differences at that point and the hook-order diff up to it.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/compare.h"
+#include "analysis/compare_sync.h"
+#include "analysis/diagnostics.h"
+#include "analysis/diff.h"
+#include "analysis/state.h"
+#include "render/draw/graph_view.h"
+#include "render/layout/colors.h"
+
+namespace hookscope::app {
+
+// The outline of a box with hooks only in A / only in B at the matching point.
+constexpr uint32_t kCompareOnlyA = render::rgba(90, 200, 255);
+constexpr uint32_t kCompareOnlyB = render::rgba(230, 180, 80);
+
+// What the last frame drew, for tests (HOOKSCOPE_COMPARE_REPORT=FILE).
+struct CompareDrawStats {
+  std::string label;         // the matching point
+  size_t a = 0, b = 0;       // A's current event and B's event
+  bool found = true;
+  uint32_t differing = 0;    // Functions whose hooks differ at the point
+  uint32_t only_a = 0, only_b = 0;  // hooks only in A / only in B there (sums)
+  uint32_t marked_a = 0, marked_b = 0;  // boxes outlined on each graph
+  uint32_t order_rows = 0;
+  uint32_t boxes_a = 0, boxes_b = 0;
+};
+
+struct CompareGraphs {
+  const analysis::Model* model_a = nullptr;  // what the members below are for
+  const analysis::Model* model_b = nullptr;
+  std::unique_ptr<analysis::CompareSync> sync;
+  std::vector<analysis::Finding> findings_b;
+  std::unique_ptr<analysis::Cursor> cursor_b;
+  std::unique_ptr<render::GraphView> view_a, view_b;
+  analysis::FunctionIndex selected_b = analysis::kNoIndex;
+  analysis::SyncBy by = analysis::SyncBy::kStory;
+  bool follow = true;        // B follows A's current event
+  size_t synced_for = SIZE_MAX;  // A's event the point was matched for
+  analysis::SyncBy synced_by = analysis::SyncBy::kStory;
+  analysis::SyncedPoint point;
+  // At the point: per Function with hooks on either side, A vs B.
+  analysis::ModelDiff at_point;
+  size_t diffed_a = SIZE_MAX, diffed_b = SIZE_MAX;
+  std::vector<analysis::OrderDiff> order;
+  int tab = 0;  // 0 graphs, 1 hook order, 2 counts at the end, 3 findings
+  CompareDrawStats stats;
+};
+
+}  // namespace hookscope::app

@@ -1,0 +1,297 @@
+// The Compare panel's synchronised half (Note [Synchronised comparison]):
+// B follows A's current event to the matching point; both graphs side by
+// side with the boxes whose hooks differ outlined (hooks only in A in one
+// colour, only in B in another) and listed below; the hook-order diff up to
+// the point. HOOKSCOPE_COMPARE_REPORT=FILE writes what the last frame drew.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "app.h"
+#include "panel_common.h"
+#include "render/layout/colors.h"
+
+namespace hookscope::app {
+
+namespace {
+
+using analysis::kNoIndex;
+using render::palette;
+
+// Hooks one side has beyond the other, summed over kinds.
+uint32_t extra(const std::array<uint32_t, trace::kNumHookKinds>& mine,
+               const std::array<uint32_t, trace::kNumHookKinds>& theirs) {
+  uint32_t n = 0;
+  for (size_t k = 0; k < mine.size(); ++k) n += mine[k] > theirs[k] ? mine[k] - theirs[k] : 0;
+  return n;
+}
+
+std::string rect_json(const render::GraphDrawStats::Rect& r) {
+  return fmt::format("[{},{},{},{}]", r.x0, r.y0, r.x1, r.y1);
+}
+
+void write_report(const CompareGraphs& g, const char* path) {
+  const CompareDrawStats& s = g.stats;
+  std::string label = s.label;
+  std::replace(label.begin(), label.end(), '"', '\'');
+  const std::string json = fmt::format(
+      "{{\"label\":\"{}\",\"a\":{},\"b\":{},\"found\":{},\"differing\":{},\"only_a\":{},\"only_b\":{},"
+      "\"marked_a\":{},\"marked_b\":{},\"order_rows\":{},\"boxes_a\":{},\"boxes_b\":{},\"graph_a\":{},\"graph_b\":{}}}\n",
+      label, s.a, s.b, s.found, s.differing, s.only_a, s.only_b, s.marked_a, s.marked_b, s.order_rows, s.boxes_a,
+      s.boxes_b, g.view_a ? rect_json(g.view_a->stats().content) : "[0,0,0,0]",
+      g.view_b ? rect_json(g.view_b->stats().content) : "[0,0,0,0]");
+  if (std::FILE* out = std::fopen(path, "w")) {
+    std::fwrite(json.data(), 1, json.size(), out);
+    std::fclose(out);
+  }
+}
+
+std::string step_text(const analysis::OrderStep& s) { return (s.fire ? "fire " : "add ") + s.hook; }
+
+}  // namespace
+
+// B to the point matching A's current event; the differences there.
+void App::compare_sync() {
+  CompareGraphs& g = compare_graphs_;
+  const analysis::Model* a = session_.model();
+  const analysis::Model* b = compare_.model.get();
+  if (live() && g.model_b == b && g.model_a && g.model_a != a) {  // A grew (a live run): B stays
+    g.model_a = a;
+    g.sync = std::make_unique<analysis::CompareSync>(*a, *b);
+    g.view_a->update_model(a);
+    g.synced_for = g.diffed_a = SIZE_MAX;
+  }
+  if (g.model_a != a || g.model_b != b) {
+    const analysis::SyncBy by = g.by;
+    const bool follow = g.follow;
+    g = CompareGraphs{};
+    g.by = by, g.follow = follow;
+    g.model_a = a, g.model_b = b;
+    g.sync = std::make_unique<analysis::CompareSync>(*a, *b);
+    g.findings_b = analysis::diagnose(*b);
+    g.cursor_b = std::make_unique<analysis::Cursor>(*b);
+    g.view_a = std::make_unique<render::GraphView>();
+    g.view_a->set_model(a);
+    g.view_b = std::make_unique<render::GraphView>();
+    g.view_b->set_model(b);
+  }
+  if (g.follow && (g.synced_for != session_.current() || g.synced_by != g.by)) {
+    g.point = g.sync->match(session_.current(), g.by);
+    g.synced_for = session_.current();
+    g.synced_by = g.by;
+    if (b->num_events() > 0) g.cursor_b->seek(g.point.b);
+  }
+  const size_t at_a = session_.current(), at_b = g.cursor_b->index();
+  if (g.diffed_a != at_a || g.diffed_b != at_b) {
+    g.at_point = analysis::diff_models_at(*a, findings_.findings, at_a, *b, g.findings_b, at_b);
+    g.order = analysis::hook_order_diff(*a, at_a, *b, at_b);
+    g.diffed_a = at_a, g.diffed_b = at_b;
+  }
+  CompareDrawStats& s = g.stats;
+  s.label = g.point.label;
+  s.a = at_a, s.b = at_b, s.found = g.point.found;
+  s.differing = static_cast<uint32_t>(g.at_point.num_differing());
+  s.only_a = s.only_b = 0;
+  for (const analysis::FunctionCounts& fc : g.at_point.functions) {
+    s.only_a += extra(fc.hooks_a, fc.hooks_b);
+    s.only_b += extra(fc.hooks_b, fc.hooks_a);
+  }
+  s.order_rows = static_cast<uint32_t>(g.order.size());
+  if (const char* path = std::getenv("HOOKSCOPE_COMPARE_REPORT"); path && *path) write_report(g, path);
+}
+
+bool App::compare_settled() const {
+  if (args_.compare.empty()) return true;
+  if (compare_.loader.busy()) return false;
+  if (!compare_.model || !show_compare_ || !session_.model()) return true;
+  const CompareGraphs& g = compare_graphs_;
+  if (!compare_.diff || !g.view_a) return false;
+  if (g.tab != 0) return true;  // the graphs are not on screen
+  return g.view_a->layout_ready() && !g.view_a->layout_pending() && g.view_b->layout_ready() &&
+         !g.view_b->layout_pending();
+}
+
+// The sync controls, both graphs, the differences at the point.
+void App::compare_graphs() {
+  CompareGraphs& g = compare_graphs_;
+  ImGui::TextUnformatted("B follows A:");
+  ImGui::SameLine();
+  int mode = !g.follow ? 2 : g.by == analysis::SyncBy::kStory ? 0 : 1;
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 16.f);
+  if (ImGui::Combo("##sync", &mode, "at the same story step\0at the same event-kind ordinal\0no (B stays)\0")) {
+    g.follow = mode != 2;
+    if (mode != 2) g.by = mode == 0 ? analysis::SyncBy::kStory : analysis::SyncBy::kKindOrdinal;
+  }
+  ImGui::SameLine();
+  // A's previous / next story point: where stepping by point goes.
+  const auto& pts = g.sync->points_a();
+  const size_t now = session_.current();
+  const auto next = std::upper_bound(pts.begin(), pts.end(), now,
+                                     [](size_t at, const analysis::StoryPoint& p) { return at < p.index; });
+  const auto prev = std::lower_bound(pts.begin(), pts.end(), now,
+                                     [](const analysis::StoryPoint& p, size_t at) { return p.index < at; });
+  if (ImGui::ArrowButton("prev point", ImGuiDir_Left) && prev != pts.begin()) jump_to((prev - 1)->index);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("A to its previous story point");
+  ImGui::SameLine();
+  if (ImGui::ArrowButton("next point", ImGuiDir_Right) && next != pts.end()) jump_to(next->index);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("A to its next story point");
+  ImGui::SameLine();
+  const CompareDrawStats& s = g.stats;
+  ImGui::Text("%s:  A #%zu  ->  B #%zu", g.point.label.empty() ? "-" : g.point.label.c_str(), s.a, s.b);
+  if (!g.point.found) {
+    ImGui::SameLine();
+    ImGui::TextColored(col(palette().warning), "%s", g.point.why.c_str());
+  }
+  const float list_h = std::min(ImGui::GetContentRegionAvail().y * 0.25f, ImGui::GetTextLineHeightWithSpacing() * 7.f);
+  const float width = (ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ItemSpacing.x) * 0.5f;
+  const float graph_h = ImGui::GetContentRegionAvail().y - list_h;
+  ImGui::BeginChild("graph A", ImVec2(width, graph_h), true);
+  compare_graph_side(false, width);
+  ImGui::EndChild();
+  ImGui::SameLine();
+  ImGui::BeginChild("graph B", ImVec2(width, graph_h), true);
+  compare_graph_side(true, width);
+  ImGui::EndChild();
+  compare_differences();
+}
+
+// One side's graph at its event, boxes whose hooks differ outlined with
+// "+N only in A|B" (the Compare view's highlight, drawn over the view).
+void App::compare_graph_side(bool side_b, float /*width*/) {
+  CompareGraphs& g = compare_graphs_;
+  render::GraphView& view = side_b ? *g.view_b : *g.view_a;
+  const analysis::State& state = side_b ? g.cursor_b->state() : session_.state();
+  const uint32_t color = side_b ? kCompareOnlyB : kCompareOnlyA;
+  ImGui::TextColored(col(color), "%s", side_b ? "B" : "A");
+  ImGui::SameLine();
+  ImGui::TextDisabled("after event #%zu  (outlined: hooks only in %s)", state.index, side_b ? "B" : "A");
+  if (side_b) {
+    const render::GraphViewResult r = view.draw(state, g.selected_b, kNoIndex);
+    if (r.selection_changed) g.selected_b = r.selected_function;
+  } else {
+    const render::GraphViewResult r = view.draw(state, session_.selected_function(), session_.selected_owner());
+    if (r.selection_changed) {
+      session_.select_function(r.selected_function);
+      session_.select_owner(r.selected_owner);
+    }
+  }
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  uint32_t marked = 0;
+  for (const analysis::FunctionCounts& fc : g.at_point.functions) {
+    const uint32_t n = side_b ? extra(fc.hooks_b, fc.hooks_a) : extra(fc.hooks_a, fc.hooks_b);
+    const analysis::FunctionIndex f = side_b ? fc.b : fc.a;
+    render::Vec2 lo, hi;
+    if (n == 0 || f == kNoIndex || !view.box_on_screen(f, &lo, &hi)) continue;
+    ++marked;
+    dl->AddRect({lo.x - 3.f, lo.y - 3.f}, {hi.x + 3.f, hi.y + 3.f}, color, 4.f, 0, 3.f);
+    const std::string tag = fmt::format("+{} only in {}", n, side_b ? "B" : "A");
+    const ImVec2 ts = ImGui::CalcTextSize(tag.c_str());
+    dl->AddRectFilled({hi.x - ts.x - 6.f, lo.y - ts.y - 4.f}, {hi.x + 3.f, lo.y - 3.f}, color, 3.f);
+    dl->AddText({hi.x - ts.x - 2.f, lo.y - ts.y - 3.5f}, render::rgba(16, 16, 20), tag.c_str());
+  }
+  (side_b ? g.stats.marked_b : g.stats.marked_a) = marked;
+  (side_b ? g.stats.boxes_b : g.stats.boxes_a) = view.stats().boxes;
+}
+
+// The Functions whose hooks differ at the point: kind by kind, A | B.
+void App::compare_differences() {
+  CompareGraphs& g = compare_graphs_;
+  const analysis::ModelDiff& d = g.at_point;
+  const size_t differing = d.num_differing();
+  if (differing == 0) {
+    ImGui::TextColored(col(render::rgba(110, 200, 120)), "Same hooks on every Function at this point.");
+    return;
+  }
+  ImGui::Text("%zu Functions differ here: %u hooks only in A, %u only in B", differing, g.stats.only_a,
+              g.stats.only_b);
+  if (!ImGui::BeginTable("differences", 4, ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
+                                                ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit)) {
+    return;
+  }
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("Function", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableSetupColumn("only in A");
+  ImGui::TableSetupColumn("only in B");
+  ImGui::TableSetupColumn("hooks by kind, A | B", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableHeadersRow();
+  for (size_t i = 0; i < d.functions.size() && d.functions[i].differs(); ++i) {  // differing first
+    const analysis::FunctionCounts& fc = d.functions[i];
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::PushID(static_cast<int>(i));
+    if (ImGui::Selectable(fc.function.c_str(), fc.a != kNoIndex && fc.a == session_.selected_function(),
+                          ImGuiSelectableFlags_SpanAllColumns)) {
+      if (fc.a != kNoIndex) select_function(fc.a), g.view_a->focus(fc.a);
+      if (fc.b != kNoIndex) g.selected_b = fc.b, g.view_b->focus(fc.b);
+    }
+    ImGui::PopID();
+    ImGui::TableNextColumn();
+    ImGui::TextColored(col(kCompareOnlyA), "%u", extra(fc.hooks_a, fc.hooks_b));
+    ImGui::TableNextColumn();
+    ImGui::TextColored(col(kCompareOnlyB), "%u", extra(fc.hooks_b, fc.hooks_a));
+    ImGui::TableNextColumn();
+    std::string kinds;
+    for (int k = 0; k < trace::kNumHookKinds; ++k) {
+      const uint32_t a = fc.hooks_a[static_cast<size_t>(k)], b = fc.hooks_b[static_cast<size_t>(k)];
+      if (a || b) kinds += fmt::format("{}{} {} | {}", kinds.empty() ? "" : ",  ", trace::to_string(static_cast<trace::HookKind>(k)), a, b);
+    }
+    ImGui::TextUnformatted(kinds.c_str());
+  }
+  ImGui::EndTable();
+}
+
+// The order hooks were added and fired on each Function up to the point, A
+// vs B, from the first step where they differ.
+void App::compare_order_table() {
+  const CompareGraphs& g = compare_graphs_;
+  ImGui::TextDisabled("Up to A #%zu and B #%zu (%s): the add/fire sequence of each Function, from the first "
+                      "step that differs. Hooks are named by kind and registration order, owners by kind and "
+                      "order on their rank (keys differ between runs).",
+                      g.stats.a, g.stats.b, g.point.label.c_str());
+  if (g.order.empty()) {
+    ImGui::TextColored(col(render::rgba(110, 200, 120)), "Every Function's hooks were added and fired in the same order.");
+    return;
+  }
+  constexpr size_t kShown = 8;  // steps from the first difference
+  if (!ImGui::BeginTable("order", 4, ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
+                                         ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_Resizable)) {
+    return;
+  }
+  ImGui::TableSetupScrollFreeze(1, 1);
+  ImGui::TableSetupColumn("Function");
+  ImGui::TableSetupColumn("step");
+  ImGui::TableSetupColumn("A", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableSetupColumn("B", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableHeadersRow();
+  auto steps = [&](const std::vector<analysis::OrderStep>& mine, const std::vector<analysis::OrderStep>& theirs,
+                   size_t from, uint32_t color) {
+    ImGui::TableNextColumn();
+    if (from >= mine.size()) ImGui::TextDisabled("(ends after %zu steps)", mine.size());
+    for (size_t i = from; i < mine.size() && i < from + kShown; ++i) {
+      const bool same = i < theirs.size() && theirs[i] == mine[i];
+      const std::string t = step_text(mine[i]);
+      if (same) ImGui::TextDisabled("%zu  %s", i + 1, t.c_str());
+      else ImGui::TextColored(col(color), "%zu  %s", i + 1, t.c_str());
+    }
+    if (mine.size() > from + kShown) ImGui::TextDisabled("... %zu more", mine.size() - from - kShown);
+  };
+  for (size_t r = 0; r < g.order.size(); ++r) {
+    const analysis::OrderDiff& d = g.order[r];
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::PushID(static_cast<int>(r));
+    if (ImGui::Selectable(d.function.c_str(), d.a != kNoIndex && d.a == session_.selected_function()) && d.a != kNoIndex) {
+      select_function(d.a);
+    }
+    ImGui::PopID();
+    ImGui::TableNextColumn();
+    ImGui::Text("%zu", d.position + 1);
+    steps(d.steps_a, d.steps_b, d.position, kCompareOnlyA);
+    steps(d.steps_b, d.steps_a, d.position, kCompareOnlyB);
+  }
+  ImGui::EndTable();
+}
+
+}  // namespace hookscope::app
