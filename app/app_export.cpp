@@ -94,6 +94,7 @@ void App::draw_exports() {
     if (!export_.whole) {
       render::GraphViewOptions o;
       o.minimap = false;
+      o.pack_aspect = graph_.packed_aspect();  // the same packing as on screen (and in the SVG)
       export_.whole = std::make_unique<render::GraphView>(o);
       export_.whole->set_model(session_.model());
       export_.whole->set_compact(graph_.compact());

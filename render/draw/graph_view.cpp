@@ -155,7 +155,12 @@ void GraphView::land_layout() {
     const Frame& f = *frame_;
     PackOptions pack;
     const float w = f.panel_max.x - f.panel_min.x, h = f.panel_max.y - f.canvas_min.y;
-    if (w > 50.f && h > 50.f) pack.aspect = w / h;
+    if (options_.pack_aspect > 0.f) {
+      pack.aspect = options_.pack_aspect;
+    } else if (w > 50.f && h > 50.f) {
+      pack.aspect = w / h;
+    }
+    packed_aspect_ = pack.aspect;
     pack_layout(*layout_, folded_->graph, pack);
   }
   index_layout();

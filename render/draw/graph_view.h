@@ -33,6 +33,10 @@ struct GraphViewOptions {
   float min_text_px = 10.f;
   // A removed hook's ghost chip stays this many events, fading.
   uint32_t ghost_events = 24;
+  // Compact view: the canvas shape (width / height) ranks are packed to
+  // (Note [Packed ranks]); 0 = the shape of the canvas drawn last. A second
+  // view of the same graph (the whole-graph export) sets the first's.
+  float pack_aspect = 0.f;
 };
 
 struct GraphViewResult {
@@ -113,6 +117,8 @@ class GraphView {
   // cannot all show with readable text; the toolbar toggles it.
   void set_compact(bool compact);
   bool compact() const { return metrics_.compact; }
+  // The canvas shape the last compact layout was packed to (0: none yet).
+  float packed_aspect() const { return packed_aspect_; }
 
   // ---- inspection (tests, benchmarks, the demo) ----
   bool layout_ready() const { return layout_ != nullptr; }
@@ -169,6 +175,7 @@ class GraphView {
   void chip_row(uint32_t unit, float* left, float* right, float* top) const;
 
   GraphViewOptions options_;
+  float packed_aspect_ = 0.f;  // what the last pack used (0: none yet)
   BoxMetrics metrics_;      // options_.metrics, or their compact form
   bool auto_compact_ = true;  // fit may switch to compact boxes (until the user chooses)
   // Note [Compact boxes]: the slots the compact layout holds (the live ones
