@@ -3,19 +3,33 @@
 #   bench/run.sh                      # every benchmark binary, 5 repetitions
 #   BENCHES="bench_hooks bench_ddp" bench/run.sh   # some of them
 #   REPS=3 bench/run.sh --benchmark_filter=DelPostHook   # extra args go to both binaries
-# Build type: the project default (RelWithDebInfo, -O2). Set BUILD_DIR to use another tree.
+# Build type: the project default (RelWithDebInfo, -O2; it shares the warm ccache), or
+# BUILD_TYPE=Release. Set BUILD_DIR to use another tree (a separate one for benchmarks).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 REPS="${REPS:-5}"
+BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}"
 JOBS="${JOBS:-1}"
 
 if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
-  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DHOOKSCOPE_GUI=OFF -DHOOKSCOPE_BENCH=ON
+  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DHOOKSCOPE_GUI=OFF -DHOOKSCOPE_BENCH=ON \
+    -DCMAKE_BUILD_TYPE="$BUILD_TYPE"
 fi
 BENCHES_SET="${BENCHES:+1}"
-BENCHES="${BENCHES:-bench_hooks bench_engine bench_trace bench_analysis bench_export bench_ddp bench_layout}"
+# One benchmark program a line, so that lines added by several branches merge.
+ALL_BENCHES=(
+  bench_hooks
+  bench_engine
+  bench_trace
+  bench_analysis
+  bench_export
+  bench_ddp
+  bench_layout
+  bench_playback
+)
+BENCHES="${BENCHES:-${ALL_BENCHES[*]}}"
 # shellcheck disable=SC2086
 ninja -C "$BUILD_DIR" -j"$JOBS" $BENCHES
 
