@@ -12,11 +12,14 @@
 #include "scenarios/ddp_scenarios.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"
+#include "testing/findings.h"
 
 using namespace hookscope;
 using namespace hookscope::analysis;
 using trace::DestroyPolicy;
 using trace::EventKind;
+
+using testing::of_kind;
 
 namespace {
 
@@ -27,13 +30,6 @@ trace::TraceData record(const scenarios::DdpScenarioOptions& o) {
   trace::TraceData data = rec.take_trace();
   data.header.world_size = o.world_size;
   return data;
-}
-
-std::vector<Finding> of_kind(const std::vector<Finding>& all, FindingKind kind) {
-  std::vector<Finding> out;
-  std::copy_if(all.begin(), all.end(), std::back_inserter(out),
-               [&](const Finding& f) { return f.kind == kind; });
-  return out;
 }
 
 scenarios::DdpScenarioOptions recovery(DestroyPolicy policy) {

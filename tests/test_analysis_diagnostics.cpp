@@ -11,6 +11,7 @@
 #include "analysis/state.h"
 #include "analysis/stats.h"
 #include "analysis/synthetic.h"
+#include "testing/findings.h"
 
 using namespace hookscope;
 using namespace hookscope::analysis;
@@ -19,19 +20,10 @@ using trace::HookKind;
 using trace::OwnerKind;
 using trace::RemoveCause;
 
+using testing::of_kind;
+using testing::mentions;
+
 namespace {
-
-std::vector<Finding> of_kind(const std::vector<Finding>& all, FindingKind kind) {
-  std::vector<Finding> out;
-  for (const Finding& f : all) {
-    if (f.kind == kind) out.push_back(f);
-  }
-  return out;
-}
-
-bool mentions(const Finding& f, const std::string& text) {
-  return f.message.find(text) != std::string::npos;
-}
 
 // DDP destroyed and rebuilt on the same module three times; every backward
 // fires every hook still on the parameter's AccumulateGrad.

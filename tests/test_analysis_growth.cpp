@@ -10,6 +10,7 @@
 #include "analysis/diagnostics.h"
 #include "analysis/model.h"
 #include "analysis/synthetic.h"
+#include "testing/findings.h"
 
 using namespace hookscope;
 using namespace hookscope::analysis;
@@ -17,19 +18,10 @@ using trace::DestroyPolicy;
 using trace::HookKind;
 using trace::OwnerKind;
 
+using testing::of_kind;
+using testing::mentions;
+
 namespace {
-
-std::vector<Finding> of_kind(const std::vector<Finding>& all, FindingKind kind) {
-  std::vector<Finding> out;
-  for (const Finding& f : all) {
-    if (f.kind == kind) out.push_back(f);
-  }
-  return out;
-}
-
-bool mentions(const Finding& f, const std::string& text) {
-  return f.message.find(text) != std::string::npos;
-}
 
 struct Rebuilt {
   trace::TraceData data;

@@ -47,6 +47,34 @@ std::vector<EventIndex> all_of_kind(const Model& m, EventKind kind) {
 
 }  // namespace
 
+uint16_t lowest_rank(const Model& m, EventKind kind) {
+  uint16_t lowest = UINT16_MAX;
+  for (EventIndex i : m.events_of_kind(kind)) lowest = std::min(lowest, m.event(i).rank);
+  return lowest;
+}
+
+std::vector<EventIndex> backward_pass_ends(const Model& m) {
+  const uint16_t lowest = lowest_rank(m, EventKind::kBackwardBegin);
+  // a kBackwardEnd does not say which kind of pass it closes: pair it with its begin
+  std::map<std::pair<uint32_t, uint32_t>, bool> open;  // (source, thread) -> is backward()
+  std::vector<EventIndex> both = m.events_of_kind(EventKind::kBackwardBegin);
+  const auto& ends = m.events_of_kind(EventKind::kBackwardEnd);
+  both.insert(both.end(), ends.begin(), ends.end());
+  std::sort(both.begin(), both.end());
+  std::vector<EventIndex> out;
+  for (EventIndex i : both) {
+    const trace::Event e = m.event(i);
+    const auto key = std::make_pair(m.source(i), e.thread);
+    if (e.kind == EventKind::kBackwardBegin) {
+      open[key] = e.sub == 0;
+    } else if (auto it = open.find(key); it != open.end()) {
+      if (it->second && e.rank == lowest) out.push_back(i);
+      open.erase(it);
+    }
+  }
+  return out;
+}
+
 MatchPoint resolve_point(const Model& m, std::string_view name) {
   if (m.num_events() == 0) throw std::invalid_argument("the trace has no events");
   if (name.empty() || name == "end") return {m.num_events() - 1, "at the end"};
@@ -59,25 +87,8 @@ MatchPoint resolve_point(const Model& m, std::string_view name) {
   const std::string_view what = name.substr(0, colon);
   const size_t n = parse_ordinal(name, name.substr(colon + 1));
   if (what == "backward") {
-    uint16_t lowest = UINT16_MAX;
-    const auto& ends = m.events_of_kind(EventKind::kBackwardEnd);
-    for (EventIndex i : m.events_of_kind(EventKind::kBackwardBegin)) lowest = std::min(lowest, m.event(i).rank);
-    // a kBackwardEnd does not say which kind of pass it closes: pair it with its begin
-    std::map<std::pair<uint32_t, uint32_t>, bool> open;  // (source, thread) -> is backward()
-    std::vector<EventIndex> backward_ends;
-    std::vector<EventIndex> both = m.events_of_kind(EventKind::kBackwardBegin);
-    both.insert(both.end(), ends.begin(), ends.end());
-    std::sort(both.begin(), both.end());
-    for (EventIndex i : both) {
-      const trace::Event e = m.event(i);
-      const auto key = std::make_pair(m.source(i), e.thread);
-      if (e.kind == EventKind::kBackwardBegin) {
-        open[key] = e.sub == 0;
-      } else if (auto it = open.find(key); it != open.end()) {
-        if (it->second && e.rank == lowest) backward_ends.push_back(i);
-        open.erase(it);
-      }
-    }
+    const std::vector<EventIndex> backward_ends = backward_pass_ends(m);
+    const uint16_t lowest = lowest_rank(m, EventKind::kBackwardBegin);
     if (n > backward_ends.size()) {
       throw std::invalid_argument(fmt::format("the trace has {} backward passes on rank {}, not {}",
                                               backward_ends.size(), lowest, n));
@@ -86,8 +97,7 @@ MatchPoint resolve_point(const Model& m, std::string_view name) {
   }
   if (what == "rebuild") {
     // every rank rebuilds its DDP: count the lowest rank's
-    uint16_t lowest = UINT16_MAX;
-    for (EventIndex i : m.events_of_kind(EventKind::kRecoveryStep)) lowest = std::min(lowest, m.event(i).rank);
+    const uint16_t lowest = lowest_rank(m, EventKind::kRecoveryStep);
     const size_t i = nth(m, m.events_of_kind(EventKind::kRecoveryStep), n,
                          fmt::format("DDP rebuilds on rank {}", lowest), [lowest](const trace::Event& e) {
                            return e.rank == lowest && e.sub == static_cast<uint8_t>(trace::RecoveryStep::kDdpRebuilt);

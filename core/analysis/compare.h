@@ -33,6 +33,14 @@ struct MatchPoint {
 // Throws std::invalid_argument for a malformed name or a point the model lacks.
 MatchPoint resolve_point(const Model& model, std::string_view name);
 
+// The lowest rank that has an event of `kind` (UINT16_MAX: none); matching
+// points count on it, since every rank goes through the same story.
+uint16_t lowest_rank(const Model& model, trace::EventKind kind);
+
+// The ends of backward() passes (not autograd::grad) on the lowest rank, in
+// order: what backward:N counts (an end is paired with its begin per thread).
+std::vector<EventIndex> backward_pass_ends(const Model& model);
+
 // One Function's hook history as a sequence of steps comparable across runs:
 // no keys (they differ), but the hook's kind and registration ordinal on the
 // Function and its owner's kind and ordinal on its rank ("post#2 reducer#2":

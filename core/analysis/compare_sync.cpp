@@ -11,35 +11,6 @@ using trace::EventKind;
 
 namespace {
 
-uint16_t lowest_rank(const Model& m, EventKind kind) {
-  uint16_t lowest = UINT16_MAX;
-  for (EventIndex i : m.events_of_kind(kind)) lowest = std::min(lowest, m.event(i).rank);
-  return lowest;
-}
-
-// The ends of backward() passes (not autograd::grad) on the lowest rank, as
-// resolve_point() counts them: an end is paired with its begin per thread.
-std::vector<EventIndex> backward_ends(const Model& m) {
-  const uint16_t lowest = lowest_rank(m, EventKind::kBackwardBegin);
-  std::vector<EventIndex> both = m.events_of_kind(EventKind::kBackwardBegin);
-  const auto& ends = m.events_of_kind(EventKind::kBackwardEnd);
-  both.insert(both.end(), ends.begin(), ends.end());
-  std::sort(both.begin(), both.end());
-  std::map<std::pair<uint32_t, uint32_t>, bool> open;  // (source, thread) -> is backward()
-  std::vector<EventIndex> out;
-  for (EventIndex i : both) {
-    const trace::Event e = m.event(i);
-    const auto key = std::make_pair(m.source(i), e.thread);
-    if (e.kind == EventKind::kBackwardBegin) {
-      open[key] = e.sub == 0;
-    } else if (auto it = open.find(key); it != open.end()) {
-      if (it->second && e.rank == lowest) out.push_back(i);
-      open.erase(it);
-    }
-  }
-  return out;
-}
-
 void add_points(std::vector<StoryPoint>& out, const std::vector<EventIndex>& events, std::string_view name,
                 std::string_view words) {
   for (size_t n = 0; n < events.size(); ++n) {
@@ -51,7 +22,7 @@ void add_points(std::vector<StoryPoint>& out, const std::vector<EventIndex>& eve
 
 std::vector<StoryPoint> story_points(const Model& m) {
   std::vector<StoryPoint> out;
-  add_points(out, backward_ends(m), "backward", "backward");
+  add_points(out, backward_pass_ends(m), "backward", "backward");
   const uint16_t lowest = lowest_rank(m, EventKind::kRecoveryStep);
   std::vector<EventIndex> rebuilds;
   for (EventIndex i : m.events_of_kind(EventKind::kRecoveryStep)) {
