@@ -110,7 +110,7 @@ void App::adopt(LoadResult result) {
   title_ = files_.size() == 1 ? files_[0]
                               : fmt::format("{} (+{} more)", files_[0], files_.size() - 1);
   recent_.add(files_);
-  publish_model(std::move(result.model), false);
+  publish_model(std::move(result.model), false, std::move(result.scene), std::move(result.story));
 }
 
 // Note [Publishing a model]
@@ -121,12 +121,13 @@ void App::adopt(LoadResult result) {
 // panel reads session_.model() each frame and keeps caches keyed by the model
 // pointer, so nothing else has to be told. A panel that keeps state across
 // models adds its reset here, not in its own file.
-void App::publish_model(std::shared_ptr<const analysis::Model> model, bool keep_position) {
+void App::publish_model(std::shared_ptr<const analysis::Model> model, bool keep_position,
+                        std::shared_ptr<render::GraphScene> scene, std::shared_ptr<const render::RunStory> story) {
   // The views point at the model: give them the new one before the old goes.
   if (keep_position) {
     graph_.update_model(model.get());
   } else {
-    graph_.set_model(model.get());
+    graph_.set_model(model.get(), std::move(scene), std::move(story));  // built by the loader
   }
   timeline_.set_model(model.get());
   size_t at = 0;

@@ -12,12 +12,18 @@
 #include <vector>
 
 #include "analysis/model.h"
+#include "render/layout/graph_scene.h"
+#include "render/layout/story.h"
 
 namespace hookscope::app {
 
 struct LoadResult {
   std::vector<std::string> files;
   std::shared_ptr<const analysis::Model> model;  // null when nothing could be loaded
+  // The graph's slots and the run's story, built on the loader thread too
+  // (at a million Functions they take seconds: Note [Scene off the UI thread]).
+  std::shared_ptr<render::GraphScene> scene;
+  std::shared_ptr<const render::RunStory> story;
   // Unreadable files (the reader's message, naming file and byte offset) and
   // files read only in part (their truncation). Empty when all went well.
   std::string errors;

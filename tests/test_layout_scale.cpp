@@ -243,9 +243,16 @@ TEST_CASE("gui at scale: the crafted 18 KB many-Functions file opens headless in
   REQUIRE(r.has_value());
   REQUIRE(r->model);
   CHECK(r->model->functions().size() == 100'000);
+  // The scene and the story came built from the loader thread (Note [Scene
+  // off the UI thread]), and the view takes them as they are.
+  REQUIRE(r->scene);
+  REQUIRE(r->story);
+  CHECK(r->scene->nodes().size() == GraphScene(*r->model).nodes().size());
+  const GraphScene* built = r->scene.get();
   testing::HeadlessImGui imgui(1200.f, 800.f);
   GraphView view;
-  view.set_model(r->model.get());
+  view.set_model(r->model.get(), r->scene, r->story);
+  CHECK(view.scene() == built);
   view.wait_for_layout();
   REQUIRE(view.layout_ready());
   const analysis::State state = r->model->state_at(r->model->num_events() - 1);

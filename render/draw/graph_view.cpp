@@ -21,7 +21,17 @@ GraphView::GraphView(GraphViewOptions options)
 
 GraphView::~GraphView() = default;
 
-void GraphView::set_model(const analysis::Model* model) {
+void GraphView::set_model(const analysis::Model* model) { set_model(model, nullptr, nullptr); }
+
+// Note [Scene off the UI thread]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// GraphScene (slots, groups, generations) and RunStory read the whole model:
+// at a million Functions they take seconds. The trace loader builds both on
+// its thread right after the model (app/loader.cpp) and hands them over with
+// it, so opening a file never freezes the window for them; a grown live
+// model (update_model) still builds them here, where they are small.
+void GraphView::set_model(const analysis::Model* model, std::shared_ptr<GraphScene> scene,
+                          std::shared_ptr<const RunStory> story) {
   job_.reset();
   layout_.reset();
   folded_.reset();
@@ -32,8 +42,8 @@ void GraphView::set_model(const analysis::Model* model) {
   selected_owner_ = kNoIndex;
   fit_pending_ = true;
   if (!model) return;
-  scene_ = std::make_unique<GraphScene>(*model);
-  story_ = RunStory(*model);
+  scene_ = scene ? std::move(scene) : std::make_shared<GraphScene>(*model);
+  story_ = story ? *story : RunStory(*model);
   rank_sources_.clear();
   for (uint32_t src = 0; src < model->num_traces(); ++src) {
     const int32_t rank = model->trace(src).header.rank;

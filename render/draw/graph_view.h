@@ -89,6 +89,10 @@ class GraphView {
   // a current ImGui context (text is measured with the current font). The
   // model must outlive the view or the next set_model().
   void set_model(const analysis::Model* model);
+  // The same with the scene and story already built from `model` off the UI
+  // thread (Note [Scene off the UI thread]); null ones are built here.
+  void set_model(const analysis::Model* model, std::shared_ptr<GraphScene> scene,
+                 std::shared_ptr<const RunStory> story);
   // The same trace, grown (a live recording) or reloaded: slots that were
   // there keep their place (Note [Stable layout]), new ones fit around
   // them; selection and view stay.
@@ -183,7 +187,7 @@ class GraphView {
   std::vector<uint8_t> layout_keep_;
   bool at_fit_ = true;  // no pan or zoom since the last fit: a new compact layout fits again
   const analysis::Model* model_ = nullptr;
-  std::unique_ptr<GraphScene> scene_;
+  std::shared_ptr<GraphScene> scene_;
   std::vector<uint8_t> folded_groups_;
   // The layout drawn and the folded graph it belongs to; the job computes
   // the next one for pending_.
