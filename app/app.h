@@ -13,6 +13,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -266,6 +267,11 @@ class App {
   bool diagnostics_group(size_t g);  // false when every row is filtered out
   void diagnostics_rows(size_t g, size_t n);
   void diagnostics_detail();
+  // The Lanes panel's sections (panel_lanes.cpp).
+  struct LanesFrame;
+  void lanes_counters(const LanesFrame& f);
+  void lanes_row_label(const LanesFrame& f, int r, ImDrawList* dl);
+  void lanes_rows(const LanesFrame& f, std::optional<std::pair<size_t, analysis::FunctionIndex>>& go);
   struct OwnerHooksCache {  // the selected owner's attached hooks at one event
     const analysis::Model* model = nullptr;
     size_t at = SIZE_MAX;

@@ -96,25 +96,12 @@ struct FileBrowserState {
   }
 };
 
-void App::draw_file_browser() {
-  static FileBrowserState st;  // one browser per process, like the app itself
-  if (show_browser_) {
-    ImGui::OpenPopup("Open traces");
-    show_browser_ = false;
-    std::error_code ec;
-    if (st.dir.empty()) {
-      st.dir = !files_.empty() && !files_[0].empty() ? fs::absolute(files_[0], ec).parent_path()
-                                                     : fs::current_path(ec);
-    }
-    st.list();
-  }
-  const ImGuiViewport* vp = ImGui::GetMainViewport();
-  ImGui::SetNextWindowPos(ImVec2(vp->Pos.x + vp->Size.x * 0.5f, vp->Pos.y + vp->Size.y * 0.5f),
-                          ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
-  ImGui::SetNextWindowSize(ImVec2(vp->Size.x * 0.6f, vp->Size.y * 0.65f), ImGuiCond_Appearing);
-  if (!ImGui::BeginPopupModal("Open traces", nullptr)) return;
-  ImGui::TextUnformatted(browser_for_compare_ ? "Pick the trace(s) to compare with what is open."
-                                              : "Pick a trace, or every rank file of one run.");
+namespace {
+
+// The browser's top: what to pick, the Up / path / Go line, the options and the error.
+void browser_header(FileBrowserState& st, bool for_compare) {
+  ImGui::TextUnformatted(for_compare ? "Pick the trace(s) to compare with what is open."
+                                     : "Pick a trace, or every rank file of one run.");
   if (ImGui::Button("Up")) st.go(st.dir.parent_path());
   ImGui::SameLine();
   ImGui::SetNextItemWidth(-ImGui::CalcTextSize("Go").x - ImGui::GetStyle().FramePadding.x * 4.f);
@@ -136,57 +123,95 @@ void App::draw_file_browser() {
   ImGui::SameLine();
   ImGui::Checkbox("select every rank file of a run", &st.siblings);
   if (!st.error.empty()) ImGui::TextColored(ImVec4(1.f, 0.45f, 0.4f, 1.f), "%s", st.error.c_str());
+}
+
+// A click on file `e`: selects it (with its run's siblings), Ctrl adds or
+// removes it; a double click asks to open it now.
+void browser_pick(FileBrowserState& st, const Entry& e, bool sel, bool& open_now) {
+  if (ImGui::GetIO().KeyCtrl) {
+    if (sel) {
+      std::erase(st.selected, e.name);
+    } else {
+      st.selected.push_back(e.name);
+    }
+    return;
+  }
+  st.selected = {e.name};
+  const std::string prefix = run_prefix(e.name);
+  if (st.siblings && !prefix.empty()) {
+    for (const Entry& o : st.entries) {
+      if (!o.dir && o.name != e.name && run_prefix(o.name) == prefix) st.selected.push_back(o.name);
+    }
+  }
+  if (ImGui::IsMouseDoubleClicked(0)) open_now = true;
+}
+
+// The folder's entries, `footer` left below. A double-clicked folder goes to
+// `open_dir`; true when a file was double-clicked (open it now).
+bool browser_table(FileBrowserState& st, float footer, fs::path& open_dir) {
+  bool open_now = false;
+  if (!ImGui::BeginTable("files", 3,
+                         ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
+                             ImGuiTableFlags_SizingFixedFit,
+                         ImVec2(0.f, -footer))) {
+    return open_now;
+  }
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("name", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableSetupColumn("size");
+  ImGui::TableSetupColumn("modified");
+  ImGui::TableHeadersRow();
+  if (st.entries.empty()) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextDisabled(st.show_all ? "(empty folder)" : "(no .hstrace files here)");
+  }
+  for (const Entry& e : st.entries) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    const bool sel = std::find(st.selected.begin(), st.selected.end(), e.name) != st.selected.end();
+    const std::string label = e.dir ? e.name + "/" : e.name;
+    if (ImGui::Selectable(label.c_str(), sel,
+                          ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowDoubleClick)) {
+      if (e.dir) {
+        if (ImGui::IsMouseDoubleClicked(0)) open_dir = st.dir / e.name;
+      } else {
+        browser_pick(st, e, sel, open_now);
+      }
+    }
+    ImGui::TableNextColumn();
+    if (!e.dir) ImGui::TextDisabled("%s", human_size(e.size).c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextDisabled("%s", age(e.mtime).c_str());
+  }
+  ImGui::EndTable();
+  return open_now;
+}
+
+}  // namespace
+
+void App::draw_file_browser() {
+  static FileBrowserState st;  // one browser per process, like the app itself
+  if (show_browser_) {
+    ImGui::OpenPopup("Open traces");
+    show_browser_ = false;
+    std::error_code ec;
+    if (st.dir.empty()) {
+      st.dir = !files_.empty() && !files_[0].empty() ? fs::absolute(files_[0], ec).parent_path()
+                                                     : fs::current_path(ec);
+    }
+    st.list();
+  }
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(ImVec2(vp->Pos.x + vp->Size.x * 0.5f, vp->Pos.y + vp->Size.y * 0.5f),
+                          ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowSize(ImVec2(vp->Size.x * 0.6f, vp->Size.y * 0.65f), ImGuiCond_Appearing);
+  if (!ImGui::BeginPopupModal("Open traces", nullptr)) return;
+  browser_header(st, browser_for_compare_);
 
   const float footer = ImGui::GetFrameHeightWithSpacing() * 1.6f;
   fs::path open_dir;
-  bool open_now = false;
-  if (ImGui::BeginTable("files", 3,
-                        ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                            ImGuiTableFlags_SizingFixedFit,
-                        ImVec2(0.f, -footer))) {
-    ImGui::TableSetupScrollFreeze(0, 1);
-    ImGui::TableSetupColumn("name", ImGuiTableColumnFlags_WidthStretch);
-    ImGui::TableSetupColumn("size");
-    ImGui::TableSetupColumn("modified");
-    ImGui::TableHeadersRow();
-    if (st.entries.empty()) {
-      ImGui::TableNextRow();
-      ImGui::TableNextColumn();
-      ImGui::TextDisabled(st.show_all ? "(empty folder)" : "(no .hstrace files here)");
-    }
-    for (const Entry& e : st.entries) {
-      ImGui::TableNextRow();
-      ImGui::TableNextColumn();
-      const bool sel = std::find(st.selected.begin(), st.selected.end(), e.name) != st.selected.end();
-      const std::string label = e.dir ? e.name + "/" : e.name;
-      if (ImGui::Selectable(label.c_str(), sel,
-                            ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowDoubleClick)) {
-        if (e.dir) {
-          if (ImGui::IsMouseDoubleClicked(0)) open_dir = st.dir / e.name;
-        } else if (ImGui::GetIO().KeyCtrl) {
-          if (sel) {
-            std::erase(st.selected, e.name);
-          } else {
-            st.selected.push_back(e.name);
-          }
-        } else {
-          st.selected = {e.name};
-          const std::string prefix = run_prefix(e.name);
-          if (st.siblings && !prefix.empty()) {
-            for (const Entry& o : st.entries) {
-              if (!o.dir && o.name != e.name && run_prefix(o.name) == prefix) st.selected.push_back(o.name);
-            }
-          }
-          if (ImGui::IsMouseDoubleClicked(0)) open_now = true;
-        }
-      }
-      ImGui::TableNextColumn();
-      if (!e.dir) ImGui::TextDisabled("%s", human_size(e.size).c_str());
-      ImGui::TableNextColumn();
-      ImGui::TextDisabled("%s", age(e.mtime).c_str());
-    }
-    ImGui::EndTable();
-  }
+  const bool open_now = browser_table(st, footer, open_dir);
   if (!open_dir.empty()) st.go(open_dir);
   ImGui::TextDisabled("%zu selected", st.selected.size());
   ImGui::SameLine();

@@ -36,6 +36,127 @@ const char* status_words(Readiness r) {
   return "?";
 }
 
+using Go = std::optional<std::pair<size_t, analysis::FunctionIndex>>;
+
+// Legend, with how many cells of each status. Returns the backward passes of all ranks.
+size_t readiness_legend(const std::vector<analysis::ReadinessGrid>& grids) {
+  size_t counts[6] = {};
+  size_t total_backwards = 0;
+  for (const auto& g : grids) {
+    for (const auto& c : g.cells) ++counts[static_cast<int>(c.status)];
+    total_backwards += g.backwards.size();
+  }
+  for (int k : {1, 2, 3, 4, 5, 0}) {
+    const auto r = static_cast<Readiness>(k);
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float side = ImGui::GetTextLineHeight() * 0.8f;
+    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + 2.f), ImVec2(p.x + side, p.y + 2.f + side), readiness_color(r));
+    ImGui::Dummy(ImVec2(side + 2.f, side));
+    ImGui::SameLine();
+    ImGui::Text("%s %zu", std::string(analysis::to_string(r)).c_str(), counts[k]);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", status_words(r));
+    ImGui::SameLine(0.f, 14.f);
+  }
+  ImGui::NewLine();
+  return total_backwards;
+}
+
+// Where the grids go in the child window: one cell size for all.
+struct GridPlace {
+  ImDrawList* dl;
+  float line, cw, ch;
+  float top;                     // of the title line
+  float grid_top;                // of the first row of cells
+  float clip_top, clip_bottom;   // the child's visible band
+};
+
+// One grid's visible rows: the parameter's name, then a cell per backward pass.
+void readiness_rows(const analysis::ReadinessGrid& g, float x, float cx0, const GridPlace& at, ViewsDrawStats& s) {
+  const size_t nb = g.backwards.size(), np = g.parameters.size();
+  const float ch = at.ch, cw = at.cw, line = at.line, grid_top = at.grid_top;
+  ImDrawList* dl = at.dl;
+  const size_t first = static_cast<size_t>(std::max(0.f, (at.clip_top - grid_top) / ch));
+  const size_t last = std::min(np, static_cast<size_t>(std::max(0.f, (at.clip_bottom - grid_top) / ch)) + 1);
+  for (size_t p = first; p < last; ++p) {
+    const float y = grid_top + p * ch;
+    dl->PushClipRect(ImVec2(x, y), ImVec2(cx0 - 4.f, y + ch), true);
+    dl->AddText(ImVec2(x, y + (ch - line) * 0.5f), palette().text_dim, g.parameters[p].name.c_str());
+    dl->PopClipRect();
+    for (size_t b = 0; b < nb; ++b) {
+      const analysis::ReadinessCell& c = g.cell(p, b);
+      const float cx = cx0 + b * cw;
+      dl->AddRectFilled(ImVec2(cx, y), ImVec2(cx + std::max(1.f, cw - 1.f), y + ch - 1.f), readiness_color(c.status));
+      ++s.cells;
+      ++s.cell_status[static_cast<int>(c.status)];
+    }
+  }
+}
+
+// The current event's pass, outlined.
+void readiness_current_pass(const analysis::ReadinessGrid& g, float cx0, const GridPlace& at, size_t now) {
+  const size_t nb = g.backwards.size(), np = g.parameters.size();
+  for (size_t b = 0; b < nb; ++b) {
+    const auto& col = g.backwards[b];
+    const size_t from = col.prepared_at != kNever ? col.prepared_at : col.begin;
+    if (now >= from && (col.end == kNever || now <= col.end)) {
+      const float cx = cx0 + b * at.cw;
+      at.dl->AddRect(ImVec2(cx - 1.f, at.grid_top - 1.f), ImVec2(cx + at.cw, at.grid_top + np * at.ch), palette().selected,
+                     0.f, 0, 1.5f);
+    }
+  }
+}
+
+// Cell (p, b)'s tooltip: parameter, pass, status; true when clicking it goes somewhere.
+bool readiness_cell_tooltip(const analysis::Model& m, const analysis::ReadinessGrid& g, size_t p, size_t b) {
+  const analysis::ReadinessCell& c = g.cell(p, b);
+  const auto& col = g.backwards[b];
+  ImGui::BeginTooltip();
+  ImGui::Text("rank %u, %s", static_cast<unsigned>(g.rank), g.parameters[p].name.c_str());
+  ImGui::Text("backward pass %zu (#%u .. %s)%s", b + 1, col.begin,
+              col.end == kNever ? "never ended" : fmt::format("#{}", col.end).c_str(), col.completed ? "" : ", cut short");
+  if (col.reducer != analysis::kNoIndex) {
+    ImGui::Text("prepared by %s", m.owner_name(m.reducers()[col.reducer].owner).c_str());
+  }
+  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(readiness_color(c.status)), "%s: %s",
+                     std::string(analysis::to_string(c.status)).c_str(), status_words(c.status));
+  ImGui::Text("marks %u, stale fires %u, no-op fires %u", c.marks, c.stale, c.noops);
+  if (c.event != kNever) ImGui::TextDisabled("click: go to #%u (%s)", c.event, m.describe(c.event).c_str());
+  ImGui::EndTooltip();
+  return c.event != kNever;
+}
+
+// One button over grid `gi`'s cells; the cell under the mouse from its position.
+void readiness_hover(const analysis::Model& m, const analysis::ReadinessGrid& g, size_t gi, float cx0,
+                     const GridPlace& at, Go& go) {
+  const size_t nb = g.backwards.size(), np = g.parameters.size();
+  ImGui::SetCursorScreenPos(ImVec2(cx0, at.grid_top));
+  ImGui::PushID(static_cast<int>(gi));
+  ImGui::InvisibleButton("##cells", ImVec2(std::max(1.f, nb * at.cw), std::max(1.f, np * at.ch)));
+  if (ImGui::IsItemHovered() && nb > 0 && np > 0) {
+    const ImVec2 mp = ImGui::GetIO().MousePos;
+    const size_t b = std::min(nb - 1, static_cast<size_t>(std::max(0.f, (mp.x - cx0) / at.cw)));
+    const size_t p = std::min(np - 1, static_cast<size_t>(std::max(0.f, (mp.y - at.grid_top) / at.ch)));
+    const bool goes = readiness_cell_tooltip(m, g, p, b);
+    if (ImGui::IsMouseClicked(ImGuiMouseButton_Left) && goes) {
+      go = {{g.cell(p, b).event, g.parameters[p].accumulator}};
+    }
+  }
+  ImGui::PopID();
+}
+
+// Grid `gi` at `x`: title, rows, the current pass and the hover button. Returns its width.
+float readiness_grid(const analysis::Model& m, const analysis::ReadinessGrid& g, size_t gi, float x,
+                     const GridPlace& at, size_t now, ViewsDrawStats& s, Go& go) {
+  const size_t nb = g.backwards.size(), np = g.parameters.size();
+  const std::string title = fmt::format("rank {}: {} parameters x {} backward passes", g.rank, np, nb);
+  at.dl->AddText(ImVec2(x, at.top), palette().text, title.c_str());
+  const float cx0 = x + kNameWidth;
+  readiness_rows(g, x, cx0, at, s);  // only the visible rows are drawn
+  readiness_current_pass(g, cx0, at, now);
+  readiness_hover(m, g, gi, cx0, at, go);
+  return std::max(kNameWidth + nb * at.cw, ImGui::CalcTextSize(title.c_str()).x);
+}
+
 }  // namespace
 
 void App::draw_readiness_panel() {
@@ -54,27 +175,7 @@ void App::draw_readiness_panel() {
     ImGui::End();
     return;
   }
-
-  // Legend, with how many cells of each status.
-  size_t counts[6] = {};
-  size_t max_params = 0, total_backwards = 0;
-  for (const auto& g : v.grids) {
-    for (const auto& c : g.cells) ++counts[static_cast<int>(c.status)];
-    max_params = std::max(max_params, g.parameters.size());
-    total_backwards += g.backwards.size();
-  }
-  for (int k : {1, 2, 3, 4, 5, 0}) {
-    const auto r = static_cast<Readiness>(k);
-    const ImVec2 p = ImGui::GetCursorScreenPos();
-    const float side = ImGui::GetTextLineHeight() * 0.8f;
-    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + 2.f), ImVec2(p.x + side, p.y + 2.f + side), readiness_color(r));
-    ImGui::Dummy(ImVec2(side + 2.f, side));
-    ImGui::SameLine();
-    ImGui::Text("%s %zu", std::string(analysis::to_string(r)).c_str(), counts[k]);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", status_words(r));
-    ImGui::SameLine(0.f, 14.f);
-  }
-  ImGui::NewLine();
+  const size_t total_backwards = readiness_legend(v.grids);
 
   ImGui::BeginChild("##readiness_grids", ImVec2(0.f, 0.f), false, ImGuiWindowFlags_HorizontalScrollbar);
   const float line = ImGui::GetTextLineHeight();
@@ -87,72 +188,17 @@ void App::draw_readiness_panel() {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 clip_min = ImGui::GetWindowPos();
   const float clip_bottom = clip_min.y + ImGui::GetWindowSize().y;
-  std::optional<std::pair<size_t, analysis::FunctionIndex>> go;
+  Go go;
   float x = origin.x;
   float right = origin.x, bottom = origin.y;
   const float grid_top = origin.y + line + 4.f;
+  const GridPlace at{dl, line, cw, ch, origin.y, grid_top, clip_min.y, clip_bottom};
+  const size_t now = session_.current();
   for (size_t gi = 0; gi < ranks; ++gi) {
     const analysis::ReadinessGrid& g = v.grids[gi];
-    const size_t nb = g.backwards.size(), np = g.parameters.size();
-    const std::string title = fmt::format("rank {}: {} parameters x {} backward passes", g.rank, np, nb);
-    dl->AddText(ImVec2(x, origin.y), palette().text, title.c_str());
-    const float cx0 = x + kNameWidth;
-    // Only the visible rows are drawn.
-    const size_t first = static_cast<size_t>(std::max(0.f, (clip_min.y - grid_top) / ch));
-    const size_t last = std::min(np, static_cast<size_t>(std::max(0.f, (clip_bottom - grid_top) / ch)) + 1);
-    for (size_t p = first; p < last; ++p) {
-      const float y = grid_top + p * ch;
-      dl->PushClipRect(ImVec2(x, y), ImVec2(cx0 - 4.f, y + ch), true);
-      dl->AddText(ImVec2(x, y + (ch - line) * 0.5f), palette().text_dim, g.parameters[p].name.c_str());
-      dl->PopClipRect();
-      for (size_t b = 0; b < nb; ++b) {
-        const analysis::ReadinessCell& c = g.cell(p, b);
-        const float cx = cx0 + b * cw;
-        dl->AddRectFilled(ImVec2(cx, y), ImVec2(cx + std::max(1.f, cw - 1.f), y + ch - 1.f), readiness_color(c.status));
-        ++s.cells;
-        ++s.cell_status[static_cast<int>(c.status)];
-      }
-    }
-    // The current event's pass, outlined.
-    const size_t now = session_.current();
-    for (size_t b = 0; b < nb; ++b) {
-      const auto& col = g.backwards[b];
-      const size_t from = col.prepared_at != kNever ? col.prepared_at : col.begin;
-      if (now >= from && (col.end == kNever || now <= col.end)) {
-        const float cx = cx0 + b * cw;
-        dl->AddRect(ImVec2(cx - 1.f, grid_top - 1.f), ImVec2(cx + cw, grid_top + np * ch), palette().selected, 0.f, 0, 1.5f);
-      }
-    }
-    // One button over the cells; the cell under the mouse from its position.
-    ImGui::SetCursorScreenPos(ImVec2(cx0, grid_top));
-    ImGui::PushID(static_cast<int>(gi));
-    ImGui::InvisibleButton("##cells", ImVec2(std::max(1.f, nb * cw), std::max(1.f, np * ch)));
-    if (ImGui::IsItemHovered() && nb > 0 && np > 0) {
-      const ImVec2 mp = ImGui::GetIO().MousePos;
-      const size_t b = std::min(nb - 1, static_cast<size_t>(std::max(0.f, (mp.x - cx0) / cw)));
-      const size_t p = std::min(np - 1, static_cast<size_t>(std::max(0.f, (mp.y - grid_top) / ch)));
-      const analysis::ReadinessCell& c = g.cell(p, b);
-      const auto& col = g.backwards[b];
-      ImGui::BeginTooltip();
-      ImGui::Text("rank %u, %s", static_cast<unsigned>(g.rank), g.parameters[p].name.c_str());
-      ImGui::Text("backward pass %zu (#%u .. %s)%s", b + 1, col.begin,
-                  col.end == kNever ? "never ended" : fmt::format("#{}", col.end).c_str(), col.completed ? "" : ", cut short");
-      if (col.reducer != analysis::kNoIndex) {
-        ImGui::Text("prepared by %s", m->owner_name(m->reducers()[col.reducer].owner).c_str());
-      }
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(readiness_color(c.status)), "%s: %s",
-                         std::string(analysis::to_string(c.status)).c_str(), status_words(c.status));
-      ImGui::Text("marks %u, stale fires %u, no-op fires %u", c.marks, c.stale, c.noops);
-      if (c.event != kNever) ImGui::TextDisabled("click: go to #%u (%s)", c.event, m->describe(c.event).c_str());
-      ImGui::EndTooltip();
-      if (ImGui::IsMouseClicked(ImGuiMouseButton_Left) && c.event != kNever) {
-        go = {{c.event, g.parameters[p].accumulator}};
-      }
-    }
-    ImGui::PopID();
-    const float w = std::max(kNameWidth + nb * cw, ImGui::CalcTextSize(title.c_str()).x);
+    const float w = readiness_grid(*m, g, gi, x, at, now, s, go);
     right = std::max(right, x + w);
-    bottom = std::max(bottom, grid_top + np * ch);
+    bottom = std::max(bottom, grid_top + g.parameters.size() * ch);
     x += w + kGap;
   }
   s.readiness = {origin.x, grid_top, right, std::min(bottom, clip_bottom)};
