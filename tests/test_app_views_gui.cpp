@@ -201,8 +201,10 @@ TEST_CASE("gui compare: A at after rebuild 1 puts B at its own, hooks only in A 
   CHECK(s.report["marked_a"].get<int>() > 0);
   CHECK(s.report["marked_b"].get<int>() == 0);
   CHECK(s.report["order_rows"].get<int>() >= 0);
-  CHECK(s.area("graph_a") > 90'000);  // side by side, each wide
-  CHECK(s.area("graph_a") == s.area("graph_b"));
+  // Side by side, each wide. The two panes are the same size, but a view's
+  // content rect leaves out its minimap column, shown or not by its own fit.
+  CHECK(s.area("graph_a") > 90'000);
+  CHECK(s.area("graph_b") > 90'000);
   CHECK(s.count("graph_a", app::kCompareOnlyA, 8) > 200);  // the outlines are drawn
   CHECK(s.count("graph_b", app::kCompareOnlyA, 8) == 0);
 }
