@@ -58,7 +58,8 @@ void GraphView::draw_rank_captions(Frame& f) {
   for (const RankBounds& b : rank_bounds_) {
     const ImVec2 lo = f.to_screen(b.min), hi = f.to_screen(b.max);
     stats_.rank_columns.push_back({b.rank, {lo.x, lo.y, hi.x, hi.y}});
-    if (rank_bounds_.size() < 2) continue;
+    // One rank and no incident: nothing to tell apart, no caption.
+    if (rank_bounds_.size() < 2 && story_.incidents().empty()) continue;
     float x0 = std::max(lo.x, f.canvas_min.x), x1 = std::min(hi.x, f.canvas_max.x);
     if (story_.rank_status(b.rank, f.state->index) && x1 - x0 >= 12.f) continue;  // its banner names it
     std::string caption = fmt::format("rank {}", b.rank);
@@ -126,13 +127,22 @@ void GraphView::draw_banners(Frame& f) {
       fill = pal.banner;
     }
     float x0 = f.canvas_min.x + 2.f, x1 = f.canvas_max.x - 2.f;
+    bool has_column = false;
     for (const RankBounds& b : rank_bounds_) {
       if (b.rank != rank) continue;
+      has_column = true;
       x0 = std::max(f.to_screen(b.min).x, f.canvas_min.x + 2.f);
       x1 = std::min(f.to_screen(b.max).x, f.canvas_max.x - 2.f);
     }
     // A rebuilt rank off screen is named in the edge list; a failure always shows.
-    if (st->kind == IncidentKind::kRebuilt && x1 - x0 < 12.f) continue;
+    if (st->kind == IncidentKind::kRebuilt && (x1 - x0 < 12.f || !has_column)) continue;
+    if (!has_column) {
+      // No live Function on that rank here (the compact view lays out live
+      // ones only): the banner goes at the right end, as wide as its text,
+      // so it does not sit over the other ranks' captions and boxes.
+      text += " · no live Functions";
+      x0 = x1 - (text_width(fs, text.c_str()) + 16.f);
+    }
     const float tw = text_width(fs, text.c_str()) + 16.f;
     if (x1 - x0 < tw) x1 = std::min(x0 + tw, f.panel_max.x - 2.f);
     if (x1 - x0 < tw) x0 = std::max(f.panel_min.x + 2.f, x1 - tw);
