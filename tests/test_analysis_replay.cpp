@@ -13,6 +13,7 @@
 #include "analysis/synthetic.h"
 #include "scenarios/autograd_demo.h"
 #include "scenarios/ddp_scenarios.h"
+#include "test_util.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"
 
@@ -239,14 +240,7 @@ TEST_CASE("state_at equals a replay from 0 on a long synthetic trace") {
 }
 
 TEST_CASE("state_at equals a replay from 0 on a DDP recovery trace (ranks as threads)") {
-  trace::MemoryRecorder rec;
-  rec.start();
-  scenarios::DdpScenarioOptions o;
-  o.name = "recovery";
-  o.policy = trace::DestroyPolicy::kNone;
-  o.steps = 6;
-  scenarios::run_ddp_scenario(o);
-  Model m(rec.take_trace(), ModelOptions{256, 8.0});
+  Model m(testing::record_recovery_trace(), ModelOptions{256, 8.0});
   REQUIRE_FALSE(m.reducers().empty());
   check_against_reference(m, 150, 5);
 }

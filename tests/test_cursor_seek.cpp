@@ -11,6 +11,7 @@
 #include "analysis/state.h"
 #include "analysis/synthetic.h"
 #include "scenarios/ddp_scenarios.h"
+#include "test_util.h"
 #include "trace/recorder.h"
 
 using namespace hookscope;
@@ -54,14 +55,7 @@ TEST_CASE("Cursor::seek by steps equals state_at on a DDP-like synthetic trace")
 }
 
 TEST_CASE("Cursor::seek by steps equals state_at on a DDP recovery trace (ranks as threads)") {
-  trace::MemoryRecorder rec;
-  rec.start();
-  scenarios::DdpScenarioOptions o;
-  o.name = "recovery";
-  o.policy = trace::DestroyPolicy::kNone;
-  o.steps = 6;
-  scenarios::run_ddp_scenario(o);
-  Model m(rec.take_trace(), ModelOptions{256, 8.0});
+  Model m(testing::record_recovery_trace(), ModelOptions{256, 8.0});
   REQUIRE_FALSE(m.reducers().empty());
   check_seeks(m, 2);
 }

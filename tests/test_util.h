@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "scenarios/ddp_scenarios.h"
 #include "trace/event.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"
@@ -33,6 +34,16 @@ trace::TraceData record_trace(Workload&& workload) {
   rec.start();
   workload();
   return rec.take_trace();
+}
+
+// The recovery scenario with policy none (ranks as threads, 6 steps), recorded:
+// the trace several analysis tests replay.
+inline trace::TraceData record_recovery_trace() {
+  scenarios::DdpScenarioOptions o;
+  o.name = "recovery";
+  o.policy = trace::DestroyPolicy::kNone;
+  o.steps = 6;
+  return record_trace([&] { scenarios::run_ddp_scenario(o); });
 }
 
 // Runs a shell command as a user would; stdout and stderr together.
