@@ -395,6 +395,21 @@ void App::report() {
              v[std::min(v.size() - 1, v.size() * 9 / 10)]);
 }
 
+namespace {
+
+// A small undecorated window in the middle of the main viewport (End() it).
+void begin_progress_window(const char* title) {
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(ImVec2(vp->Pos.x + vp->Size.x * 0.5f, vp->Pos.y + vp->Size.y * 0.5f),
+                          ImGuiCond_Always, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowSize(ImVec2(std::min(560.f, vp->Size.x * 0.8f), 0.f));
+  ImGui::Begin(title, nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoMove |
+                   ImGuiWindowFlags_NoFocusOnAppearing);
+}
+
+}  // namespace
+
 void App::draw_progress() {
   const bool main_busy = loader_.busy();
   const bool compare_busy = compare_.loader.busy();
@@ -402,13 +417,7 @@ void App::draw_progress() {
     // The first layout of a huge graph takes a while off the UI thread
     // (Note [Layout jobs]): say so, the window stays live meanwhile.
     if (session_.model() && graph_.layout_pending() && !graph_.layout_ready()) {
-      const ImGuiViewport* vp = ImGui::GetMainViewport();
-      ImGui::SetNextWindowPos(ImVec2(vp->Pos.x + vp->Size.x * 0.5f, vp->Pos.y + vp->Size.y * 0.5f),
-                              ImGuiCond_Always, ImVec2(0.5f, 0.5f));
-      ImGui::SetNextWindowSize(ImVec2(std::min(560.f, vp->Size.x * 0.8f), 0.f));
-      ImGui::Begin("Laying out", nullptr,
-                   ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings |
-                       ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoFocusOnAppearing);
+      begin_progress_window("Laying out");
       ImGui::Text("laying out the graph (%zu Functions)", session_.model()->functions().size());
       const float pulse = static_cast<float>(std::fmod(ImGui::GetTime() * 0.5, 1.0));
       ImGui::ProgressBar(pulse, ImVec2(-1.f, 0.f), "");
@@ -417,13 +426,7 @@ void App::draw_progress() {
     return;
   }
   const TraceLoader& l = main_busy ? loader_ : compare_.loader;
-  const ImGuiViewport* vp = ImGui::GetMainViewport();
-  ImGui::SetNextWindowPos(ImVec2(vp->Pos.x + vp->Size.x * 0.5f, vp->Pos.y + vp->Size.y * 0.5f),
-                          ImGuiCond_Always, ImVec2(0.5f, 0.5f));
-  ImGui::SetNextWindowSize(ImVec2(std::min(560.f, vp->Size.x * 0.8f), 0.f));
-  ImGui::Begin("Loading", nullptr,
-               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings |
-                   ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoFocusOnAppearing);
+  begin_progress_window("Loading");
   ImGui::TextUnformatted(l.stage().c_str());
   ImGui::ProgressBar(l.progress(), ImVec2(-1.f, 0.f));
   ImGui::End();

@@ -42,11 +42,20 @@ void GraphView::set_model(const analysis::Model* model, std::shared_ptr<GraphSce
   selected_owner_ = kNoIndex;
   fit_pending_ = true;
   if (!model) return;
-  scene_ = scene ? std::move(scene) : std::make_shared<GraphScene>(*model);
-  story_ = story ? *story : RunStory(*model);
+  adopt_scene(*model, std::move(scene), std::move(story));
+  layer_height_.clear();
+  start_layout(false);
+}
+
+// The scene and story of `model` (built here when not given), and per-slot
+// state sized to the scene, every slot unplaced and every group unfolded.
+void GraphView::adopt_scene(const analysis::Model& model, std::shared_ptr<GraphScene> scene,
+                            std::shared_ptr<const RunStory> story) {
+  scene_ = scene ? std::move(scene) : std::make_shared<GraphScene>(model);
+  story_ = story ? *story : RunStory(model);
   rank_sources_.clear();
-  for (uint32_t src = 0; src < model->num_traces(); ++src) {
-    const int32_t rank = model->trace(src).header.rank;
+  for (uint32_t src = 0; src < model.num_traces(); ++src) {
+    const int32_t rank = model.trace(src).header.rank;
     if (rank >= 0) rank_sources_.push_back({static_cast<uint16_t>(rank), src});
   }
   folded_groups_.assign(scene_->groups().size(), 0);
@@ -55,8 +64,6 @@ void GraphView::set_model(const analysis::Model* model, std::shared_ptr<GraphSce
   node_x_.assign(scene_->nodes().size(), 0.f);
   group_layer_.assign(scene_->groups().size(), -1);
   group_x_.assign(scene_->groups().size(), 0.f);
-  layer_height_.clear();
-  start_layout(false);
 }
 
 void GraphView::update_model(const analysis::Model* model) {
@@ -75,19 +82,7 @@ void GraphView::update_model(const analysis::Model* model) {
   job_.reset();
   pending_.reset();
   model_ = model;
-  scene_ = std::make_unique<GraphScene>(*model);
-  story_ = RunStory(*model);
-  rank_sources_.clear();
-  for (uint32_t src = 0; src < model->num_traces(); ++src) {
-    const int32_t rank = model->trace(src).header.rank;
-    if (rank >= 0) rank_sources_.push_back({static_cast<uint16_t>(rank), src});
-  }
-  folded_groups_.assign(scene_->groups().size(), 0);
-  layout_keep_.clear();  // every slot, until a frame knows the live ones
-  node_layer_.assign(scene_->nodes().size(), -1);
-  node_x_.assign(scene_->nodes().size(), 0.f);
-  group_layer_.assign(scene_->groups().size(), -1);
-  group_x_.assign(scene_->groups().size(), 0.f);
+  adopt_scene(*model, nullptr, nullptr);
   for (uint32_t v = 0; v < scene_->nodes().size(); ++v) {
     const SceneNode& n = scene_->nodes()[v];
     auto it = std::lower_bound(before.begin(), before.end(), std::make_tuple(n.signature, n.instance, INT32_MIN, -INFINITY));

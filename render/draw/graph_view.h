@@ -148,7 +148,9 @@ class GraphView {
 
   void start_layout(bool seeded);
   void poll_layout();
-  void land_layout();  // takes the finished job's layout
+  void land_layout();
+  void adopt_scene(const analysis::Model& model, std::shared_ptr<GraphScene> scene,
+                   std::shared_ptr<const RunStory> story);  // takes the finished job's layout
   void index_layout();
   void handle_input(Frame& f);
   void draw_edges(Frame& f);
