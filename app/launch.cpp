@@ -392,6 +392,16 @@ int run_launch(const ScenarioArgs& base, int nproc) {
     a.run_id = fmt::format("launch-{}-{}", ::getpid(), trace::now_ns());
   }
   ::signal(SIGPIPE, SIG_IGN);
+  // Interrupts are caught from here on, before anything exists that an
+  // interrupt could leave behind (the rendezvous directory, a rank); the
+  // launcher's loop sees one that came early as soon as it starts.
+  struct sigaction sa = {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old[3];
+  const int signals[3] = {SIGINT, SIGTERM, SIGHUP};
+  g_interrupt = 0;
+  for (int i = 0; i < 3; ++i) ::sigaction(signals[i], &sa, &old[i]);
   sweep_stale_rendezvous();
   std::string tmpl = std::string("/tmp/") + kRendezvousPrefix + "XXXXXX";
   if (!::mkdtemp(tmpl.data())) {
@@ -400,14 +410,6 @@ int run_launch(const ScenarioArgs& base, int nproc) {
   }
   const std::string store_dir = tmpl;
   std::ofstream(store_dir + "/launcher.pid") << ::getpid() << "\n";
-
-  struct sigaction sa = {};
-  sa.sa_handler = on_interrupt;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old[3];
-  const int signals[3] = {SIGINT, SIGTERM, SIGHUP};
-  g_interrupt = 0;
-  for (int i = 0; i < 3; ++i) ::sigaction(signals[i], &sa, &old[i]);
 
   Launcher launcher(a, nproc, store_dir);
   std::string reason;

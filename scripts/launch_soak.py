@@ -79,6 +79,7 @@ def one_run(args, rng, index, workdir):
     env = dict(os.environ, HOOKSCOPE_LAUNCH_STALL_S=str(args.stall))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     killed = None
+    ranks_started = True
     if mode in ("external", "external2"):
         time.sleep(rng.uniform(0.02, 0.4))
         pids = rank_pids(proc.pid)
@@ -90,7 +91,14 @@ def one_run(args, rng, index, workdir):
             except ProcessLookupError:
                 pass
     elif mode == "interrupt":
-        time.sleep(rng.uniform(0.05, 0.3))
+        # Mid-run means once a rank runs: before that the launcher may still be
+        # loading (no handler yet, so SIGTERM kills it outright, which is loud
+        # but tests nothing). Wait for a rank process, then a random delay.
+        deadline = time.monotonic() + 10
+        while proc.poll() is None and not rank_pids(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        ranks_started = bool(rank_pids(proc.pid))
+        time.sleep(rng.uniform(0.0, 0.25))
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             killed = "the launcher"
@@ -122,6 +130,10 @@ def one_run(args, rng, index, workdir):
             short = [r for r in range(nproc) if last.get(r, -1) != steps - 1]
             if short:
                 verdict, why = "SILENT", f"exit 0 but ranks {short} did not record step {steps - 1}"
+    elif rc < 0 and not files and not ranks_started:
+        # Killed by the signal itself before it started any rank: the shell
+        # reports "Terminated" and nothing ran, so nothing was lost silently.
+        verdict, why = "failed-loudly", f"killed by signal {-rc} before any rank started"
     else:
         if summary is None or summary[0] == 0:
             verdict, why = "SILENT", f"exit {rc} but no trace records a failure"
