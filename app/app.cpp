@@ -110,7 +110,8 @@ void App::adopt(LoadResult result) {
   title_ = files_.size() == 1 ? files_[0]
                               : fmt::format("{} (+{} more)", files_[0], files_.size() - 1);
   recent_.add(files_);
-  publish_model(std::move(result.model), false, std::move(result.scene), std::move(result.story));
+  publish_model(std::move(result.model), false, std::move(result.scene), std::move(result.story),
+                std::move(result.timeline));
 }
 
 // Note [Publishing a model]
@@ -122,14 +123,20 @@ void App::adopt(LoadResult result) {
 // pointer, so nothing else has to be told. A panel that keeps state across
 // models adds its reset here, not in its own file.
 void App::publish_model(std::shared_ptr<const analysis::Model> model, bool keep_position,
-                        std::shared_ptr<render::GraphScene> scene, std::shared_ptr<const render::RunStory> story) {
+                        std::shared_ptr<render::GraphScene> scene, std::shared_ptr<const render::RunStory> story,
+                        std::shared_ptr<render::TimelineIndex> timeline) {
   // The views point at the model: give them the new one before the old goes.
+  // What the loader thread built for it comes along; the rest is built here.
+  if (model && story && timeline) {
+    timeline_.set_model(model.get(), std::move(*timeline), *story);
+  } else {
+    timeline_.set_model(model.get());
+  }
   if (keep_position) {
     graph_.update_model(model.get());
   } else {
     graph_.set_model(model.get(), std::move(scene), std::move(story));  // built by the loader
   }
-  timeline_.set_model(model.get());
   size_t at = 0;
   if (!keep_position && args_.at >= 0) {
     at = static_cast<size_t>(args_.at);

@@ -147,7 +147,8 @@ class App {
   // `keep_position`: a live run's grown model (event and selection stay).
   void publish_model(std::shared_ptr<const analysis::Model> model, bool keep_position,
                      std::shared_ptr<render::GraphScene> scene = nullptr,
-                     std::shared_ptr<const render::RunStory> story = nullptr);
+                     std::shared_ptr<const render::RunStory> story = nullptr,
+                     std::shared_ptr<render::TimelineIndex> timeline = nullptr);
   void poll_live();
   void poll_background();
   void jump_to(size_t event, analysis::FunctionIndex select = analysis::kNoIndex);

@@ -67,16 +67,19 @@ LoadResult load_traces(const std::vector<std::string>& files,
       if (progress) progress(0.95f, "building the graph");
       r.scene = std::make_shared<render::GraphScene>(*r.model);
       r.story = std::make_shared<const render::RunStory>(*r.model);
+      r.timeline = std::make_shared<render::TimelineIndex>(*r.model);
     }
   } catch (const std::bad_alloc&) {
     r.model.reset();
     r.scene.reset();
     r.story.reset();
+    r.timeline.reset();
     r.errors += "out of memory while analysing these traces\n";
   } catch (const std::exception& e) {
     r.model.reset();
     r.scene.reset();
     r.story.reset();
+    r.timeline.reset();
     r.errors += fmt::format("cannot analyse these traces: {}\n", e.what());
   }
   if (progress) progress(1.f, "done");

@@ -14,6 +14,7 @@
 #include "analysis/model.h"
 #include "render/layout/graph_scene.h"
 #include "render/layout/story.h"
+#include "render/layout/timeline_index.h"
 
 namespace hookscope::app {
 
@@ -24,6 +25,8 @@ struct LoadResult {
   // (at a million Functions they take seconds: Note [Scene off the UI thread]).
   std::shared_ptr<render::GraphScene> scene;
   std::shared_ptr<const render::RunStory> story;
+  // The timeline's index of every event (0.17 s of CPU at 10M events).
+  std::shared_ptr<render::TimelineIndex> timeline;
   // Unreadable files (the reader's message, naming file and byte offset) and
   // files read only in part (their truncation). Empty when all went well.
   std::string errors;

@@ -19,6 +19,7 @@
 
 using namespace hookscope;
 using namespace hookscope::app;
+using hookscope::testing::frames_until;
 using trace::EventKind;
 namespace fs = std::filesystem;
 
@@ -216,10 +217,7 @@ TEST_CASE("app: a corrupt or missing file gives an error dialog and the app keep
   ui.press(kRight);  // nothing open: keys do nothing, nothing breaks
   // A good trace opened afterwards replaces nothing and loads fine.
   app.open_files({recovery_trace("by-key")});
-  for (int i = 0; i < 500 && !app.session().model(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    ui.frame();
-  }
+  frames_until([&] { return app.session().model() != nullptr; }, [&] { ui.frame(); });
   CHECK(app.session().model() != nullptr);
   // And a corrupt one opened now leaves the good one open.
   app.open_files({junk.string()});
@@ -297,10 +295,7 @@ TEST_CASE("app: the window layout is saved to imgui.ini in the config directory"
   fs::remove(ini);
   {
     HeadlessUi ui(a);
-    for (int i = 0; i < 200 && !ui.app().session().model(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      ui.frame();
-    }
+    frames_until([&] { return ui.app().session().model() != nullptr; }, [&] { ui.frame(); });
     REQUIRE(ui.app().session().model() != nullptr);
     CHECK(std::string(ImGui::GetIO().IniFilename) == ini.string());
   }
@@ -362,19 +357,14 @@ TEST_CASE("app: a filter typed over a running one replaces it, the rows are the 
   a.files = {recovery_trace("none")};  // not headless: filtering runs in the background
   HeadlessUi ui(a);
   App& app = ui.app();
-  for (int i = 0; i < 300 && !app.session().model(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    ui.frame();
-  }
+  frames_until([&] { return app.session().model() != nullptr; }, [&] { ui.frame(); });
   REQUIRE(app.session().model() != nullptr);
   for (const char* e : {"k", "kind:hook_f", "kind:hook_fire", "kind:hook_add", "kind:hook_add rank:0"}) {
     app.set_filter(e);
     ui.frame();
   }
-  for (int i = 0; i < 500 && (app.event_rows().pending.valid() || !app.event_rows().retired.empty()); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    ui.frame();
-  }
+  frames_until([&] { return !app.event_rows().pending.valid() && app.event_rows().retired.empty(); },
+               [&] { ui.frame(); });
   const EventRows& rows = app.event_rows();
   CHECK(rows.expression == "kind:hook_add rank:0");
   REQUIRE_FALSE(rows.all);
@@ -401,10 +391,7 @@ TEST_CASE("app compare: PgDn in A moves B to the matching story step; File > Exp
   HeadlessUi ui(args);
   App& app = ui.app();
   Session& s = app.session();
-  for (int i = 0; i < 400 && !app.settled(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    ui.frame();
-  }
+  frames_until([&] { return app.settled(); }, [&] { ui.frame(); });
   REQUIRE(app.settled());
   const CompareGraphs& g = app.compare_state();
   REQUIRE(g.model_b != nullptr);
@@ -436,8 +423,8 @@ TEST_CASE("app compare: PgDn in A moves B to the matching story step; File > Exp
   // An export from the menu, as its dialog queues it.
   const fs::path svg = scratch_dir() / "menu_export.svg";
   app.request_export({ExportJob::kGraphSvg, svg.string(), true});
-  for (int i = 0; i < 10 && !app.exports_done(); ++i) ui.frame();
-  CHECK(app.exports_done());
+  // The whole-graph export waits for its layout job (a worker thread).
+  CHECK(frames_until([&] { return app.exports_done(); }, [&] { ui.frame(); }));
   std::ifstream in(svg);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text.find("<rect class=\"box\"") != std::string::npos);

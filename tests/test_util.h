@@ -3,7 +3,9 @@
 
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,19 @@ inline CommandResult run_command(const std::string& cmd) {
   const int status = ::pclose(p);
   r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Draws frames until `done()` or `seconds` have passed (background work: a
+// load, a layout job, an export). Bounded by time, not by frame count, so a
+// loaded machine (CI, sanitizers) only makes it slower. Returns done().
+template <class Done, class Frame>
+bool frames_until(Done done, Frame frame, int seconds = 60) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    frame();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return done();
 }
 
 }  // namespace hookscope::testing

@@ -87,9 +87,17 @@ void format_duration(char* buf, size_t n, double ns) {
 TimelineView::TimelineView(TimelineViewOptions options) : options_(options) {}
 
 void TimelineView::set_model(const analysis::Model* model) {
+  if (!model) {
+    set_model(nullptr, TimelineIndex(), RunStory());
+    return;
+  }
+  set_model(model, TimelineIndex(*model), RunStory(*model));
+}
+
+void TimelineView::set_model(const analysis::Model* model, TimelineIndex index, const RunStory& story) {
   model_ = model;
-  index_ = model ? TimelineIndex(*model) : TimelineIndex();
-  story_ = model ? RunStory(*model) : RunStory();
+  index_ = std::move(index);
+  story_ = story;
   markers_ = model ? timeline_markers(*model, story_) : std::vector<TimelineMarker>{};
   bookmarks_.clear();
   selection_.reset();

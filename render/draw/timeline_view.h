@@ -68,6 +68,9 @@ class TimelineView {
   // Indexes every event of `model` (or clears with nullptr). The model must
   // outlive the view or the next set_model().
   void set_model(const analysis::Model* model);
+  // The same with the index and story already built for `model` (by the
+  // loader thread: Note [Scene off the UI thread]).
+  void set_model(const analysis::Model* model, TimelineIndex index, const RunStory& story);
   // An index made elsewhere (benchmarks): no model, so no names or ranges.
   void set_index(TimelineIndex index);
   // Draws into the current window's remaining content region.
