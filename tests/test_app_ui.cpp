@@ -434,13 +434,17 @@ TEST_CASE("app compare: PgDn in A moves B to the matching story step; File > Exp
   CHECK(g.point.label == "after rebuild 1");
   CHECK(g.stats.b == analysis::resolve_point(b, "rebuild:1").index);
   CHECK(g.stats.only_a > 0);
-  for (const analysis::FunctionCounts& fc : g.at_point.functions) {
+  for (const analysis::FunctionCounts& fc : g.at_point().functions) {
     if (fc.total_b() > fc.total_a()) CHECK(b.functions()[fc.b].rank == 1);
   }
   // An export from the menu, as its dialog queues it.
   const fs::path svg = scratch_dir() / "menu_export.svg";
   app.request_export({ExportJob::kGraphSvg, svg.string(), true});
-  for (int i = 0; i < 10 && !app.exports_done(); ++i) ui.frame();
+  // It waits for both compare graphs' layouts (worker threads): frames until then, as above.
+  for (int i = 0; i < 400 && !app.exports_done(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ui.frame();
+  }
   CHECK(app.exports_done());
   std::ifstream in(svg);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -193,6 +193,12 @@ std::map<FunctionIndex, std::vector<OrderStep>> sequences(const Model& m, size_t
 }  // namespace
 
 std::vector<OrderDiff> hook_order_diff(const Model& a, size_t at_a, const Model& b, size_t at_b) {
+  FunctionMatch match_a(a), match_b(b);
+  return hook_order_diff(a, match_a, at_a, b, match_b, at_b);
+}
+
+std::vector<OrderDiff> hook_order_diff(const Model& a, FunctionMatch& match_a, size_t at_a, const Model& b,
+                                       FunctionMatch& match_b, size_t at_b) {
   using Key = MatchKey;
   // Note [Parameter copies in a diff]
   auto keyed = [](const Model& m, FunctionMatch& match, size_t at) {
@@ -205,7 +211,6 @@ std::vector<OrderDiff> hook_order_diff(const Model& a, size_t at_a, const Model&
     for (auto& [f, seq] : seqs) out.emplace(keys[i++], std::make_pair(f, std::move(seq)));
     return out;
   };
-  FunctionMatch match_a(a), match_b(b);
   auto ka = keyed(a, match_a, at_a), kb = keyed(b, match_b, at_b);
   std::map<Key, OrderDiff> rows;
   for (auto& [k, v] : ka) {

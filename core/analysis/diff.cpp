@@ -106,6 +106,12 @@ ModelDiff diff_models(const Model& a, const std::vector<Finding>& findings_a, co
 
 ModelDiff diff_models_at(const Model& a, const std::vector<Finding>& all_a, size_t at_a, const Model& b,
                          const std::vector<Finding>& all_b, size_t at_b) {
+  FunctionMatch match_a(a), match_b(b);
+  return diff_models_at(a, match_a, all_a, at_a, b, match_b, all_b, at_b);
+}
+
+ModelDiff diff_models_at(const Model& a, FunctionMatch& match_a, const std::vector<Finding>& all_a, size_t at_a,
+                         const Model& b, FunctionMatch& match_b, const std::vector<Finding>& all_b, size_t at_b) {
   auto until = [](const std::vector<Finding>& all, size_t at) {
     std::vector<Finding> out;
     for (const Finding& f : all) {
@@ -114,7 +120,6 @@ ModelDiff diff_models_at(const Model& a, const std::vector<Finding>& all_a, size
     return out;
   };
   const std::vector<Finding> findings_a = until(all_a, at_a), findings_b = until(all_b, at_b);
-  FunctionMatch match_a(a), match_b(b);
   Signatures &sig_a = match_a.signatures(), &sig_b = match_b.signatures();
   ModelDiff d;
   std::map<MatchKey, FunctionCounts> rows;
