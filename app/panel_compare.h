@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/compare.h"
+#include "analysis/compare_points.h"
 #include "analysis/compare_sync.h"
 #include "analysis/diagnostics.h"
 #include "analysis/diff.h"
@@ -48,10 +49,15 @@ struct CompareGraphs {
   size_t synced_for = SIZE_MAX;  // A's event the point was matched for
   analysis::SyncBy synced_by = analysis::SyncBy::kStory;
   analysis::SyncedPoint point;
-  // At the point: per Function with hooks on either side, A vs B.
-  analysis::ModelDiff at_point;
-  size_t diffed_a = SIZE_MAX, diffed_b = SIZE_MAX;
-  std::vector<analysis::OrderDiff> order;
+  // At the point: per Function with hooks on either side, A vs B, and the
+  // hook-order diff, computed off the UI thread and kept per pair of events
+  // (Note [Differences off the UI thread]). `shown` is the last that landed:
+  // for (stats.a, stats.b) unless `pending`.
+  std::unique_ptr<analysis::PointDiffs> diffs;
+  std::shared_ptr<const analysis::PointDiff> shown;
+  bool pending = false;
+  const analysis::ModelDiff& at_point() const;
+  const std::vector<analysis::OrderDiff>& order() const;
   int tab = 0;  // 0 graphs, 1 hook order, 2 counts at the end, 3 findings
   CompareDrawStats stats;
 };

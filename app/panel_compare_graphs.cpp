@@ -61,7 +61,9 @@ void App::compare_sync() {
     g.model_a = a;
     g.sync = std::make_unique<analysis::CompareSync>(*a, *b);
     g.view_a->update_model(a);
-    g.synced_for = g.diffed_a = SIZE_MAX;
+    g.synced_for = SIZE_MAX;
+    g.diffs = std::make_unique<analysis::PointDiffs>(session_.shared_model(), findings_.findings, compare_.model,
+                                                     g.findings_b);
   }
   if (g.model_a != a || g.model_b != b) {
     const analysis::SyncBy by = g.by;
@@ -76,6 +78,8 @@ void App::compare_sync() {
     g.view_a->set_model(a);
     g.view_b = std::make_unique<render::GraphView>();
     g.view_b->set_model(b);
+    g.diffs = std::make_unique<analysis::PointDiffs>(session_.shared_model(), findings_.findings, compare_.model,
+                                                     g.findings_b);
   }
   if (g.follow && (g.synced_for != session_.current() || g.synced_by != g.by)) {
     g.point = g.sync->match(session_.current(), g.by);
@@ -83,23 +87,36 @@ void App::compare_sync() {
     g.synced_by = g.by;
     if (b->num_events() > 0) g.cursor_b->seek(g.point.b);
   }
+  // Note [Differences off the UI thread]: a frame never waits for them but a
+  // headless one that draws a picture or a report (--bench-frames measures the interactive way).
   const size_t at_a = session_.current(), at_b = g.cursor_b->index();
-  if (g.diffed_a != at_a || g.diffed_b != at_b) {
-    g.at_point = analysis::diff_models_at(*a, findings_.findings, at_a, *b, g.findings_b, at_b);
-    g.order = analysis::hook_order_diff(*a, at_a, *b, at_b);
-    g.diffed_a = at_a, g.diffed_b = at_b;
-  }
+  const bool wait = args_.headless_frames() && args_.bench_frames <= 0;
+  std::shared_ptr<const analysis::PointDiff> landed = wait ? g.diffs->wait(at_a, at_b) : g.diffs->get(at_a, at_b);
+  g.pending = !landed;
   CompareDrawStats& s = g.stats;
   s.label = g.point.label;
   s.a = at_a, s.b = at_b, s.found = g.point.found;
-  s.differing = static_cast<uint32_t>(g.at_point.num_differing());
-  s.only_a = s.only_b = 0;
-  for (const analysis::FunctionCounts& fc : g.at_point.functions) {
-    s.only_a += extra(fc.hooks_a, fc.hooks_b);
-    s.only_b += extra(fc.hooks_b, fc.hooks_a);
+  if (landed && landed != g.shown) {
+    g.shown = std::move(landed);
+    s.differing = static_cast<uint32_t>(g.at_point().num_differing());
+    s.only_a = s.only_b = 0;
+    for (const analysis::FunctionCounts& fc : g.at_point().functions) {
+      s.only_a += extra(fc.hooks_a, fc.hooks_b);
+      s.only_b += extra(fc.hooks_b, fc.hooks_a);
+    }
+    s.order_rows = static_cast<uint32_t>(g.order().size());
   }
-  s.order_rows = static_cast<uint32_t>(g.order.size());
   if (const char* path = std::getenv("HOOKSCOPE_COMPARE_REPORT"); path && *path) write_report(g, path);
+}
+
+const analysis::ModelDiff& CompareGraphs::at_point() const {
+  static const analysis::ModelDiff kNone;
+  return shown ? shown->diff : kNone;
+}
+
+const std::vector<analysis::OrderDiff>& CompareGraphs::order() const {
+  static const std::vector<analysis::OrderDiff> kNone;
+  return shown ? shown->order : kNone;
 }
 
 bool App::compare_settled() const {
@@ -107,7 +124,7 @@ bool App::compare_settled() const {
   if (compare_.loader.busy()) return false;
   if (!compare_.model || !show_compare_ || !session_.model()) return true;
   const CompareGraphs& g = compare_graphs_;
-  if (!compare_.diff || !g.view_a) return false;
+  if (!compare_.diff || !g.view_a || g.pending) return false;
   if (g.tab != 0) return true;  // the graphs are not on screen
   return g.view_a->layout_ready() && !g.view_a->layout_pending() && g.view_b->layout_ready() &&
          !g.view_b->layout_pending();
@@ -179,7 +196,7 @@ void App::compare_graph_side(bool side_b, float /*width*/) {
   }
   ImDrawList* dl = ImGui::GetWindowDrawList();
   uint32_t marked = 0;
-  for (const analysis::FunctionCounts& fc : g.at_point.functions) {
+  for (const analysis::FunctionCounts& fc : g.at_point().functions) {
     const uint32_t n = side_b ? extra(fc.hooks_b, fc.hooks_a) : extra(fc.hooks_a, fc.hooks_b);
     const analysis::FunctionIndex f = side_b ? fc.b : fc.a;
     render::Vec2 lo, hi;
@@ -198,8 +215,18 @@ void App::compare_graph_side(bool side_b, float /*width*/) {
 // The Functions whose hooks differ at the point: kind by kind, A | B.
 void App::compare_differences() {
   CompareGraphs& g = compare_graphs_;
-  const analysis::ModelDiff& d = g.at_point;
-  const size_t differing = d.num_differing();
+  const analysis::ModelDiff& d = g.at_point();
+  const size_t differing = g.stats.differing;  // d.num_differing(), counted when it landed
+  if (g.shown && !g.shown->error.empty()) {
+    ImGui::TextColored(col(palette().alarm), "could not compare here: %s", g.shown->error.c_str());
+    return;
+  }
+  if (g.pending) {
+    ImGui::TextDisabled("comparing A #%zu with B #%zu ... (showing A #%zu, B #%zu)", g.stats.a, g.stats.b,
+                        g.shown ? g.shown->at_a : 0, g.shown ? g.shown->at_b : 0);
+    if (!g.shown) return;
+    ImGui::SameLine();
+  }
   if (differing == 0) {
     ImGui::TextColored(col(render::rgba(110, 200, 120)), "Same hooks on every Function at this point.");
     return;
@@ -216,7 +243,10 @@ void App::compare_differences() {
   ImGui::TableSetupColumn("only in B");
   ImGui::TableSetupColumn("hooks by kind, A | B", ImGuiTableColumnFlags_WidthStretch);
   ImGui::TableHeadersRow();
-  for (size_t i = 0; i < d.functions.size() && d.functions[i].differs(); ++i) {  // differing first
+  ImGuiListClipper clipper;  // differing first: rows [0, differing)
+  clipper.Begin(static_cast<int>(differing));
+  while (clipper.Step()) {
+  for (size_t i = static_cast<size_t>(clipper.DisplayStart); i < static_cast<size_t>(clipper.DisplayEnd); ++i) {
     const analysis::FunctionCounts& fc = d.functions[i];
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
@@ -239,6 +269,7 @@ void App::compare_differences() {
     }
     ImGui::TextUnformatted(kinds.c_str());
   }
+  }
   ImGui::EndTable();
 }
 
@@ -249,8 +280,8 @@ void App::compare_order_table() {
   ImGui::TextDisabled("Up to A #%zu and B #%zu (%s): the add/fire sequence of each Function, from the first "
                       "step that differs. Hooks are named by kind and registration order, owners by kind and "
                       "order on their rank (keys differ between runs).",
-                      g.stats.a, g.stats.b, g.point.label.c_str());
-  if (g.order.empty()) {
+                      g.shown ? g.shown->at_a : g.stats.a, g.shown ? g.shown->at_b : g.stats.b, g.point.label.c_str());
+  if (g.order().empty()) {
     ImGui::TextColored(col(render::rgba(110, 200, 120)), "Every Function's hooks were added and fired in the same order.");
     return;
   }
@@ -277,8 +308,8 @@ void App::compare_order_table() {
     }
     if (mine.size() > from + kShown) ImGui::TextDisabled("... %zu more", mine.size() - from - kShown);
   };
-  for (size_t r = 0; r < g.order.size(); ++r) {
-    const analysis::OrderDiff& d = g.order[r];
+  for (size_t r = 0; r < g.order().size(); ++r) {
+    const analysis::OrderDiff& d = g.order()[r];
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     ImGui::PushID(static_cast<int>(r));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "analysis/model.h"
 #include "analysis/state.h"
@@ -37,7 +38,8 @@ struct Packed {
   bool moved = false;
 };
 
-// The compact layout of the slots live at `at`, packed for a 16:10 canvas.
+// The compact layout of the slots live at `at`, packed for a 16:10 canvas
+// (grouped by module generation as the graph view packs it).
 Packed compact_at(const GraphScene& scene, const analysis::Model& m, size_t at) {
   analysis::Cursor cursor(m);
   cursor.seek(at);
@@ -50,7 +52,9 @@ Packed compact_at(const GraphScene& scene, const analysis::Model& m, size_t at) 
   input.sizes = scene.box_sizes(p.folded, measure, compact_metrics({}));
   p.before = compute_layout(input, compact_layout_options({}));
   p.after = p.before;
-  p.moved = pack_layout(p.after, p.folded.graph, {});
+  PackOptions o;
+  o.generation = unit_generations(scene, p.folded, static_cast<analysis::EventIndex>(at));
+  p.moved = pack_layout(p.after, p.folded.graph, o);
   return p;
 }
 
@@ -184,4 +188,57 @@ TEST_CASE("module generations: a replaced rank's parameter copies are told apart
   size_t labelled = 0;
   for (uint32_t v = 0; v < scene.nodes().size(); ++v) labelled += !scene.slot_gen_label(v).empty();
   CHECK(labelled >= 18);
+}
+
+TEST_CASE("packed ranks: a rebuilt rank's boxes stand in blocks by generation, older above newer") {
+  const analysis::Model m = recovery_model();
+  const GraphScene scene(m);
+  const Generations& gens = scene.generations();
+  REQUIRE(gens.any());
+  const Packed p = compact_at(scene, m, m.num_events() - 1);
+  REQUIRE(p.moved);
+  const Layout& l = p.after;
+  const std::vector<uint32_t> gen = unit_generations(scene, p.folded, static_cast<analysis::EventIndex>(m.num_events() - 1));
+  REQUIRE(gen.size() == l.center.size());
+  // The units' generations are their live Functions' (rank 1: 0, 1 and 2; rank 0: 0).
+  analysis::Cursor cursor(m);
+  cursor.seek(m.num_events() - 1);
+  std::vector<uint32_t> seen_r1;
+  for (const auto& f : cursor.state().functions) {
+    const uint32_t u = p.folded.unit_of_node[scene.slot_of(f.function)];
+    REQUIRE(u != kNoSlot);
+    CHECK(gen[u] == gens.of_function(f.function));
+    if (m.functions()[f.function].rank == 1 && std::find(seen_r1.begin(), seen_r1.end(), gen[u]) == seen_r1.end()) {
+      seen_r1.push_back(gen[u]);
+    }
+  }
+  CHECK(seen_r1.size() == 3);
+  // Per rank, every box of an older generation lies wholly above every box of
+  // a newer one, or wholly left of every one (generations as shelves or as blocks).
+  size_t pairs = 0, above = 0, left = 0;
+  for (size_t a = 0; a < l.center.size(); ++a) {
+    for (size_t b = 0; b < l.center.size(); ++b) {
+      if (p.folded.graph.cluster[a] != p.folded.graph.cluster[b] || gen[a] >= gen[b]) continue;
+      ++pairs;
+      above += l.center[a].y + l.size[a].y * 0.5f <= l.center[b].y - l.size[b].y * 0.5f;
+      left += l.center[a].x + l.size[a].x * 0.5f <= l.center[b].x - l.size[b].x * 0.5f;
+    }
+  }
+  CHECK(pairs >= 6 * 6 * 3);  // rank 1: six parameters in three generations, each pair of generations
+  CHECK_MESSAGE((above == pairs || left == pairs), pairs, " pairs, ", above, " above, ", left, " left");
+  // Each generation's block lists the parameters in one order (as rank 0's).
+  for (uint32_t g = 0; g < 3; ++g) {
+    std::vector<std::pair<Vec2, std::string>> boxes;
+    for (const auto& f : cursor.state().functions) {
+      if (m.functions()[f.function].rank != 1 || gens.of_function(f.function) != g) continue;
+      const uint32_t u = p.folded.unit_of_node[scene.slot_of(f.function)];
+      boxes.push_back({l.center[u], m.str(m.functions()[f.function].label)});
+    }
+    std::sort(boxes.begin(), boxes.end(), [](const auto& x, const auto& y) {
+      return std::make_pair(x.first.y, x.first.x) < std::make_pair(y.first.y, y.first.x);
+    });
+    REQUIRE(boxes.size() == 6);
+    CHECK(boxes.front().second.rfind("0.weight", 0) == 0);
+    CHECK(boxes.back().second.rfind("4.bias", 0) == 0);
+  }
 }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/diff_match.h"
 #include "analysis/signature.h"
 
 namespace hookscope::analysis {
@@ -192,29 +193,34 @@ std::map<FunctionIndex, std::vector<OrderStep>> sequences(const Model& m, size_t
 }  // namespace
 
 std::vector<OrderDiff> hook_order_diff(const Model& a, size_t at_a, const Model& b, size_t at_b) {
+  FunctionMatch match_a(a), match_b(b);
+  return hook_order_diff(a, match_a, at_a, b, match_b, at_b);
+}
+
+std::vector<OrderDiff> hook_order_diff(const Model& a, FunctionMatch& match_a, size_t at_a, const Model& b,
+                                       FunctionMatch& match_b, size_t at_b) {
   using Key = MatchKey;
-  auto keyed = [](const Model& m, size_t at) {
-    Signatures sig(m);
-    auto seqs = sequences(m, at);  // ordered by FunctionIndex = creation order
+  // Note [Parameter copies in a diff]
+  auto keyed = [](const Model& m, FunctionMatch& match, size_t at) {
+    auto seqs = sequences(m, at);  // by leaf root
+    std::vector<FunctionIndex> functions;
+    for (auto& [f, seq] : seqs) functions.push_back(f);
+    const std::vector<MatchKey> keys = match.keys(functions);
     std::map<Key, std::pair<FunctionIndex, std::vector<OrderStep>>> out;
-    std::map<std::pair<uint16_t, uint64_t>, uint32_t> seen;
-    for (auto& [f, seq] : seqs) {
-      const uint16_t rank = m.functions()[f].rank;
-      const uint64_t s = sig.of(f);
-      out.emplace(Key{rank, s, seen[{rank, s}]++}, std::make_pair(f, std::move(seq)));
-    }
+    size_t i = 0;
+    for (auto& [f, seq] : seqs) out.emplace(keys[i++], std::make_pair(f, std::move(seq)));
     return out;
   };
-  auto ka = keyed(a, at_a), kb = keyed(b, at_b);
+  auto ka = keyed(a, match_a, at_a), kb = keyed(b, match_b, at_b);
   std::map<Key, OrderDiff> rows;
   for (auto& [k, v] : ka) {
     rows[k].a = v.first;
-    rows[k].function = matched_name(a, v.first);
+    rows[k].function = match_a.name(v.first);
     rows[k].steps_a = std::move(v.second);
   }
   for (auto& [k, v] : kb) {
     rows[k].b = v.first;
-    if (rows[k].function.empty()) rows[k].function = matched_name(b, v.first);
+    if (rows[k].function.empty()) rows[k].function = match_b.name(v.first);
     rows[k].steps_b = std::move(v.second);
   }
   std::vector<OrderDiff> out;

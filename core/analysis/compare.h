@@ -62,6 +62,10 @@ struct OrderDiff {
 // whose add/fire sequences differ up to the given events; sorted by name. A
 // leaf's successive AccumulateGrads count as one Function (its first).
 std::vector<OrderDiff> hook_order_diff(const Model& a, size_t at_a, const Model& b, size_t at_b);
+// The same with each model's FunctionMatch (analysis/diff_match.h) built once.
+class FunctionMatch;
+std::vector<OrderDiff> hook_order_diff(const Model& a, FunctionMatch& match_a, size_t at_a, const Model& b,
+                                       FunctionMatch& match_b, size_t at_b);
 
 std::string format_order_diff(const std::vector<OrderDiff>& diffs, std::string_view name_a,
                               std::string_view name_b, size_t max_functions = 20);

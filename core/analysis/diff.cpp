@@ -7,6 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "analysis/diff_match.h"
 #include "analysis/signature.h"
 #include "analysis/state.h"
 
@@ -15,44 +16,42 @@ namespace hookscope::analysis {
 namespace {
 
 struct EndCounts {
-  FunctionIndex function;
+  FunctionIndex function = kNoIndex;
   std::array<uint32_t, trace::kNumHookKinds> hooks{};
 };
 
-// Hooks per Function right after event `at`, a leaf tensor's counted on its last AccumulateGrad.
-std::vector<EndCounts> counts_at(const Model& m, size_t at) {
-  std::map<FunctionIndex, EndCounts> by;
+// Hooks per Function right after event `at`, a leaf's counted on its live
+// AccumulateGrad or, while it has none, on its last (one row per leaf:
+// Note [Parameter copies in a diff]).
+std::vector<EndCounts> counts_at(const Model& m, FunctionMatch& match, size_t at) {
+  std::map<FunctionIndex, EndCounts> by;  // by leaf root
   if (m.num_events() == 0) return {};
   const State st = m.state_at(std::min(at, m.num_events() - 1));
+  auto row = [&](FunctionIndex f) -> EndCounts& {
+    EndCounts& c = by[match.root(f)];
+    if (c.function == kNoIndex || m.functions()[f].created_at >= m.functions()[c.function].created_at) {
+      c.function = f;
+    }
+    return c;
+  };
   for (const FunctionAt& f : st.functions) {
     if (f.num_hooks() == 0) continue;
-    EndCounts& c = by[f.function];
-    c.function = f.function;
+    EndCounts& c = row(f.function);
     for (int k = 0; k < trace::kNumHookKinds; ++k) c.hooks[k] += f.hooks[k].size();
   }
-  for (const HookAt& h : st.tensor_hooks) {
-    EndCounts& c = by[h.function];
-    c.function = h.function;
-    ++c.hooks[static_cast<int>(m.hooks()[h.hook].kind)];
-  }
+  for (const HookAt& h : st.tensor_hooks) ++row(h.function).hooks[static_cast<int>(m.hooks()[h.hook].kind)];
   std::vector<EndCounts> out;
   for (auto& [f, c] : by) out.push_back(c);
   return out;
 }
 
-
-std::map<MatchKey, EndCounts> keyed(const Model& m, Signatures& sig, size_t at) {
-  std::vector<EndCounts> counts = counts_at(m, at);
-  std::sort(counts.begin(), counts.end(), [&](const EndCounts& x, const EndCounts& y) {
-    return m.functions()[x.function].created_at < m.functions()[y.function].created_at;
-  });
+std::map<MatchKey, EndCounts> keyed(const Model& m, FunctionMatch& match, size_t at) {
+  const std::vector<EndCounts> counts = counts_at(m, match, at);
+  std::vector<FunctionIndex> functions;
+  for (const EndCounts& c : counts) functions.push_back(c.function);
+  const std::vector<MatchKey> keys = match.keys(functions);
   std::map<MatchKey, EndCounts> out;
-  std::map<std::pair<uint16_t, uint64_t>, uint32_t> seen;
-  for (const EndCounts& c : counts) {
-    const uint16_t rank = m.functions()[c.function].rank;
-    const uint64_t s = sig.of(c.function);
-    out.emplace(MatchKey{rank, s, seen[{rank, s}]++}, c);
-  }
+  for (size_t i = 0; i < counts.size(); ++i) out.emplace(keys[i], counts[i]);
   return out;
 }
 
@@ -107,6 +106,12 @@ ModelDiff diff_models(const Model& a, const std::vector<Finding>& findings_a, co
 
 ModelDiff diff_models_at(const Model& a, const std::vector<Finding>& all_a, size_t at_a, const Model& b,
                          const std::vector<Finding>& all_b, size_t at_b) {
+  FunctionMatch match_a(a), match_b(b);
+  return diff_models_at(a, match_a, all_a, at_a, b, match_b, all_b, at_b);
+}
+
+ModelDiff diff_models_at(const Model& a, FunctionMatch& match_a, const std::vector<Finding>& all_a, size_t at_a,
+                         const Model& b, FunctionMatch& match_b, const std::vector<Finding>& all_b, size_t at_b) {
   auto until = [](const std::vector<Finding>& all, size_t at) {
     std::vector<Finding> out;
     for (const Finding& f : all) {
@@ -115,18 +120,18 @@ ModelDiff diff_models_at(const Model& a, const std::vector<Finding>& all_a, size
     return out;
   };
   const std::vector<Finding> findings_a = until(all_a, at_a), findings_b = until(all_b, at_b);
-  Signatures sig_a(a), sig_b(b);
+  Signatures &sig_a = match_a.signatures(), &sig_b = match_b.signatures();
   ModelDiff d;
   std::map<MatchKey, FunctionCounts> rows;
-  for (auto& [key, c] : keyed(a, sig_a, at_a)) {
+  for (auto& [key, c] : keyed(a, match_a, at_a)) {
     FunctionCounts& row = rows[key];
-    row.function = matched_name(a, c.function);
+    row.function = match_a.name(c.function);
     row.a = c.function;
     row.hooks_a = c.hooks;
   }
-  for (auto& [key, c] : keyed(b, sig_b, at_b)) {
+  for (auto& [key, c] : keyed(b, match_b, at_b)) {
     FunctionCounts& row = rows[key];
-    if (row.function.empty()) row.function = matched_name(b, c.function);
+    if (row.function.empty()) row.function = match_b.name(c.function);
     row.b = c.function;
     row.hooks_b = c.hooks;
   }

@@ -53,6 +53,13 @@ ModelDiff diff_models(const Model& a, const Model& b);  // runs diagnose() on bo
 ModelDiff diff_models_at(const Model& a, const std::vector<Finding>& findings_a, size_t at_a,
                          const Model& b, const std::vector<Finding>& findings_b, size_t at_b);
 
+// The same with each model's FunctionMatch (analysis/diff_match.h) built
+// once, for callers that diff many pairs of events of the same two models.
+class FunctionMatch;
+ModelDiff diff_models_at(const Model& a, FunctionMatch& match_a, const std::vector<Finding>& findings_a,
+                         size_t at_a, const Model& b, FunctionMatch& match_b,
+                         const std::vector<Finding>& findings_b, size_t at_b);
+
 // Text for a terminal; at most `max_lines` per section.
 std::string format_diff(const ModelDiff& diff, std::string_view name_a, std::string_view name_b,
                         size_t max_lines = 20);

@@ -24,11 +24,14 @@ class Signatures {
   std::unordered_map<FunctionIndex, uint64_t> memo_;
 };
 
-// How Functions are keyed across traces: (rank, signature, ordinal among the
-// equal ones of that rank by creation order). Ranks are compared rank to rank.
+// How Functions are keyed across traces: (rank, signature, generation, leaf
+// or not, ordinal among the equal ones of that rank by creation order). Ranks
+// are compared rank to rank. See Note [Parameter copies in a diff] (diff_match.h).
 struct MatchKey {
   uint16_t rank = 0;
   uint64_t signature = 0;
+  uint32_t generation = 0;
+  bool leaf = false;
   uint32_t ordinal = 0;
   friend auto operator<=>(const MatchKey&, const MatchKey&) = default;
 };

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "render/layout/colors.h"
+#include "render/layout/owner_label.h"
 #include "render/draw/graph_view_internal.h"
 
 namespace hookscope::render {
@@ -176,7 +177,10 @@ void GraphView::draw_legend(const analysis::State& state) {
     if (!o.live && o.hooks == 0) continue;
     const std::string name = model.owner_name(o.owner);
     auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; });
-    if (it == entries.end()) it = entries.insert(entries.end(), {scene_->owner_tag(o.owner), name, scene_->owner_color(o.owner)});
+    if (it == entries.end()) {  // Note [Owner legend labels]
+      it = entries.insert(entries.end(), {owner_legend_label(model, o.owner, scene_->owner_tag(o.owner)), name,
+                                          scene_->owner_color(o.owner)});
+    }
     (o.live ? it->live : it->dead) += 1;
     it->hooks += o.hooks;
     it->ranks += fmt::format("{}{}", it->ranks.empty() ? "" : ", ", model.owners()[o.owner].rank);

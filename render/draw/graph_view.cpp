@@ -166,6 +166,7 @@ void GraphView::land_layout() {
       pack.aspect = w / h;
     }
     packed_aspect_ = pack.aspect;
+    pack.generation = unit_generations(*scene_, *folded_, drawn_at_);  // Note [Packed ranks]
     pack_layout(*layout_, folded_->graph, pack);
   }
   index_layout();
@@ -281,6 +282,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   Frame& f = *frame_;
   f.result = {};
   f.state = &state;
+  drawn_at_ = static_cast<analysis::EventIndex>(state.index);
   f.dl = ImGui::GetWindowDrawList();
   f.time = ImGui::GetTime();
   stats_ = {};

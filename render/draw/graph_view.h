@@ -187,6 +187,7 @@ class GraphView {
   // Note [Compact boxes]: the slots the compact layout holds (the live ones
   // when it started); the view lays out again when the live set differs.
   std::vector<uint8_t> layout_keep_;
+  analysis::EventIndex drawn_at_ = 0;  // the last frame's event: packing groups by generation then
   bool at_fit_ = true;  // no pan or zoom since the last fit: a new compact layout fits again
   const analysis::Model* model_ = nullptr;
   std::shared_ptr<GraphScene> scene_;

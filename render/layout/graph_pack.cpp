@@ -13,6 +13,7 @@ namespace {
 struct Component {
   Vec2 min{INFINITY, INFINITY}, max{-INFINITY, -INFINITY};
   int cluster = 0;
+  uint32_t generation = UINT32_MAX;  // its nodes' lowest
   Vec2 pos;  // where its min goes
 };
 
@@ -22,8 +23,11 @@ uint32_t find(std::vector<uint32_t>& parent, uint32_t v) {
 }
 
 // Shelves of at most `limit` wide per cluster (or its widest component),
-// clusters side by side; sets each component's pos and returns the whole's size.
-Vec2 place(std::vector<Component>& comps, const std::vector<uint32_t>& order, float limit, const PackOptions& o) {
+// clusters side by side; a cluster's generations start new shelves, or with
+// `gen_columns` stand side by side as blocks of their own. Sets each
+// component's pos and returns the whole's size.
+Vec2 place(std::vector<Component>& comps, const std::vector<uint32_t>& order, float limit, const PackOptions& o,
+           bool gen_columns) {
   float block_x = 0.f, total_h = 0.f;
   for (size_t i = 0; i < order.size();) {
     const int cluster = comps[order[i]].cluster;
@@ -33,7 +37,12 @@ Vec2 place(std::vector<Component>& comps, const std::vector<uint32_t>& order, fl
     for (; i < order.size() && comps[order[i]].cluster == cluster; ++i) {
       Component& c = comps[order[i]];
       const float w = c.max.x - c.min.x, h = c.max.y - c.min.y;
-      if (x > 0.f && x + w > limit) {
+      const bool new_generation = x > 0.f && c.generation != comps[order[i - 1]].generation;
+      if (new_generation && gen_columns) {
+        total_h = std::max(total_h, y + shelf_h);
+        block_x += block_w + 2.f * o.gap_x;
+        x = y = shelf_h = block_w = 0.f;
+      } else if (x > 0.f && (x + w > limit || new_generation)) {
         y += shelf_h + o.gap_y;
         x = 0.f;
         shelf_h = 0.f;
@@ -74,6 +83,7 @@ bool pack_layout(Layout& l, const LayoutGraph& graph, const PackOptions& o) {
     }
     Component& c = comps[comp_of[u] = root_comp[r]];
     if (u < graph.cluster.size()) c.cluster = std::min(c.cluster, graph.cluster[u]);
+    c.generation = std::min(c.generation, u < o.generation.size() ? o.generation[u] : 0u);
     const Vec2 p = l.center[u], s = l.size[u];
     c.min = {std::min(c.min.x, p.x - s.x * 0.5f), std::min(c.min.y, p.y - s.y * 0.5f)};
     c.max = {std::max(c.max.x, p.x + s.x * 0.5f), std::max(c.max.y, p.y + s.y * 0.5f)};
@@ -92,11 +102,23 @@ bool pack_layout(Layout& l, const LayoutGraph& graph, const PackOptions& o) {
   for (const Component& c : comps) clusters.push_back(c.cluster);
   std::sort(clusters.begin(), clusters.end());
   if (std::unique(clusters.begin(), clusters.end()) - clusters.begin() == static_cast<long>(comps.size())) return false;
+  // A rank with components of several generations (a rebuilt rank whose
+  // layered layout interleaves them in its grid of loose boxes).
+  std::vector<std::pair<int, uint32_t>> gens;
+  for (const Component& c : comps) gens.emplace_back(c.cluster, c.generation);
+  std::sort(gens.begin(), gens.end());
+  gens.erase(std::unique(gens.begin(), gens.end()), gens.end());
+  bool mixed = false;
+  for (size_t i = 1; i < gens.size(); ++i) mixed |= gens[i].first == gens[i - 1].first;
+  // Components keep their left-to-right order; by generation their creation
+  // order (the index of their first node), so each generation's block lists
+  // a module's parameters alike.
   std::vector<uint32_t> order(comps.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     if (comps[a].cluster != comps[b].cluster) return comps[a].cluster < comps[b].cluster;
-    return comps[a].min.x < comps[b].min.x;
+    if (comps[a].generation != comps[b].generation) return comps[a].generation < comps[b].generation;
+    return mixed ? a < b : comps[a].min.x < comps[b].min.x;
   });
   // The shelf limit: from the narrowest cluster's widest component up to
   // every cluster on one shelf.
@@ -109,18 +131,27 @@ bool pack_layout(Layout& l, const LayoutGraph& graph, const PackOptions& o) {
     }
     narrowest = std::min(narrowest, widest);
   }
+  // Generations of one rank as shelves below each other, or (when that fits
+  // larger) as blocks side by side: older above or left of newer.
   float best_limit = narrowest, best = 0.f;
-  for (float limit = narrowest;; limit *= 1.15f) {
-    const float s = fit_scale(place(comps, order, limit, o), o.aspect);
-    if (s > best * 1.0001f) {
-      best = s;
-      best_limit = limit;
+  bool best_columns = false;
+  for (const bool columns : {false, true}) {
+    if (columns && !mixed) break;
+    for (float limit = narrowest;; limit *= 1.15f) {
+      const float s = fit_scale(place(comps, order, limit, o, columns), o.aspect);
+      if (s > best * 1.0001f) {
+        best = s;
+        best_limit = limit;
+        best_columns = columns;
+      }
+      if (limit >= one_row) break;
     }
-    if (limit >= one_row) break;
   }
   const float before = fit_scale({std::max(l.max.x - l.min.x, 1.f), std::max(l.max.y - l.min.y, 1.f)}, o.aspect);
-  if (best <= before * 1.05f) return false;
-  place(comps, order, best_limit, o);
+  // Worth it when it fits notably larger; a rank whose generations the
+  // layered layout interleaves is packed unless that fits notably smaller.
+  if (best <= before * (mixed ? 0.8f : 1.05f)) return false;
+  place(comps, order, best_limit, o, best_columns);
 
   // Move boxes and routes; remember each box's moved band.
   std::vector<Vec2> shift(comps.size());
@@ -181,6 +212,37 @@ bool pack_layout(Layout& l, const LayoutGraph& graph, const PackOptions& o) {
   l.dummy_begin.assign(graph.edges.size() + 1, 0);
   l.dummy_x.clear();
   return true;
+}
+
+std::vector<uint32_t> unit_generations(const GraphScene& scene, const FoldedGraph& folded, analysis::EventIndex at) {
+  const analysis::Model& m = scene.model();
+  const Generations& gens = scene.generations();
+  const size_t slots = scene.nodes().size();
+  std::vector<uint32_t> live(slots, UINT32_MAX), last(slots, UINT32_MAX);
+  const auto& fs = m.functions();
+  for (analysis::FunctionIndex f = 0; f < fs.size(); ++f) {  // in creation order
+    if (fs[f].created_at > at) continue;
+    const uint32_t slot = scene.slot_of(f);
+    if (slot >= slots) continue;
+    last[slot] = gens.of_function(f);
+    if (fs[f].released_at == analysis::kNever || fs[f].released_at > at) live[slot] = last[slot];
+  }
+  auto of_slot = [&](uint32_t slot) -> uint32_t {
+    if (slot >= slots) return 0;
+    return live[slot] != UINT32_MAX ? live[slot] : last[slot] != UINT32_MAX ? last[slot] : 0;
+  };
+  std::vector<uint32_t> out(folded.group_of_unit.size(), 0);
+  for (size_t u = 0; u < out.size(); ++u) {
+    const uint32_t g = folded.group_of_unit[u];
+    if (g == kNoGroup) {
+      out[u] = of_slot(folded.node_of_unit[u]);
+      continue;
+    }
+    uint32_t lowest = UINT32_MAX;
+    for (uint32_t slot : scene.groups()[g].nodes) lowest = std::min(lowest, of_slot(slot));
+    out[u] = lowest == UINT32_MAX ? 0 : lowest;
+  }
+  return out;
 }
 
 }  // namespace hookscope::render

@@ -3,6 +3,10 @@
 // No ImGui: the graph view calls it on a finished layout, tests call it
 // headless.
 
+#include <cstdint>
+#include <vector>
+
+#include "render/layout/graph_scene.h"
 #include "render/layout/layout.h"
 
 namespace hookscope::render {
@@ -20,14 +24,26 @@ namespace hookscope::render {
 // a few dozen tried that lets the whole fit the canvas at the largest zoom.
 // Layer bands are rebuilt from the moved boxes (overlapping bands merged),
 // so culling and hit tests work unchanged; the layout is no longer a seed.
+// Within a rank, components go by module generation (Note [Module
+// generations]; PackOptions::generation) and each generation starts a
+// shelf: a rebuilt rank reads as blocks, gen 0 (the old module, its leaked
+// hooks) above gen 1 above gen 2, not interleaved.
 struct PackOptions {
   float aspect = 1.6f;  // canvas width / height
   float gap_x = 24.f;   // between components on a shelf
   float gap_y = 24.f;   // between shelves
   float rank_gap = 36.f;
+  // Per node of the graph: its module generation (unit_generations()); a
+  // component's is its lowest. Empty: one generation.
+  std::vector<uint32_t> generation;
 };
 
 // Returns whether anything moved (false: one component per rank, or none).
 bool pack_layout(Layout& layout, const LayoutGraph& graph, const PackOptions& options = {});
+
+// Per unit of `folded`: the module generation of the Function its slot
+// holds right after event `at` (live, else the last one created by then); a
+// folded group's lowest. For PackOptions::generation.
+std::vector<uint32_t> unit_generations(const GraphScene& scene, const FoldedGraph& folded, analysis::EventIndex at);
 
 }  // namespace hookscope::render
