@@ -93,6 +93,10 @@ void GraphView::draw_edges(Frame& f) {
   const Layout& l = *layout_;
   const FoldedGraph& fg = *folded_;
   const analysis::Model& model = *model_;
+  if (!edges_indexed_) {
+    index_edges();
+    edges_indexed_ = true;
+  }
   if (++f.stamp == 0) {
     std::fill(f.edge_stamp.begin(), f.edge_stamp.end(), 0u);
     f.stamp = 1;
@@ -113,19 +117,48 @@ void GraphView::draw_edges(Frame& f) {
       }
     }
   };
+  // The edges listed in the tiles in view, or the live Functions' next edges
+  // when those are fewer (a view of most of a graph that is mostly not live).
+  int x0 = 0, x1 = -1, y0 = 0, y1 = -1;
+  size_t listed = long_edges_.size(), walked = 0;
   if (edge_cols_ > 0) {
     auto cx = [&](float x) { return std::clamp(static_cast<int>((x - l.min.x) / edge_tile_.x), 0, edge_cols_ - 1); };
     auto cy = [&](float y) { return std::clamp(static_cast<int>((y - l.min.y) / edge_tile_.y), 0, edge_rows_ - 1); };
-    const int x0 = cx(f.view_min.x), x1 = cx(f.view_max.x), y0 = cy(f.view_min.y), y1 = cy(f.view_max.y);
+    x0 = cx(f.view_min.x), x1 = cx(f.view_max.x), y0 = cy(f.view_min.y), y1 = cy(f.view_max.y);
+    for (int y = y0; y <= y1; ++y) {
+      const size_t row = static_cast<size_t>(y) * edge_cols_;
+      listed += tile_edge_begin_[row + x1 + 1] - tile_edge_begin_[row + x0];
+    }
+  }
+  for (const analysis::FunctionAt& fa : f.state->functions) {
+    walked += model.functions()[fa.function].edges_end - model.functions()[fa.function].edges_begin;
+    if (walked > listed) break;
+  }
+  if (walked <= listed) {
+    for (const analysis::FunctionAt& fa : f.state->functions) {
+      const analysis::FunctionInfo& info = model.functions()[fa.function];
+      for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
+        const analysis::FunctionIndex to = model.edges()[e].to;
+        if (to >= model.functions().size() || !f.slot_live[scene_->slot_of(to)]) continue;
+        const uint32_t se = scene_->edge_of(e);
+        const uint32_t le = se == kNoSlot ? kNoSlot : fg.edge_of_scene_edge[se];
+        if (le == kNoSlot || f.edge_stamp[le] == f.stamp) continue;
+        f.edge_stamp[le] = f.stamp;
+        if (l.route_begin[le + 1] - l.route_begin[le] >= 4 && f.visible(edge_min_[le], edge_max_[le])) {
+          f.edge_order.push_back({e, le});  // in order already
+        }
+      }
+    }
+  } else {
     for (int y = y0; y <= y1; ++y) {
       for (int x = x0; x <= x1; ++x) {
         const size_t t = static_cast<size_t>(y) * edge_cols_ + x;
         for (uint32_t i = tile_edge_begin_[t]; i < tile_edge_begin_[t + 1]; ++i) consider(tile_edges_[i]);
       }
     }
+    for (uint32_t le : long_edges_) consider(le);
+    std::sort(f.edge_order.begin(), f.edge_order.end());
   }
-  for (uint32_t le : long_edges_) consider(le);
-  std::sort(f.edge_order.begin(), f.edge_order.end());
 
   const uint32_t selected_unit =
       selected_function_ < model.functions().size() ? fg.unit_of_node[scene_->slot_of(selected_function_)] : kNone;

@@ -207,7 +207,7 @@ void GraphView::index_layout() {
   }
   frame_->edge_stamp.assign(m, 0);
   frame_->stamp = 0;
-  index_edges();
+  edges_indexed_ = false;  // index_edges() on the first frame that draws edges
   ++generation_;
   rank_bounds_.clear();
   for (size_t u = 0; u < l.center.size(); ++u) {

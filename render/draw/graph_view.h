@@ -213,6 +213,7 @@ class GraphView {
   int edge_cols_ = 0, edge_rows_ = 0;
   Vec2 edge_tile_{1.f, 1.f};
   std::vector<uint32_t> tile_edge_begin_, tile_edges_, long_edges_;
+  bool edges_indexed_ = false;
   uint64_t generation_ = 0;  // bumped by every new scene or layout
   struct RankBounds {
     uint16_t rank;
