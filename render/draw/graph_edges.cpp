@@ -15,6 +15,8 @@ namespace {
 // An edge whose bounds touch more tiles than this is checked every frame
 // rather than listed in each.
 constexpr int kMaxTilesPerEdge = 64;
+// Live Functions with at most this many next edges are walked, no grid needed.
+constexpr size_t kWalkAlways = 4096;
 
 }  // namespace
 
@@ -93,10 +95,6 @@ void GraphView::draw_edges(Frame& f) {
   const Layout& l = *layout_;
   const FoldedGraph& fg = *folded_;
   const analysis::Model& model = *model_;
-  if (!edges_indexed_) {
-    index_edges();
-    edges_indexed_ = true;
-  }
   if (++f.stamp == 0) {
     std::fill(f.edge_stamp.begin(), f.edge_stamp.end(), 0u);
     f.stamp = 1;
@@ -119,22 +117,38 @@ void GraphView::draw_edges(Frame& f) {
   };
   // The edges listed in the tiles in view, or the live Functions' next edges
   // when those are fewer (a view of most of a graph that is mostly not live).
-  int x0 = 0, x1 = -1, y0 = 0, y1 = -1;
-  size_t listed = long_edges_.size(), walked = 0;
-  if (edge_cols_ > 0) {
-    auto cx = [&](float x) { return std::clamp(static_cast<int>((x - l.min.x) / edge_tile_.x), 0, edge_cols_ - 1); };
-    auto cy = [&](float y) { return std::clamp(static_cast<int>((y - l.min.y) / edge_tile_.y), 0, edge_rows_ - 1); };
-    x0 = cx(f.view_min.x), x1 = cx(f.view_max.x), y0 = cy(f.view_min.y), y1 = cy(f.view_max.y);
-    for (int y = y0; y <= y1; ++y) {
-      const size_t row = static_cast<size_t>(y) * edge_cols_;
-      listed += tile_edge_begin_[row + x1 + 1] - tile_edge_begin_[row + x0];
-    }
-  }
+  // Few live edges (a graph growing from nothing, live recording) are walked
+  // without building the grid: it costs the whole model's edges per layout.
+  size_t walked = 0;
   for (const analysis::FunctionAt& fa : f.state->functions) {
     walked += model.functions()[fa.function].edges_end - model.functions()[fa.function].edges_begin;
-    if (walked > listed) break;
+    if (walked > kWalkAlways) break;
   }
-  if (walked <= listed) {
+  bool walk = walked <= kWalkAlways;
+  int x0 = 0, x1 = -1, y0 = 0, y1 = -1;
+  if (!walk) {
+    if (!edges_indexed_) {
+      index_edges();
+      edges_indexed_ = true;
+    }
+    size_t listed = long_edges_.size();
+    if (edge_cols_ > 0) {
+      auto cx = [&](float x) { return std::clamp(static_cast<int>((x - l.min.x) / edge_tile_.x), 0, edge_cols_ - 1); };
+      auto cy = [&](float y) { return std::clamp(static_cast<int>((y - l.min.y) / edge_tile_.y), 0, edge_rows_ - 1); };
+      x0 = cx(f.view_min.x), x1 = cx(f.view_max.x), y0 = cy(f.view_min.y), y1 = cy(f.view_max.y);
+      for (int y = y0; y <= y1; ++y) {
+        const size_t row = static_cast<size_t>(y) * edge_cols_;
+        listed += tile_edge_begin_[row + x1 + 1] - tile_edge_begin_[row + x0];
+      }
+    }
+    walked = 0;
+    for (const analysis::FunctionAt& fa : f.state->functions) {
+      walked += model.functions()[fa.function].edges_end - model.functions()[fa.function].edges_begin;
+      if (walked > listed) break;
+    }
+    walk = walked <= listed;
+  }
+  if (walk) {
     for (const analysis::FunctionAt& fa : f.state->functions) {
       const analysis::FunctionInfo& info = model.functions()[fa.function];
       for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
