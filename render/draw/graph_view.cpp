@@ -442,8 +442,13 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
 // the owners destroyed, the ranks' live processes) is computed when the
 // event, the scene or the layout changes and reused by every frame until
 // then; the density cells and the minimap's are recomputed only when, in
-// addition, the view moves. Edges are found through a grid of tiles over the
-// layout (index_edges) rather than by walking the live Functions.
+// addition, the view moves. Edges in view come from a grid of tiles over the
+// layout (graph_edges.cpp) when the tiles in view list fewer edges than the
+// live Functions have, else from a walk over the live Functions, as before.
+// The event's own facts (the hook firing, the box running) are per frame.
+// What is still O(live Functions): a new event (the State itself is; Note
+// [Lazy state] in core/analysis/state_view.h is the way out) and, zoomed out
+// to cells, a moved view.
 void GraphView::refresh_liveness(Frame& f, const analysis::State& state) {
   const Frame::LiveKey key{generation_, &state, state.index, state.functions.size(), state.tensor_hooks.size()};
   if (f.live_stamp != 0 && key == f.live_key) return;
