@@ -5,7 +5,8 @@
 // app::load_traces as the GUI's loader thread runs it), RSS after load, the
 // fold of the scene and box sizes (on the UI thread), layout of the whole graph
 // (compute_layout, as the layout job runs it), state_at at SEEKS evenly
-// spread events (median, max), and peak RSS. bench/scale_gui.sh runs it
+// spread events (median, max), the lazy seek of a zoomed view (StateView
+// and the state of 2,000 Functions, Note [Lazy state]), and peak RSS. bench/scale_gui.sh runs it
 // five times with the GUI's own figures and prints medians.
 #include <sys/resource.h>
 
@@ -19,6 +20,7 @@
 
 #include "../app/loader.h"
 #include "analysis/state.h"
+#include "analysis/state_view.h"
 #include "render/layout/graph_scene.h"
 #include "render/layout/layout.h"
 
@@ -99,7 +101,31 @@ int main(int argc, char** argv) {
     if (s.functions.empty() && at > m.num_events() / 2) std::printf("(no Functions at %zu)\n", at);
   }
   std::sort(seek.begin(), seek.end());
-  std::printf("state_at_median_cpu_ms %.3f\nstate_at_max_cpu_ms %.3f\npeak_rss_mib %.0f\n", seek[seek.size() / 2],
-              seek.back(), peak_rss_mib());
+  std::printf("state_at_median_cpu_ms %.3f\nstate_at_max_cpu_ms %.3f\n", seek[seek.size() / 2], seek.back());
+  // Note [Lazy state]: a seek that builds only what a zoomed view shows, the
+  // state of kShown Functions (a window of them, as a region on screen holds).
+  constexpr size_t kShown = 2000;
+  std::vector<double> lazy;
+  size_t live = 0, hooks = 0;
+  analysis::FunctionAt fa;
+  const size_t nf = m.functions().size();
+  for (int k = 0; k < seeks; ++k) {
+    const size_t at = (m.num_events() - 1) * static_cast<size_t>(k + 1) / static_cast<size_t>(seeks);
+    const auto first = static_cast<analysis::FunctionIndex>(nf > kShown ? (nf - kShown) * static_cast<size_t>(k) / seeks : 0);
+    const auto t0 = Clock::now();
+    const analysis::StateView v(m, at);
+    for (analysis::FunctionIndex f = first; f < std::min(nf, first + kShown); ++f) {
+      if (v.function_at(f, fa)) {
+        ++live;
+        hooks += fa.num_hooks();
+      }
+    }
+    lazy.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(lazy.begin(), lazy.end());
+  std::printf("lazy_seek_%zu_median_ms %.3f\nlazy_seek_%zu_max_ms %.3f\nlazy_seek_live_per_seek %zu\nlazy_seek_hooks_per_seek %zu\n",
+              kShown, lazy[lazy.size() / 2], kShown, lazy.back(), live / static_cast<size_t>(seeks),
+              hooks / static_cast<size_t>(seeks));
+  std::printf("peak_rss_mib %.0f\n", peak_rss_mib());
   return 0;
 }

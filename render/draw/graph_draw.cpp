@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <span>
 #include <string>
 
 #include "render/layout/colors.h"
@@ -31,76 +32,6 @@ using analysis::kNoIndex;
 // chips are outlined white and the others fade. GraphScene::box_sizes()
 // reserves room for this with the same BoxMetrics.
 
-
-void GraphView::draw_edges(Frame& f) {
-  const Layout& l = *layout_;
-  const FoldedGraph& fg = *folded_;
-  const analysis::Model& model = *model_;
-  if (++f.stamp == 0) {
-    std::fill(f.edge_stamp.begin(), f.edge_stamp.end(), 0u);
-    f.stamp = 1;
-  }
-  const uint32_t selected_unit =
-      selected_function_ < model.functions().size() ? fg.unit_of_node[scene_->slot_of(selected_function_)] : kNone;
-  const float thick = std::clamp(1.4f * f.zoom, 1.f, 2.f);
-  // Thin plain lines need no anti-aliasing fringe: half the vertices.
-  const ImDrawListFlags flags = f.dl->Flags;
-  if (f.detail != GraphDetail::kFull) f.dl->Flags &= ~ImDrawListFlags_AntiAliasedLines;
-  const float arrow = std::clamp(7.f * f.zoom, 3.f, 9.f);
-  for (const analysis::FunctionAt& fa : f.state->functions) {
-    const analysis::FunctionInfo& info = model.functions()[fa.function];
-    for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
-      const analysis::FunctionIndex to = model.edges()[e].to;
-      if (to >= model.functions().size() || !f.slot_live[scene_->slot_of(to)]) continue;
-      const uint32_t se = scene_->edge_of(e);
-      const uint32_t le = se == kNoSlot ? kNoSlot : fg.edge_of_scene_edge[se];
-      if (le == kNoSlot || f.edge_stamp[le] == f.stamp) continue;
-      f.edge_stamp[le] = f.stamp;
-      if (!f.visible(edge_min_[le], edge_max_[le])) continue;
-      const uint32_t b = l.route_begin[le], end = l.route_begin[le + 1];
-      if (end - b < 4) continue;
-      const bool hot = selected_unit != kNone && (static_cast<uint32_t>(fg.graph.edges[le].first) == selected_unit ||
-                                                  static_cast<uint32_t>(fg.graph.edges[le].second) == selected_unit);
-      const uint32_t color = hot ? palette().edge_selected : palette().edge;
-      ++stats_.edges;
-      if (f.detail != GraphDetail::kFull) {  // Note [Graph level of detail]: the joints only
-        for (uint32_t i = b; i < end; i += 3) f.dl->PathLineTo(f.to_screen(l.route[i]));
-        f.dl->PathStroke(color, 0, 1.f);
-        continue;
-      }
-      ImVec2 prev = f.to_screen(l.route[b]);
-      f.dl->PathLineTo(prev);
-      for (uint32_t i = b + 1; i + 2 < end; i += 3) {
-        const ImVec2 c1 = f.to_screen(l.route[i]), c2 = f.to_screen(l.route[i + 1]);
-        const ImVec2 p = f.to_screen(l.route[i + 2]);
-        const float len = std::abs(p.x - prev.x) + std::abs(p.y - prev.y);
-        // Straight pieces (a dummy's band) and tiny ones need no tessellation.
-        if (std::abs(p.x - prev.x) < 0.5f || len < 8.f) {
-          f.dl->PathLineTo(p);
-        } else {
-          f.dl->PathBezierCubicCurveTo(c1, c2, p, std::clamp(static_cast<int>(len / 14.f), 3, 14));
-        }
-        prev = p;
-      }
-      f.dl->PathStroke(color, 0, hot ? thick * 1.6f : thick);
-      // Arrowhead at the target, along the last tangent.
-      const ImVec2 tip = f.to_screen(l.route[end - 1]), from = f.to_screen(l.route[end - 2]);
-      float dx = tip.x - from.x, dy = tip.y - from.y;
-      const float n = std::sqrt(dx * dx + dy * dy);
-      if (n < 1e-3f) {
-        dx = 0.f;
-        dy = 1.f;
-      } else {
-        dx /= n;
-        dy /= n;
-      }
-      f.dl->AddTriangleFilled(tip, {tip.x - dx * arrow - dy * arrow * 0.5f, tip.y - dy * arrow + dx * arrow * 0.5f},
-                              {tip.x - dx * arrow + dy * arrow * 0.5f, tip.y - dy * arrow - dx * arrow * 0.5f},
-                              color);
-    }
-  }
-  f.dl->Flags = flags;
-}
 
 void GraphView::draw_boxes(Frame& f) {
   const Layout& l = *layout_;
@@ -370,12 +301,17 @@ void GraphView::draw_cells(Frame& f) {
   const Layout& l = *layout_;
   const int cols = static_cast<int>((f.canvas_max.x - f.canvas_min.x) / kCell) + 1;
   const int rows = static_cast<int>((f.canvas_max.y - f.canvas_min.y) / kCell) + 1;
-  f.cells.assign(static_cast<size_t>(cols) * static_cast<size_t>(rows), 0);
-  for (uint32_t u : f.live_units) {
+  // Note [Frame caches]: counted again only when the live boxes or the view change.
+  const Frame::CellsKey key{f.live_stamp, f.canvas_min.x, f.canvas_min.y, f.canvas_max.x, f.canvas_max.y,
+                            f.zoom,       f.view_min.x,   f.view_min.y};
+  const bool fresh = key == f.cells_key && f.density.size() == static_cast<size_t>(cols) * static_cast<size_t>(rows);
+  if (!fresh) f.density.assign(static_cast<size_t>(cols) * static_cast<size_t>(rows), 0);
+  f.cells_key = key;
+  for (uint32_t u : fresh ? std::span<const uint32_t>() : std::span<const uint32_t>(f.live_units)) {
     const ImVec2 p = f.to_screen(l.center[u]);
     const int x = static_cast<int>((p.x - f.canvas_min.x) / kCell), y = static_cast<int>((p.y - f.canvas_min.y) / kCell);
     if (x < 0 || y < 0 || x >= cols || y >= rows) continue;
-    uint32_t& cell = f.cells[static_cast<size_t>(y) * cols + x];
+    uint32_t& cell = f.density[static_cast<size_t>(y) * cols + x];
     cell = std::min<uint32_t>((cell & 0x7fffffffu) + 1, 0x7fffffffu) | (cell & 0x80000000u);
     if (!(cell & 0x80000000u)) {  // an alarm: a hook of a destroyed owner
       const uint32_t g = folded_->group_of_unit[u];
@@ -392,7 +328,7 @@ void GraphView::draw_cells(Frame& f) {
   }
   for (int y = 0; y < rows; ++y) {
     for (int x = 0; x < cols; ++x) {
-      const uint32_t cell = f.cells[static_cast<size_t>(y) * cols + x];
+      const uint32_t cell = f.density[static_cast<size_t>(y) * cols + x];
       if (!cell) continue;
       const uint32_t count = cell & 0x7fffffffu;
       const float level = std::min(1.f, 0.35f + 0.16f * std::log2(1.f + static_cast<float>(count)));

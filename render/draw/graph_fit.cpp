@@ -138,12 +138,17 @@ void GraphView::draw_minimap(Frame& f) {
   constexpr float kCell = 2.f;
   const int cols = std::max(1, static_cast<int>((mm_max.x - mm_min.x) / kCell) + 1);
   const int rows = std::max(1, static_cast<int>((mm_max.y - mm_min.y) / kCell) + 1);
-  std::vector<uint32_t>& cells = f.cells;
-  cells.assign(static_cast<size_t>(cols) * static_cast<size_t>(rows), 0);
-  for (uint32_t u : f.live_units) {
-    const int cx = std::clamp(static_cast<int>((l.center[u].x - l.min.x) * scale / kCell), 0, cols - 1);
-    const int cy = std::clamp(static_cast<int>((l.center[u].y - l.min.y) * scale / kCell), 0, rows - 1);
-    cells[static_cast<size_t>(cy) * cols + cx] = 1;
+  std::vector<uint32_t>& cells = f.minimap_cells;
+  // Note [Frame caches]: the cells change with the live boxes and the minimap's place.
+  const Frame::CellsKey key{f.live_stamp, x0, y0, x1, y1, scale, 0.f, 0.f};
+  if (!(key == f.minimap_key) || cells.size() != static_cast<size_t>(cols) * static_cast<size_t>(rows)) {
+    f.minimap_key = key;
+    cells.assign(static_cast<size_t>(cols) * static_cast<size_t>(rows), 0);
+    for (uint32_t u : f.live_units) {
+      const int cx = std::clamp(static_cast<int>((l.center[u].x - l.min.x) * scale / kCell), 0, cols - 1);
+      const int cy = std::clamp(static_cast<int>((l.center[u].y - l.min.y) * scale / kCell), 0, rows - 1);
+      cells[static_cast<size_t>(cy) * cols + cx] = 1;
+    }
   }
   for (int y = 0; y < rows; ++y) {
     for (int x = 0; x < cols; ++x) {

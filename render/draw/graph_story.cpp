@@ -75,9 +75,9 @@ void GraphView::draw_rank_captions(Frame& f) {
     for (const auto& [rank, source] : rank_sources_) {
       if (rank != b.rank) continue;
       ++sources;
-      for (const analysis::FunctionAt& fa : f.state->functions) {
-        const auto& info = model_->functions()[fa.function];
-        if (info.rank == rank && info.source == source) live_source = sources - 1;
+      // Note [Frame caches]: the (rank, source) pairs with live Functions.
+      if (std::binary_search(f.live_sources.begin(), f.live_sources.end(), std::make_pair(rank, source))) {
+        live_source = sources - 1;
       }
     }
     if (sources > 1 && live_source != UINT32_MAX) caption += fmt::format(" · process gen {} of {}", live_source, sources);

@@ -59,6 +59,7 @@ void GraphView::adopt_scene(const analysis::Model& model, std::shared_ptr<GraphS
     if (rank >= 0) rank_sources_.push_back({static_cast<uint16_t>(rank), src});
   }
   folded_groups_.assign(scene_->groups().size(), 0);
+  ++generation_;
   layout_keep_.clear();  // every slot, until a frame knows the live ones
   node_layer_.assign(scene_->nodes().size(), -1);
   node_x_.assign(scene_->nodes().size(), 0.f);
@@ -207,6 +208,8 @@ void GraphView::index_layout() {
   }
   frame_->edge_stamp.assign(m, 0);
   frame_->stamp = 0;
+  edges_indexed_ = false;  // index_edges() on the first frame that draws edges
+  ++generation_;
   rank_bounds_.clear();
   for (size_t u = 0; u < l.center.size(); ++u) {
     const uint32_t g = fg.group_of_unit[u];
@@ -331,39 +334,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   const FoldedGraph& fg = *folded_;
   const analysis::Model& model = *model_;
 
-  // Liveness of slots and units at this event.
-  const size_t slots = scene_->nodes().size(), units = fg.group_of_unit.size();
-  f.slot_live.assign(slots, 0);
-  f.unit_live.assign(units, 0);
-  f.unit_ghost.assign(units, 0);
-  f.live_units.clear();
-  f.keep.assign(slots, 0);
-  for (size_t i = 0; i < state.functions.size(); ++i) {
-    const uint32_t slot = scene_->slot_of(state.functions[i].function);
-    f.slot_live[slot] = static_cast<uint32_t>(i + 1);
-    f.keep[slot] = 1;
-    const uint32_t u = fg.unit_of_node[slot];
-    if (u != kNoSlot && f.unit_live[u]++ == 0) f.live_units.push_back(u);
-  }
-  f.ghost_hooks.clear();
-  for (const analysis::HookAt& h : state.tensor_hooks) {
-    if (h.function >= model.functions().size()) continue;
-    const uint32_t slot = scene_->slot_of(h.function);
-    if (f.slot_live[slot]) continue;
-    f.ghost_hooks.push_back({slot, &h});
-    f.keep[slot] = 1;
-    const uint32_t u = fg.unit_of_node[slot];
-    if (u != kNoSlot && !f.unit_live[u] && !f.unit_ghost[u]) {
-      f.unit_ghost[u] = 1;
-      f.live_units.push_back(u);
-    }
-  }
-  std::stable_sort(f.ghost_hooks.begin(), f.ghost_hooks.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  f.owner_dead.assign(model.owners().size(), 0);
-  for (size_t o = 0; o < model.owners().size(); ++o) {
-    f.owner_dead[o] = model.owners()[o].destroyed_at <= state.index;
-  }
+  refresh_liveness(f, state);
   f.firing_hook = kNoIndex;
   f.running = kNoIndex;
   f.firing_stale = false;
@@ -453,13 +424,9 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   draw_rank_captions(f);
   draw_banners(f);
   // The minimap's column is needed while some live box is out of view.
-  bool all_visible = true;
-  for (uint32_t u : f.live_units) {
-    const Vec2 c = l.center[u], sz = l.size[u];
-    all_visible &= c.x - sz.x * 0.5f >= f.view_min.x && c.x + sz.x * 0.5f <= f.view_max.x &&
-                   c.y - sz.y * 0.5f >= f.view_min.y && c.y + sz.y * 0.5f <= f.view_max.y;
-  }
-  minimap_needed_ = !all_visible;
+  // (every live box inside the view iff their bounds are)
+  minimap_needed_ = !f.live_units.empty() && !(f.live_min.x >= f.view_min.x && f.live_max.x <= f.view_max.x &&
+                                               f.live_min.y >= f.view_min.y && f.live_max.y <= f.view_max.y);
   if (minimap) draw_minimap(f);
   f.dl->PopClipRect();
   hover_and_click(f);
@@ -467,6 +434,81 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   f.result.selected_function = selected_function_;
   f.result.selected_owner = selected_owner_;
   return f.result;
+}
+
+// Note [Frame caches]
+// ~~~~~~~~~~~~~~~~~~~
+// A frame's cost must follow the pixels, not the Functions: at a million
+// Functions a walk over every live one costs tens of ms. What depends only on
+// the state and the layout (which slots and units are live, their bounds,
+// the owners destroyed, the ranks' live processes) is computed when the
+// event, the scene or the layout changes and reused by every frame until
+// then; the density cells and the minimap's are recomputed only when, in
+// addition, the view moves. Edges in view come from a grid of tiles over the
+// layout (graph_edges.cpp) when the tiles in view list fewer edges than the
+// live Functions have, else from a walk over the live Functions, as before.
+// The event's own facts (the hook firing, the box running) are per frame.
+// What is still O(live Functions): a new event (the State itself is; Note
+// [Lazy state] in core/analysis/state_view.h is the way out) and, zoomed out
+// to cells, a moved view.
+void GraphView::refresh_liveness(Frame& f, const analysis::State& state) {
+  const Frame::LiveKey key{generation_, &state, state.index, state.functions.size(), state.tensor_hooks.size()};
+  if (f.live_stamp != 0 && key == f.live_key) return;
+  f.live_key = key;
+  ++f.live_stamp;
+  const Layout& l = *layout_;
+  const FoldedGraph& fg = *folded_;
+  const analysis::Model& model = *model_;
+  const size_t slots = scene_->nodes().size(), units = fg.group_of_unit.size();
+  f.slot_live.assign(slots, 0);
+  f.unit_live.assign(units, 0);
+  f.unit_ghost.assign(units, 0);
+  f.live_units.clear();
+  f.keep.assign(slots, 0);
+  for (size_t i = 0; i < state.functions.size(); ++i) {
+    const uint32_t slot = scene_->slot_of(state.functions[i].function);
+    f.slot_live[slot] = static_cast<uint32_t>(i + 1);
+    f.keep[slot] = 1;
+    const uint32_t u = fg.unit_of_node[slot];
+    if (u != kNoSlot && f.unit_live[u]++ == 0) f.live_units.push_back(u);
+  }
+  f.ghost_hooks.clear();
+  for (const analysis::HookAt& h : state.tensor_hooks) {
+    if (h.function >= model.functions().size()) continue;
+    const uint32_t slot = scene_->slot_of(h.function);
+    if (f.slot_live[slot]) continue;
+    f.ghost_hooks.push_back({slot, &h});
+    f.keep[slot] = 1;
+    const uint32_t u = fg.unit_of_node[slot];
+    if (u != kNoSlot && !f.unit_live[u] && !f.unit_ghost[u]) {
+      f.unit_ghost[u] = 1;
+      f.live_units.push_back(u);
+    }
+  }
+  std::stable_sort(f.ghost_hooks.begin(), f.ghost_hooks.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  f.owner_dead.assign(model.owners().size(), 0);
+  for (size_t o = 0; o < model.owners().size(); ++o) {
+    f.owner_dead[o] = model.owners()[o].destroyed_at <= state.index;
+  }
+  f.live_min = {INFINITY, INFINITY};
+  f.live_max = {-INFINITY, -INFINITY};
+  for (uint32_t u : f.live_units) {
+    if (u >= l.center.size()) continue;
+    const Vec2 c = l.center[u], sz = l.size[u];
+    f.live_min = {std::min(f.live_min.x, c.x - sz.x * 0.5f), std::min(f.live_min.y, c.y - sz.y * 0.5f)};
+    f.live_max = {std::max(f.live_max.x, c.x + sz.x * 0.5f), std::max(f.live_max.y, c.y + sz.y * 0.5f)};
+  }
+  f.live_sources.clear();
+  if (rank_sources_.size() > 1) {
+    for (const analysis::FunctionAt& fa : state.functions) {
+      const analysis::FunctionInfo& info = model.functions()[fa.function];
+      const std::pair<uint16_t, uint32_t> rs{info.rank, info.source};
+      if (f.live_sources.empty() || f.live_sources.back() != rs) f.live_sources.push_back(rs);
+    }
+    std::sort(f.live_sources.begin(), f.live_sources.end());
+    f.live_sources.erase(std::unique(f.live_sources.begin(), f.live_sources.end()), f.live_sources.end());
+  }
 }
 
 void GraphView::handle_input(Frame& f) {

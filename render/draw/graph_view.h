@@ -152,6 +152,8 @@ class GraphView {
   void adopt_scene(const analysis::Model& model, std::shared_ptr<GraphScene> scene,
                    std::shared_ptr<const RunStory> story);  // takes the finished job's layout
   void index_layout();
+  void index_edges();  // graph_edges.cpp
+  void refresh_liveness(Frame& f, const analysis::State& state);
   void handle_input(Frame& f);
   void draw_edges(Frame& f);
   void draw_boxes(Frame& f);
@@ -205,6 +207,15 @@ class GraphView {
   // Per layout: the widest box of each layer (culling), edge bounding boxes.
   std::vector<float> layer_max_width_;
   std::vector<Vec2> edge_min_, edge_max_;
+  // Note [Frame caches]: per layout edge, the model edges drawn as it (CSR,
+  // ascending); a grid of tiles over the layout listing the edges whose
+  // bounds touch each tile, and the long edges that would touch too many.
+  std::vector<uint32_t> edge_model_begin_, edge_model_;
+  int edge_cols_ = 0, edge_rows_ = 0;
+  Vec2 edge_tile_{1.f, 1.f};
+  std::vector<uint32_t> tile_edge_begin_, tile_edges_, long_edges_;
+  bool edges_indexed_ = false;
+  uint64_t generation_ = 0;  // bumped by every new scene or layout
   struct RankBounds {
     uint16_t rank;
     Vec2 min, max;

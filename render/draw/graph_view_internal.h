@@ -51,6 +51,27 @@ struct GraphView::Frame {
   std::vector<std::pair<uint32_t, const analysis::HookAt*>> ghost_hooks;  // sorted by slot
   std::vector<uint8_t> unit_ghost;  // per unit: has ghost hooks and no live Function
   std::vector<uint8_t> owner_dead;  // per owner, at state->index
+  // Note [Frame caches]: what the liveness above was computed for, and what
+  // it gives that frames reuse.
+  struct LiveKey {
+    uint64_t generation = 0;  // GraphView::generation_: scene and layout
+    const analysis::State* state = nullptr;
+    size_t index = 0, functions = 0, tensor_hooks = 0;
+    bool operator==(const LiveKey&) const = default;
+  };
+  LiveKey live_key;
+  uint64_t live_stamp = 0;  // bumped whenever the liveness is recomputed
+  Vec2 live_min, live_max;  // bounds of the live boxes (empty: min > max)
+  std::vector<std::pair<uint16_t, uint32_t>> live_sources;  // (rank, source) with live Functions, sorted
+  // The density cells (draw_cells) and the minimap's, for a view and a liveness.
+  struct CellsKey {
+    uint64_t live_stamp = 0;
+    float x0 = 0.f, y0 = 0.f, x1 = 0.f, y1 = 0.f, zoom = 0.f, vx = 0.f, vy = 0.f;
+    bool operator==(const CellsKey&) const = default;
+  };
+  CellsKey cells_key, minimap_key;
+  std::vector<uint32_t> density, minimap_cells;
+  std::vector<std::pair<uint32_t, uint32_t>> edge_order;  // scratch: (first live model edge, layout edge)
   analysis::HookIndex firing_hook = analysis::kNoIndex;
   analysis::FunctionIndex running = analysis::kNoIndex;  // applied at the current event
   bool firing_stale = false;  // the current event is a stale fire (Note [Run story])
@@ -60,7 +81,6 @@ struct GraphView::Frame {
   uint32_t hovered_unit = kNone;
   bool clicked = false;
   bool double_clicked = false;
-  std::vector<uint32_t> cells;  // scratch grid: minimap, density
   std::vector<Chip> chips;  // scratch
   GraphViewResult result;
 
