@@ -44,9 +44,15 @@ class HookFn<R(Args...)> {
     }
     if constexpr (kStoredInline<D>) {
       ::new (static_cast<void*>(buf_)) D(std::forward<F>(f));
-      ops_ = &kInlineOps<D>;
+      invoke_ = &invoke_inline<D>;
+      // A callable that neither needs a destructor nor a move constructor
+      // has no ops: its bytes are all there is to it.
+      if constexpr (!std::is_trivially_destructible_v<D> || !std::is_trivially_copyable_v<D>) {
+        ops_ = &kInlineOps<D>;
+      }
     } else {
       ::new (static_cast<void*>(buf_)) D*(new D(std::forward<F>(f)));
+      invoke_ = &invoke_heap<D>;
       ops_ = &kHeapOps<D>;
     }
   }
@@ -67,24 +73,25 @@ class HookFn<R(Args...)> {
   HookFn& operator=(const HookFn&) = delete;
   ~HookFn() { reset(); }
 
-  explicit operator bool() const noexcept { return ops_ != nullptr; }
+  explicit operator bool() const noexcept { return invoke_ != nullptr; }
   R operator()(Args... args) const {
-    if (!ops_) throw std::bad_function_call();
-    return ops_->invoke(const_cast<unsigned char*>(buf_), std::forward<Args>(args)...);
+    if (!invoke_) throw std::bad_function_call();
+    return invoke_(const_cast<unsigned char*>(buf_), std::forward<Args>(args)...);
   }
   // Destroying the callable does nothing (true for an empty HookFn).
   bool trivially_destructible() const noexcept { return !ops_ || !ops_->destroy; }
 
   void reset() noexcept {
     if (ops_ && ops_->destroy) ops_->destroy(buf_);
+    invoke_ = nullptr;
     ops_ = nullptr;
   }
 
  private:
+  using Invoke = R (*)(void* buf, Args&&... args);
   struct Ops {
-    R (*invoke)(void* buf, Args&&... args);
-    void (*destroy)(void* buf);              // null: nothing to do
-    void (*move)(void* to, void* from);      // null: copy the bytes
+    void (*destroy)(void* buf);          // null: nothing to do
+    void (*move)(void* to, void* from);  // null: copy the bytes
   };
 
   template <class D>
@@ -93,10 +100,15 @@ class HookFn<R(Args...)> {
       std::is_nothrow_move_constructible_v<D>;
 
   template <class D>
+  static R invoke_inline(void* buf, Args&&... args) {
+    return std::invoke(*static_cast<D*>(buf), std::forward<Args>(args)...);
+  }
+  template <class D>
+  static R invoke_heap(void* buf, Args&&... args) {
+    return std::invoke(**static_cast<D**>(buf), std::forward<Args>(args)...);
+  }
+  template <class D>
   static constexpr Ops kInlineOps = {
-      [](void* buf, Args&&... args) -> R {
-        return std::invoke(*static_cast<D*>(buf), std::forward<Args>(args)...);
-      },
       std::is_trivially_destructible_v<D>
           ? nullptr
           : +[](void* buf) { static_cast<D*>(buf)->~D(); },
@@ -109,25 +121,25 @@ class HookFn<R(Args...)> {
   };
   template <class D>
   static constexpr Ops kHeapOps = {
-      [](void* buf, Args&&... args) -> R {
-        return std::invoke(**static_cast<D**>(buf), std::forward<Args>(args)...);
-      },
       [](void* buf) { delete *static_cast<D**>(buf); },
       nullptr,  // the pointer moves by copying its bytes
   };
 
   void take(HookFn& other) noexcept {
+    invoke_ = other.invoke_;
     ops_ = other.ops_;
-    if (!ops_) return;
-    if (ops_->move) {
+    if (!invoke_) return;
+    if (ops_ && ops_->move) {
       ops_->move(buf_, other.buf_);
     } else {
       std::memcpy(buf_, other.buf_, kInlineBytes);
     }
+    other.invoke_ = nullptr;
     other.ops_ = nullptr;
   }
 
-  const Ops* ops_ = nullptr;
+  Invoke invoke_ = nullptr;   // null: empty
+  const Ops* ops_ = nullptr;  // null: nothing to destroy, moved by copying the bytes
   alignas(void*) unsigned char buf_[kInlineBytes];
 };
 

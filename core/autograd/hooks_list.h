@@ -150,16 +150,15 @@ class HookList {
         if (--self->firing_ == 0) self->destroy_deferred();
       }
     } done{this};
-    const size_t last = rest_->order.size();
+    Rest& r = *rest_;  // stays until the list goes
+    const size_t last = r.order.size();
     for (size_t i = 0; i < last; ++i) {
-      const uint32_t slot = rest_->order[i];  // the order may grow (entries never move) meanwhile
-      const Slot state = slot_at(slot);
-      if ((state & kLive) == 0 &&
-          ((state & kRemovedInPass) == 0 || entry(slot).removed_at <= began)) {
+      // The order may grow (and move) meanwhile; slots and entries never move.
+      const auto [state, e] = locate(r.order[i]);
+      if ((*state & kLive) == 0 && ((*state & kRemovedInPass) == 0 || e->removed_at <= began)) {
         continue;
       }
-      Entry& e = entry(slot);
-      visit(static_cast<const Entry&>(e), e.fn);
+      visit(static_cast<const Entry&>(*e), e->fn);
     }
   }
 
@@ -234,6 +233,16 @@ class HookList {
     const uint32_t b = block_of(slot);
     const uint32_t off = offset_in_block(slot, b);
     return b == 0 ? rest_->block0_entries[off] : rest_->blocks->entries[b][off];
+  }
+  // A hook's slot and entry, found once (firing).
+  std::pair<const Slot*, Entry*> locate(uint32_t slot) {
+    Rest& r = *rest_;
+    if (slot < kInline) return {&slots_[slot], &r.first_entries[slot]};
+    const uint32_t b = block_of(slot);
+    const uint32_t off = offset_in_block(slot, b);
+    if (b == 0) return {&r.block0_slots[off], &r.block0_entries[off]};
+    Blocks& blocks = *r.blocks;
+    return {&blocks.slots[b][off], &blocks.entries[b][off]};
   }
   void ensure_storage(uint32_t slot) {
     if (slot < kInline) return;
