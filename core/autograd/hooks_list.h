@@ -8,9 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/hooks_fn.h"
 #include "trace/hook_key.h"
 
 namespace hookscope {
+
+using trace::kHookSlotMask;
 
 // A fresh key for `slot` (autograd/node.cpp, Note [Hook keys] in autograd/hooks.h).
 HookKey next_hook_key_for_slot(uint32_t slot);
@@ -27,35 +30,50 @@ inline uint32_t slot_of(HookKey key) { return trace::hook_key_slot(key.value); }
 //  * a hook removed during the pass (by an earlier hook, or by itself) still
 //    runs in that pass if it had not run yet; it never runs in later passes;
 //  * a hook added during a pass does not run in that pass, only in later ones.
-// Removal is O(1): the key names its slot (Note [Hook keys]); the entry is
-// stamped with the list's clock and, when no pass is running, its callable is
-// destroyed at once (during a pass: when the outermost pass ends, so the hook
-// that is running can remove itself). A pass runs the entries that are live
+// Removal is O(1): the key names its slot (Note [Hook keys]); when no pass is
+// running the hook is marked dead and its callable destroyed at once; during
+// a pass its entry is stamped with the list's clock and the callable is
+// destroyed when the outermost pass ends (so the hook that is running can
+// remove itself). A pass runs the entries that are live
 // or died after the pass began. Dead entries leave the firing order in
 // batches (when hooks are added or a pass begins), never during a pass, so a
 // slot is never reused during a pass.
 //
 // Note [Hook list storage]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
-// Removal touches the list's header and one cache line: the entry. An entry
-// (key, removal stamp, owner, input_nr, the callable stored inline; 64 bytes,
-// aligned to a line) is all a removal reads or writes, and it destroys the
-// callable in place (a std::function keeps a small callable inline, so a
-// typical hook costs no heap block of ours). Entries live in blocks of 16,
-// 16, 32, 64, ... entries, so a slot's block is its bit width (no table) and
-// entries never move: a hook added during a pass cannot move the one that
-// is running. The firing order is a separate array of slots; removal does not
-// touch it. When the last hook goes, the list starts again at slot 0. Measured: bench_hooks BM_DrainPostHooks (issue 16 item 5).
-template <class Fn>
+// A hook is two records at fixed addresses: an 8-byte slot (the key's
+// serial and state bits) that removal reads and writes, and an entry (the
+// callable, key, owner, input_nr, the pass stamp) that adding, firing,
+// inspecting, asking for the owner and destroying a callable touch. Removing
+// a hook whose callable is trivially destructible (Note [Hook callables] in
+// autograd/hooks_fn.h) with no pass running touches the list's counters and
+// its slot, nothing else; any other callable is destroyed in place.
+//  * Inside the list (inside the Node): the counters and the first kInline
+//    slots, 16 + 8 * kInline bytes, one cache line. A Function with no hook
+//    pays only these (and stays small: most Functions have none).
+//  * The rest, allocated at the list's first hook: the clock, the firing
+//    order (a separate array of slots; removal does not touch it), the free
+//    slots, the callables to destroy after a pass, the first kInline
+//    entries and the next 8 slots (so up to kInline + 8 hooks cost this one
+//    block plus their entries), and a table of further blocks of 16, 32,
+//    64, ... slots and entries (a slot's block from its bit width, no
+//    search). Slot arrays are dense: 1000 hooks' slots fill 8 KB.
+// Entries never move: a hook added during a pass cannot move the one that
+// is running. When the last hook goes, the list starts again at slot 0
+// (memory is kept). Measured: bench_hooks BM_DrainPostHooks (issue 16 item
+// 5; figures in Note [Like-for-like removal], bench/bench_hooks.cpp).
+template <class Fn, uint32_t kInline = 1>
 class HookList {
+  static_assert(kInline >= 1 && kInline <= 6);
+
  public:
-  struct alignas(64) Entry {
-    HookKey key;
-    uint64_t removed_at = 0;  // the list's clock when it was removed; 0 while live
-    OwnerId owner = 0;
-    uint32_t input_nr = 0;  // which gradient a tensor pre hook sees
+  // A hook's callable and what inspection reads, at a fixed address.
+  struct Entry {
     Fn fn;
-    bool live() const { return removed_at == 0; }
+    HookKey key;
+    OwnerId owner = 0;
+    uint32_t input_nr = 0;    // which gradient a tensor pre hook sees
+    uint64_t removed_at = 0;  // the list's clock when removed during a pass
   };
 
   HookList() = default;
@@ -70,42 +88,51 @@ class HookList {
         compact();
       }
     }
-    const bool reuse = !free_.empty();
-    const uint32_t slot = reuse ? free_.back() : capacity_;
+    Rest& r = rest();
+    const bool reuse = !r.free.empty();
+    const uint32_t slot = reuse ? r.free.back() : capacity_;
     const HookKey key = next_hook_key_for_slot(slot);  // throws past the last slot
+    ensure_storage(slot);
+    r.order.push_back(slot);
     if (reuse) {
-      free_.pop_back();
+      r.free.pop_back();
     } else {
-      if (slot == block_start(num_blocks())) grow();
       ++capacity_;
     }
-    Entry& e = at(slot);
+    Entry& e = entry(slot);
+    e.fn = std::move(fn);
     e.key = key;
-    e.removed_at = 0;
     e.owner = owner;
     e.input_nr = input_nr;
-    e.fn = std::move(fn);
-    order_.push_back(slot);
+    e.removed_at = 0;
+    slot_at(slot) = (key.value & ~kHookSlotMask) | kLive |
+                    (hook_fn_trivially_destructible(e.fn) ? kTrivial : 0);
     ++size_;
     return key;
   }
 
-  // Removes the hook with `key`; its owner is stored to `owner` when given.
+  // Removes the hook with `key`; its owner is stored to `owner` when given
+  // (which reads the hook's entry: pass null when the owner is not needed).
   // False when the key is not (or no longer) here.
   bool remove(HookKey key, OwnerId* owner = nullptr) {
     const uint32_t slot = slot_of(key);
     if (slot >= capacity_) return false;
-    Entry& e = at(slot);
-    if (e.key.value != key.value || !e.live()) return false;
-    e.removed_at = ++clock_;
-    if (owner) *owner = e.owner;
-    if (firing_ == 0) {
-      clear(e.fn);
-    } else {
-      deferred_.push_back(slot);
-    }
+    Slot& s = slot_at(slot);
+    if (!matches(s, key)) return false;
+    const Slot was = s;
     --size_;
     ++dead_;
+    if (firing_ == 0) {
+      s = was & ~kLive;
+      if (owner) *owner = entry(slot).owner;
+      if ((was & kTrivial) == 0) clear(entry(slot).fn);
+    } else {
+      s = (was & ~kLive) | kRemovedInPass;
+      Entry& e = entry(slot);
+      if (owner) *owner = e.owner;
+      e.removed_at = ++rest_->clock;
+      if ((was & kTrivial) == 0) rest_->deferred.push_back(slot);
+    }
     return true;
   }
 
@@ -115,7 +142,7 @@ class HookList {
   void fire(Visit&& visit) {
     if (firing_ == 0 && dead_ != 0) compact();
     if (size_ == 0) return;
-    const uint64_t began = ++clock_;
+    const uint64_t began = ++rest_->clock;
     ++firing_;
     struct Done {
       HookList* self;
@@ -123,16 +150,21 @@ class HookList {
         if (--self->firing_ == 0) self->destroy_deferred();
       }
     } done{this};
-    const size_t last = order_.size();
+    Rest& r = *rest_;  // stays until the list goes
+    const size_t last = r.order.size();
     for (size_t i = 0; i < last; ++i) {
-      Entry& e = at(order_[i]);  // order_ may grow (not move entries) during the call
-      if (e.removed_at == 0 || e.removed_at > began) visit(static_cast<const Entry&>(e), e.fn);
+      // The order may grow (and move) meanwhile; slots and entries never move.
+      const auto [state, e] = locate(r.order[i]);
+      if ((*state & kLive) == 0 && ((*state & kRemovedInPass) == 0 || e->removed_at <= began)) {
+        continue;
+      }
+      visit(static_cast<const Entry&>(*e), e->fn);
     }
   }
 
   bool contains(HookKey key) const {
     const uint32_t slot = slot_of(key);
-    return slot < capacity_ && at(slot).live() && at(slot).key.value == key.value;
+    return slot < capacity_ && matches(slot_at(slot), key);
   }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -140,43 +172,91 @@ class HookList {
   // Live entries in firing order (for inspection and for sweeps).
   std::vector<const Entry*> live_entries() const {
     std::vector<const Entry*> out;
+    if (size_ == 0) return out;
     out.reserve(size_);
-    for (uint32_t s : order_) {
-      if (at(s).live()) out.push_back(&at(s));
+    for (uint32_t slot : rest_->order) {
+      if (slot_at(slot) & kLive) out.push_back(&entry(slot));
     }
     return out;
   }
 
  private:
-  static constexpr uint32_t kFirstBlockBits = 4;  // blocks of 16, 16, 32, 64, ...
-
-  // Block b holds slots [block_start(b), block_start(b + 1)).
-  static constexpr uint32_t block_start(uint32_t b) {
-    return b == 0 ? 0 : (uint32_t{1} << (kFirstBlockBits - 1)) << b;
+  // What removal reads and writes: the key's serial (its bits above the
+  // slot's, Note [Hook key layout]) and state bits where the key has its
+  // slot. Eight bytes, eight to a cache line.
+  using Slot = uint64_t;
+  static constexpr Slot kLive = 1;           // not removed
+  static constexpr Slot kTrivial = 2;        // the callable needs no destructor call
+  static constexpr Slot kRemovedInPass = 4;  // removed while a pass ran: entry's removed_at
+  static bool matches(Slot s, HookKey key) {
+    return ((s ^ key.value) & ~kHookSlotMask) == 0 && (s & kLive) != 0;
   }
+
+  // Slots from kInline on: block b holds 8 << b of them.
+  static constexpr uint32_t kMaxBlocks = 22;
+  static constexpr uint32_t kBlock0 = 8;
   static uint32_t block_of(uint32_t slot) {
-    return static_cast<uint32_t>(std::bit_width(slot >> kFirstBlockBits));
+    return static_cast<uint32_t>(std::bit_width(slot - kInline + kBlock0)) - 4;
   }
-  // The first block hangs off the list itself: a Node with a few hooks
-  // reaches them without a table.
-  Entry& at(uint32_t slot) { return const_cast<Entry&>(std::as_const(*this).at(slot)); }
-  const Entry& at(uint32_t slot) const {
-    if (slot < block_start(1)) return first_[slot];
-    const uint32_t b = block_of(slot);
-    return blocks_[b - 1][slot - block_start(b)];
+  static uint32_t offset_in_block(uint32_t slot, uint32_t b) {
+    return slot - kInline + kBlock0 - (kBlock0 << b);
   }
-  uint32_t num_blocks() const {
-    return first_ ? 1 + static_cast<uint32_t>(blocks_.size()) : 0;
-  }
+  struct Blocks {  // blocks 1, 2, ...
+    std::unique_ptr<Slot[]> slots[kMaxBlocks];
+    std::unique_ptr<Entry[]> entries[kMaxBlocks];
+  };
+  struct Rest {
+    uint64_t clock = 0;              // ticks at each pass start and each removal during a pass
+    std::vector<uint32_t> order;     // slots in firing (registration) order, dead ones too
+    std::vector<uint32_t> free;      // slots out of the order, to reuse
+    std::vector<uint32_t> deferred;  // removed during a pass: callables to destroy after it
+    Slot block0_slots[kBlock0] = {};
+    std::unique_ptr<Entry[]> block0_entries;
+    std::unique_ptr<Blocks> blocks;
+    Entry first_entries[kInline];  // for the slots inside the list
+  };
 
-  void grow() {
-    const uint32_t b = num_blocks();
-    auto block = std::make_unique<Entry[]>(block_start(b + 1) - block_start(b));
+  Rest& rest() {
+    if (!rest_) rest_ = std::make_unique<Rest>();
+    return *rest_;
+  }
+  Slot& slot_at(uint32_t slot) { return const_cast<Slot&>(std::as_const(*this).slot_at(slot)); }
+  const Slot& slot_at(uint32_t slot) const {
+    if (slot < kInline) return slots_[slot];
+    const uint32_t b = block_of(slot);
+    const uint32_t off = offset_in_block(slot, b);
+    return b == 0 ? rest_->block0_slots[off] : rest_->blocks->slots[b][off];
+  }
+  Entry& entry(uint32_t slot) { return const_cast<Entry&>(std::as_const(*this).entry(slot)); }
+  const Entry& entry(uint32_t slot) const {
+    if (slot < kInline) return rest_->first_entries[slot];
+    const uint32_t b = block_of(slot);
+    const uint32_t off = offset_in_block(slot, b);
+    return b == 0 ? rest_->block0_entries[off] : rest_->blocks->entries[b][off];
+  }
+  // A hook's slot and entry, found once (firing).
+  std::pair<const Slot*, Entry*> locate(uint32_t slot) {
+    Rest& r = *rest_;
+    if (slot < kInline) return {&slots_[slot], &r.first_entries[slot]};
+    const uint32_t b = block_of(slot);
+    const uint32_t off = offset_in_block(slot, b);
+    if (b == 0) return {&r.block0_slots[off], &r.block0_entries[off]};
+    Blocks& blocks = *r.blocks;
+    return {&blocks.slots[b][off], &blocks.entries[b][off]};
+  }
+  void ensure_storage(uint32_t slot) {
+    if (slot < kInline) return;
+    Rest& r = *rest_;
+    const uint32_t b = block_of(slot);
     if (b == 0) {
-      first_ = std::move(block);
-    } else {
-      blocks_.push_back(std::move(block));
+      if (!r.block0_entries) r.block0_entries = std::make_unique<Entry[]>(kBlock0);
+      return;
     }
+    if (!r.blocks) r.blocks = std::make_unique<Blocks>();
+    if (r.blocks->slots[b]) return;
+    const size_t n = size_t{kBlock0} << b;
+    r.blocks->entries[b] = std::make_unique<Entry[]>(n);
+    r.blocks->slots[b] = std::make_unique<Slot[]>(n);
   }
 
   static void clear(Fn& fn) {
@@ -189,42 +269,41 @@ class HookList {
 
   // Drops dead slots from the firing order and frees them (no pass running).
   void compact() {
+    auto& order = rest_->order;
     size_t kept = 0;
-    for (uint32_t s : order_) {
-      if (at(s).live()) {
-        order_[kept++] = s;
+    for (uint32_t slot : order) {
+      if (slot_at(slot) & kLive) {
+        order[kept++] = slot;
       } else {
-        free_.push_back(s);
+        rest_->free.push_back(slot);
       }
     }
-    order_.resize(kept);
+    order.resize(kept);
     dead_ = 0;
   }
 
   // No hook left and no pass running: every slot is free again, from slot 0
   // (stale keys name slots past capacity_ or hold another serial).
   void restart() {
-    order_.clear();
-    free_.clear();
+    rest_->order.clear();
+    rest_->free.clear();
     capacity_ = 0;
     dead_ = 0;
   }
 
   void destroy_deferred() {
-    for (uint32_t slot : deferred_) clear(at(slot).fn);
-    deferred_.clear();
+    for (uint32_t slot : rest_->deferred) clear(entry(slot).fn);
+    rest_->deferred.clear();
   }
 
-  std::unique_ptr<Entry[]> first_;                // block 0
-  std::vector<std::unique_ptr<Entry[]>> blocks_;  // blocks 1, 2, ...
-  std::vector<uint32_t> order_;      // slots in firing (registration) order, dead ones too
-  std::vector<uint32_t> free_;       // slots out of order_, to reuse
-  std::vector<uint32_t> deferred_;   // removed during a pass: callables to destroy after it
-  uint32_t capacity_ = 0;            // slots handed out so far
-  uint32_t size_ = 0;                // live hooks
-  uint32_t dead_ = 0;                // dead slots still in order_
+  // Removal reads and writes these and one slot: for a hook or two, all
+  // in one cache line of the Node.
+  uint32_t capacity_ = 0;  // slots handed out so far
+  uint32_t size_ = 0;      // live hooks
+  uint32_t dead_ = 0;      // dead slots still in the order
   uint32_t firing_ = 0;
-  uint64_t clock_ = 0;  // ticks at each pass start and each removal
+  Slot slots_[kInline] = {};
+  std::unique_ptr<Rest> rest_;  // from the first hook on
 };
 
 }  // namespace hookscope

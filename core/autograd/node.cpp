@@ -139,8 +139,10 @@ HookKey add_hook(Node& node, List& list, HookKind kind, Fn fn, OwnerId owner,
 }
 
 template <class List>
-bool del_hook(Node& node, List& list, HookKind kind, HookKey key, OwnerId remover,
-              RemoveCause cause = RemoveCause::kByKey) {
+[[gnu::noinline, gnu::cold]] bool del_hook_recorded(Node& node, List& list, HookKind kind,
+                                                    HookKey key, OwnerId remover,
+                                                    RemoveCause cause) {
+  remover = resolve_owner(remover);
   OwnerId owner = 0;
   if (!list.remove(key, &owner)) {
     trace::emit_hook_remove_failed(node.id(), key.value, kind, remover);
@@ -148,6 +150,17 @@ bool del_hook(Node& node, List& list, HookKind kind, HookKey key, OwnerId remove
   }
   trace::emit_hook_removed(node.id(), key.value, kind, owner, remover, cause);
   return true;
+}
+
+// Not recording, removal reads no more than the slot (the owner sits off it,
+// Note [Hook list storage]).
+template <class List>
+bool del_hook(Node& node, List& list, HookKind kind, HookKey key, OwnerId remover,
+              RemoveCause cause = RemoveCause::kByKey) {
+  if (__builtin_expect(trace::recording(), 0)) {
+    return del_hook_recorded(node, list, kind, key, remover, cause);
+  }
+  return list.remove(key);
 }
 
 }  // namespace

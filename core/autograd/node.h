@@ -25,10 +25,16 @@ using edge_list = std::vector<Edge>;
 //  tensor pre hook: the gradient for one input of this Node; may replace it.
 using TensorPreHookFn = TensorHookFn;
 //  pre hook: all incoming gradients (grad_outputs of the forward op); may edit them.
-using FunctionPreHookFn = std::function<void(variable_list& grad_outputs)>;
+// (HookFn: a move-only std::function that knows whether its callable needs a
+// destructor, Note [Hook callables].)
+using FunctionPreHookFn = HookFn<void(variable_list& grad_outputs)>;
 //  post hook: the gradients this Node produced and the ones it received.
 using FunctionPostHookFn =
-    std::function<void(variable_list& grad_inputs, const variable_list& grad_outputs)>;
+    HookFn<void(variable_list& grad_inputs, const variable_list& grad_outputs)>;
+// A Function's pre and post hooks: the first two live inside the Node
+// (Note [Hook list storage]).
+using PreHookList = HookList<FunctionPreHookFn, 2>;
+using PostHookList = HookList<FunctionPostHookFn, 2>;
 
 // Note [Hook firing order]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -76,9 +82,10 @@ class Node : public std::enable_shared_from_this<Node> {
   HookKey add_pre_hook(FunctionPreHookFn fn, OwnerId owner = user_owner());
   HookKey add_post_hook(FunctionPostHookFn fn, OwnerId owner = user_owner());
   HookKey add_retain_grad_hook(TensorPreHookFn fn, uint32_t input_nr, OwnerId owner);
-  bool del_tensor_pre_hook(HookKey key, OwnerId remover = user_owner());
-  bool del_pre_hook(HookKey key, OwnerId remover = user_owner());
-  bool del_post_hook(HookKey key, OwnerId remover = user_owner());
+  // kDefaultHookOwner as remover: the user (user_owner()).
+  bool del_tensor_pre_hook(HookKey key, OwnerId remover = kDefaultHookOwner);
+  bool del_pre_hook(HookKey key, OwnerId remover = kDefaultHookOwner);
+  bool del_post_hook(HookKey key, OwnerId remover = kDefaultHookOwner);
   bool del_retain_grad_hook(HookKey key, OwnerId remover);
 
   // The legacy by-type sweep (PR #21591's rejected "solution 1"): removes
@@ -89,7 +96,7 @@ class Node : public std::enable_shared_from_this<Node> {
   size_t num_tensor_pre_hooks() const { return tensor_pre_hooks().size(); }
   size_t num_pre_hooks() const { return pre_hooks_.size(); }
   size_t num_post_hooks() const { return post_hooks_.size(); }
-  std::vector<const HookList<FunctionPostHookFn>::Entry*> post_hook_entries() const {
+  std::vector<const PostHookList::Entry*> post_hook_entries() const {
     return post_hooks_.live_entries();
   }
 
@@ -122,8 +129,8 @@ class Node : public std::enable_shared_from_this<Node> {
   edge_list next_edges_;
   HookList<TensorPreHookFn> tensor_pre_hooks_;
   HookList<TensorPreHookFn> retains_grad_hooks_;
-  HookList<FunctionPreHookFn> pre_hooks_;
-  HookList<FunctionPostHookFn> post_hooks_;
+  PreHookList pre_hooks_;
+  PostHookList post_hooks_;
 };
 
 // Ids and sequence numbers are drawn from process-wide counters and never reused.
