@@ -4,6 +4,9 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,15 @@
 #include "trace/trace_data.h"
 
 namespace hookscope::testing {
+
+// Saves the trace file `bytes` as a fuzzer seed named `name` when
+// HOOKSCOPE_TRACE_CORPUS is set (scripts/fuzz.sh sets it).
+inline void save_seed(const std::string& name, const std::string& bytes) {
+  const char* dir = std::getenv("HOOKSCOPE_TRACE_CORPUS");
+  if (!dir) return;
+  std::filesystem::create_directories(dir);
+  std::ofstream(std::filesystem::path(dir) / (name + ".hstrace"), std::ios::binary) << bytes;
+}
 
 // The recorded events without the start snapshot of owners that predate the
 // recording (which depends on what earlier tests created).
