@@ -22,6 +22,7 @@ struct Stream {
   std::vector<size_t> chunks;   // indices into the chunk list, in file order
   std::vector<uint64_t> start;  // its events before chunks[k]; back(): all its events
   std::vector<uint64_t> hint;   // ChunkCodec::first_time_hint of chunks[k]
+  uint32_t most = 0;            // events of its largest chunk
 };
 
 // What decoding a chunk showed, written only by the range that holds the
@@ -82,7 +83,7 @@ bool merge_range(Plan& plan, const uint64_t* lo, const uint64_t* hi,
     if (plan.failed.load(std::memory_order_relaxed)) return false;
     const Stream& st = plan.streams[c.s];
     const ChunkRef& ref = plan.chunks[st.chunks[k]];
-    if (!c.buf) c.buf.reset(new Event[plan.most]);
+    if (!c.buf) c.buf.reset(new Event[st.most]);
     bool sorted = true;
     const char* bad = codec.decode(ref.header, ref.strings_before, c.buf.get(), sorted);
     const uint32_t n = ref.header.count;
@@ -205,11 +206,18 @@ bool decode_merged(const std::vector<ChunkRef>& chunks, unsigned threads,
     st.chunks.push_back(i);
     st.start.push_back(st.start.back() + h.count);
     st.hint.push_back(ChunkCodec::first_time_hint(h));
+    st.most = std::max(st.most, h.count);
     plan.most = std::max(plan.most, h.count);
     total += h.count;
   }
   const size_t n_streams = plan.streams.size();
-  const unsigned parts = static_cast<unsigned>(std::clamp<size_t>(threads, 1, chunks.size()));
+  // Each range decodes into a buffer per stream: all ranges' buffers
+  // together hold no more events than the trace (many writers with big
+  // chunks get fewer ranges).
+  uint64_t buffered = 0;
+  for (const Stream& st : plan.streams) buffered += st.most;
+  const unsigned parts = static_cast<unsigned>(
+      std::clamp<uint64_t>(std::min<uint64_t>(threads, total / buffered), 1, chunks.size()));
   // Row j of `lo`: where range j starts in each stream; row `parts`: the ends.
   std::vector<uint64_t> lo((parts + 1) * n_streams, 0);
   for (size_t s = 0; s < n_streams; ++s) lo[parts * n_streams + s] = plan.streams[s].start.back();
