@@ -181,7 +181,7 @@ class TraceReader {
       };
       if (detail::decode_merged(chunks_, threads, out_.events, progress)) return;
     }
-    if (threads > 1) {
+    if (threads > 1 && total >= kParallelEvents) {  // only big arrays are worth the threads
       detail::run_parallel(threads, [&](unsigned t) {
         detail::prefault_events(out_.events, total / threads * t,
                                 t + 1 == threads ? total : total / threads * (t + 1));
