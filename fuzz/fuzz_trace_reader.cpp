@@ -3,12 +3,14 @@
 // that the reader skips checksums and mutations reach the decoders. Whatever
 // the input, reading must not crash, hang or allocate without bound, must
 // either throw TraceFormatError or return a trace whose events all pass the
-// checks the reader promises, and the index reader must agree with it.
+// checks the reader promises, the same with three decoding threads as with
+// one, and the index reader must agree with it.
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "trace/reader.h"
 
@@ -26,6 +28,7 @@ namespace {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tr::ReadOptions options;
   options.max_events = 1u << 20;  // keeps each input's memory small under ASan
+  options.threads = 1;
   tr::TraceData d;
   try {
     d = tr::read_trace_buffer(data, size, "fuzz", options);
@@ -44,6 +47,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (!d.truncation.empty() && d.truncation.rfind("truncated at byte ", 0) != 0) {
     fail("truncation message does not start with 'truncated at byte'");
+  }
+  // Several decoding threads read exactly what one reads (Note [Decoding
+  // straight into merged order]).
+  tr::ReadOptions parallel = options;
+  parallel.threads = 3;
+  const tr::TraceData p = tr::read_trace_buffer(data, size, "fuzz", parallel);
+  if (p.events.size() != d.events.size() ||
+      (!p.events.empty() &&
+       std::memcmp(p.events.data(), d.events.data(), p.events.size() * sizeof(tr::Event)) != 0)) {
+    fail("three decoding threads read other events than one");
+  }
+  if (p.truncation != d.truncation || p.strings != d.strings ||
+      p.dropped_events != d.dropped_events || p.clock_went_back != d.clock_went_back ||
+      p.clock_back_thread != d.clock_back_thread || p.clock_back_t_ns != d.clock_back_t_ns) {
+    fail("three decoding threads read another trace than one");
   }
   // The index, when there is one, describes exactly what was read.
   auto index = tr::read_trace_index_buffer(data, size, "fuzz");

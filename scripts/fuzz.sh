@@ -34,7 +34,7 @@ echo "fuzz: $(ls "$FUZZ_DIR/seeds" | wc -l) seed traces in $FUZZ_DIR/seeds"
 
 # 2. The fuzzers: the sources they need, no CMake.
 reader_sources=(core/trace/reader.cpp core/trace/reader_blocks.cpp core/trace/reader_merge.cpp
-                core/trace/file_format.cpp core/trace/file_columns.cpp)
+                core/trace/reader_ranges.cpp core/trace/file_format.cpp core/trace/file_columns.cpp)
 model_sources=("${reader_sources[@]}" core/trace/event.cpp core/export/chrome.cpp core/export/jsonl.cpp
                core/export/text_safety.cpp)
 for f in core/analysis/*.cpp; do [[ "$f" == */synthetic.cpp ]] || model_sources+=("$f"); done

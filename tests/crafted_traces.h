@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ struct Spec {
   std::vector<std::string> strings;  // ids 1, 2, ... (id 0 is the empty string)
   std::vector<Ev> events;            // in the order each thread emitted them
   bool footer = true;
+  size_t chunk_events = 65536;       // events per chunk, at most 65536
+  // When set, chunks store t as deltas (zigzag, 8 bytes) from the start
+  // t_start(thread, chunk of that thread) gives, which need not be the
+  // chunk's first time; otherwise t is stored raw.
+  std::function<uint64_t(uint32_t thread, size_t chunk)> t_start;
 };
 
 // ---- the encoder (docs/trace-format.md) ---------------------------------------
@@ -81,16 +87,20 @@ inline void block(std::string& out, uint32_t type, const std::string& payload,
   out += payload;
 }
 
-// One event chunk: every column stored raw (no delta), base 0, full width.
-inline std::string chunk_payload(uint32_t thread, const std::vector<Ev>& evs) {
+// One event chunk: every column stored raw (no delta), base 0, full width;
+// with `t_start`, t as zigzag deltas from *t_start.
+inline std::string chunk_payload(uint32_t thread, const std::vector<Ev>& evs,
+                                 const uint64_t* t_start = nullptr) {
   constexpr int kWidths[9] = {8, 1, 1, 2, 8, 8, 8, 4, 4};  // t kind sub rank node key arg owner actor
   std::string p;
   varint(p, thread);
   varint(p, evs.size());
   int row = 0;
   for (int w : kWidths) {
-    p.push_back(static_cast<char>(w));  // code: width, no delta
-    varint(p, 0);                        // base
+    const bool delta = row == 0 && t_start != nullptr;  // t is the first column
+    p.push_back(static_cast<char>(w | (delta ? 0x10 : 0)));  // code: width, delta flag
+    varint(p, 0);                                            // base
+    if (delta) varint(p, *t_start);
     row += w;
   }
   const size_t n = evs.size();
@@ -104,7 +114,12 @@ inline std::string chunk_payload(uint32_t thread, const std::vector<Ev>& evs) {
     }
     at += static_cast<size_t>(width) * n;
   };
-  column(8, [](const Ev& e) { return e.t; });
+  std::vector<uint64_t> t(n);  // as stored
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t d = evs[i].t - (i ? evs[i - 1].t : t_start ? *t_start : 0);
+    t[i] = t_start ? (d << 1) ^ (0 - (d >> 63)) : evs[i].t;
+  }
+  column(8, [&](const Ev& e) { return t[static_cast<size_t>(&e - evs.data())]; });
   column(1, [](const Ev& e) { return uint64_t{e.kind}; });
   column(1, [](const Ev& e) { return uint64_t{e.sub}; });
   column(2, [](const Ev& e) { return uint64_t{e.rank}; });
@@ -159,12 +174,15 @@ inline std::string encode(const Spec& s) {
     for (const Ev& e : s.events) {
       if (e.thread == th) mine.push_back(e);
     }
-    for (size_t b = 0; b < mine.size(); b += 65536) {
+    const size_t per_chunk = std::clamp<size_t>(s.chunk_events, 1, 65536);
+    for (size_t b = 0; b < mine.size(); b += per_chunk) {
+      const size_t end = std::min(mine.size(), b + per_chunk);
       std::vector<Ev> part(mine.begin() + static_cast<std::ptrdiff_t>(b),
-                           mine.begin() + static_cast<std::ptrdiff_t>(std::min(mine.size(), b + 65536)));
+                           mine.begin() + static_cast<std::ptrdiff_t>(end));
       Entry en{out.size(), th, static_cast<uint32_t>(part.size()), UINT64_MAX, 0};
       for (const Ev& e : part) en.t_min = std::min(en.t_min, e.t), en.t_max = std::max(en.t_max, e.t);
-      block(out, 3, chunk_payload(th, part));
+      const uint64_t start = s.t_start ? s.t_start(th, b / per_chunk) : 0;
+      block(out, 3, chunk_payload(th, part, s.t_start ? &start : nullptr));
       index.push_back(en);
     }
   }

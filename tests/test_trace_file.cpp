@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "scenarios/autograd_demo.h"
+#include "test_util.h"
 #include "trace/emit.h"
 #include "trace/file_format.h"
 #include "trace/reader.h"
@@ -51,13 +52,7 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Saves `bytes` as a fuzzer seed when HOOKSCOPE_TRACE_CORPUS is set.
-void save_seed(const std::string& name, const std::string& bytes) {
-  const char* dir = std::getenv("HOOKSCOPE_TRACE_CORPUS");
-  if (!dir) return;
-  fs::create_directories(dir);
-  std::ofstream(fs::path(dir) / (name + ".hstrace"), std::ios::binary) << bytes;
-}
+using testing::save_seed;
 
 trace::TraceHeader scenario_header(const std::string& scenario) {
   trace::TraceHeader h;

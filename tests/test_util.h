@@ -5,8 +5,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <thread>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "scenarios/ddp_scenarios.h"
@@ -16,6 +19,15 @@
 #include "trace/trace_data.h"
 
 namespace hookscope::testing {
+
+// Saves the trace file `bytes` as a fuzzer seed named `name` when
+// HOOKSCOPE_TRACE_CORPUS is set (scripts/fuzz.sh sets it).
+inline void save_seed(const std::string& name, const std::string& bytes) {
+  const char* dir = std::getenv("HOOKSCOPE_TRACE_CORPUS");
+  if (!dir) return;
+  std::filesystem::create_directories(dir);
+  std::ofstream(std::filesystem::path(dir) / (name + ".hstrace"), std::ios::binary) << bytes;
+}
 
 // The recorded events without the start snapshot of owners that predate the
 // recording (which depends on what earlier tests created).

@@ -45,11 +45,13 @@ constexpr KindTable kKinds;
 // Loops over blocks of a fixed trip count are vectorized at -O2.
 constexpr size_t kBlock = 16;
 
+inline uint64_t from_zigzag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
+
 // vals[i] = base + the value in the `width` byte planes at `planes`; with
-// `delta`, those are zigzag deltas, summed from `prev`. Every pass but the
-// prefix sum is vectorized.
+// `delta`, those are zigzag deltas, decoded, and with `sum` also summed from
+// `prev`. Every pass but the prefix sum is vectorized.
 void gather_column(const uint8_t* __restrict planes, int width, size_t n, uint64_t base, bool delta,
-                   uint64_t prev, uint64_t* __restrict vals) {
+                   bool sum, uint64_t prev, uint64_t* __restrict vals) {
   const size_t blocked = n - n % kBlock;
   if (width == 0) {
     for (size_t i = 0; i < n; ++i) vals[i] = base;
@@ -71,12 +73,13 @@ void gather_column(const uint8_t* __restrict planes, int width, size_t n, uint64
   if (delta) {
     for (size_t i = 0; i < blocked; i += kBlock) {
       for (size_t j = 0; j < kBlock; ++j) {
-        const uint64_t z = vals[i + j];
-        vals[i + j] = (z >> 1) ^ (0 - (z & 1));
+        vals[i + j] = from_zigzag(vals[i + j]);
       }
     }
-    for (size_t j = blocked; j < n; ++j) vals[j] = (vals[j] >> 1) ^ (0 - (vals[j] & 1));
-    for (size_t i = 0; i < n; ++i) vals[i] = prev += vals[i];  // zigzag decoded above
+    for (size_t j = blocked; j < n; ++j) vals[j] = from_zigzag(vals[j]);
+    if (sum) {
+      for (size_t i = 0; i < n; ++i) vals[i] = prev += vals[i];  // zigzag decoded above
+    }
   }
 }
 
@@ -246,6 +249,11 @@ const char* ChunkCodec::parse_header(const uint8_t* data, size_t size, ChunkHead
   return nullptr;
 }
 
+uint64_t ChunkCodec::first_time_hint(const ChunkHeader& h) {
+  const ColumnDesc& t = h.columns[kColT];
+  return t.delta ? t.start : t.base;
+}
+
 const char* ChunkCodec::decode(const ChunkHeader& h, uint64_t string_count, Event* out,
                                bool& sorted) {
   const size_t n = h.count;
@@ -278,7 +286,8 @@ const char* ChunkCodec::decode(const ChunkHeader& h, uint64_t string_count, Even
       planes += static_cast<size_t>(cd.width) * n;
       if (kFieldBytes[c] < 8) {
         const uint64_t max = (uint64_t{1} << (8 * kFieldBytes[c])) - 1;
-        narrow_bytes &= !cd.delta && cd.width <= 1 && cd.base <= max - 255;
+        // base + any byte must fit the field (base alone when width is 0).
+        narrow_bytes &= !cd.delta && cd.width <= 1 && cd.base <= max - (cd.width ? 255 : 0);
         if (cd.width == 0) {
           if (zeros_.size() < n) zeros_.resize(n);
           plane_of[c] = zeros_.data();
@@ -288,40 +297,47 @@ const char* ChunkCodec::decode(const ChunkHeader& h, uint64_t string_count, Even
   }
   if (columns_.size() < kNumColumns * n) columns_.resize(kNumColumns * n);
   uint64_t* col[kNumColumns];
-  // With narrow_bytes, a wide column that holds one value throughout (raw,
-  // width 0: often key or arg) is read from its base, never filled in:
-  // value i of wide column c is col[c][i & mask[c]].
-  uint64_t constant[kNumColumns];
+  // With narrow_bytes, the wide columns are finished in the event pass: a
+  // delta column's values are its decoded deltas, summed there (value i of
+  // wide column c is sum[c] = (sum[c] & summed[c]) + col[c][i & mask[c]]),
+  // and a column of one stored value throughout (width 0: often key or arg,
+  // or a counter's constant step) is read from that value, never filled in.
+  uint64_t constant[kNumColumns], sum[kNumColumns], summed[kNumColumns];
   size_t mask[kNumColumns];
   for (int c = 0; c < kNumColumns; ++c) {
     const ColumnDesc& cd = h.columns[c];
     col[c] = columns_.data() + c * n;
     mask[c] = ~size_t{0};
+    sum[c] = cd.start;
+    summed[c] = cd.delta ? ~uint64_t{0} : 0;
     if (narrow_bytes && kFieldBytes[c] < 8) continue;
-    if (narrow_bytes && cd.width == 0 && !cd.delta) {
-      constant[c] = cd.base;
+    if (narrow_bytes && cd.width == 0) {
+      constant[c] = cd.delta ? from_zigzag(cd.base) : cd.base;
       col[c] = &constant[c];
       mask[c] = 0;
       continue;
     }
-    gather_column(plane_of[c], cd.width, n, cd.base, cd.delta, cd.start, col[c]);
+    gather_column(plane_of[c], cd.width, n, cd.base, cd.delta, !narrow_bytes, cd.start, col[c]);
   }
 
   // One pass writes whole events and checks ranges, kinds and string ids.
-  const uint64_t *t = col[kColT], *node = col[kColNode], *key = col[kColKey], *arg = col[kColArg];
-  const size_t t_mask = mask[kColT], node_mask = mask[kColNode], key_mask = mask[kColKey],
-               arg_mask = mask[kColArg];
   uint64_t overflow = 0;
   uint8_t bad_kind = 0, bad_string = 0;
   bool up = true;
-  uint64_t prev_t = t[0];
-  auto check = [&](size_t i, uint8_t k) {
-    up &= t[i & t_mask] >= prev_t;
-    prev_t = t[i & t_mask];
+  auto check = [&](uint64_t t, uint64_t& prev_t, uint64_t arg, uint8_t k) {
+    up &= t >= prev_t;
+    prev_t = t;
     bad_kind |= static_cast<uint8_t>(k - 1) >= static_cast<uint8_t>(EventKind::kCount) - 1;
-    bad_string |= kKinds.is_string[k] & (arg[i & arg_mask] >= string_count);
+    bad_string |= kKinds.is_string[k] & (arg >= string_count);
   };
   if (narrow_bytes) {
+    const uint64_t *t = col[kColT], *node = col[kColNode], *key = col[kColKey], *arg = col[kColArg];
+    const size_t t_mask = mask[kColT], node_mask = mask[kColNode], key_mask = mask[kColKey],
+                 arg_mask = mask[kColArg];
+    const uint64_t t_summed = summed[kColT], node_summed = summed[kColNode],
+                   key_summed = summed[kColKey], arg_summed = summed[kColArg];
+    uint64_t t_sum = sum[kColT], node_sum = sum[kColNode], key_sum = sum[kColKey],
+             arg_sum = sum[kColArg];
     const uint8_t *kind = plane_of[kColKind], *sub = plane_of[kColSub], *rank = plane_of[kColRank],
                   *owner = plane_of[kColOwner], *actor = plane_of[kColActor];
     const auto kind0 = static_cast<uint8_t>(h.columns[kColKind].base);
@@ -329,12 +345,17 @@ const char* ChunkCodec::decode(const ChunkHeader& h, uint64_t string_count, Even
     const auto rank0 = static_cast<uint16_t>(h.columns[kColRank].base);
     const auto owner0 = static_cast<uint32_t>(h.columns[kColOwner].base);
     const auto actor0 = static_cast<uint32_t>(h.columns[kColActor].base);
+    uint64_t prev_t = (t_sum & t_summed) + t[0];
     for (size_t i = 0; i < n; ++i) {
       Event& e = out[i];
-      e.t_ns = t[i & t_mask];
-      e.node = node[i & node_mask];
-      e.key = key[i & key_mask];
-      e.arg = arg[i & arg_mask];
+      t_sum = (t_sum & t_summed) + t[i & t_mask];
+      node_sum = (node_sum & node_summed) + node[i & node_mask];
+      key_sum = (key_sum & key_summed) + key[i & key_mask];
+      arg_sum = (arg_sum & arg_summed) + arg[i & arg_mask];
+      e.t_ns = t_sum;
+      e.node = node_sum;
+      e.key = key_sum;
+      e.arg = arg_sum;
       e.owner = owner0 + owner[i];
       e.actor = actor0 + actor[i];
       const auto k = static_cast<uint8_t>(kind0 + kind[i]);
@@ -342,11 +363,13 @@ const char* ChunkCodec::decode(const ChunkHeader& h, uint64_t string_count, Even
       e.sub = static_cast<uint8_t>(sub0 + sub[i]);
       e.rank = static_cast<uint16_t>(rank0 + rank[i]);
       e.thread = h.thread;
-      check(i, k);
+      check(t_sum, prev_t, arg_sum, k);
     }
   } else {
+    const uint64_t *t = col[kColT], *node = col[kColNode], *key = col[kColKey], *arg = col[kColArg];
     const uint64_t *kind = col[kColKind], *sub = col[kColSub], *rank = col[kColRank],
                    *owner = col[kColOwner], *actor = col[kColActor];
+    uint64_t prev_t = t[0];
     for (size_t i = 0; i < n; ++i) {
       Event& e = out[i];
       e.t_ns = t[i];
@@ -360,7 +383,7 @@ const char* ChunkCodec::decode(const ChunkHeader& h, uint64_t string_count, Even
       e.rank = static_cast<uint16_t>(rank[i]);
       e.thread = h.thread;
       overflow |= ((kind[i] | sub[i]) >> 8) | (rank[i] >> 16) | ((owner[i] | actor[i]) >> 32);
-      check(i, static_cast<uint8_t>(kind[i]));
+      check(t[i], prev_t, arg[i], static_cast<uint8_t>(kind[i]));
     }
   }
   sorted = up;

@@ -60,6 +60,11 @@ class ChunkCodec {
   // the reason it is malformed, or nullptr.
   static const char* parse_header(const uint8_t* data, size_t size, ChunkHeader& h);
 
+  // The time of a chunk's first event as its header tells it without
+  // decoding: exact for chunks ChunkCodec::encode made (their t column is a
+  // delta column starting at the first time), only a hint for others.
+  static uint64_t first_time_hint(const ChunkHeader& h);
+
   // Decodes a parsed chunk into out[0..h.count). Checks the frame's sizes,
   // every value's range, kinds, and string ids (< string_count). Sets
   // `sorted` to whether t_ns never decreases within the chunk. Returns the

@@ -8,9 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <exception>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
@@ -155,9 +153,11 @@ class TraceReader {
     }
   }
 
-  // Pass 2. Chunks decode independently, each into its place, so a big
-  // trace is decoded by several threads (ReadOptions::threads); then, in file
-  // order, the first bad chunk ends the valid prefix.
+  // Pass 2. Chunks of several writer threads are merged while decoded (Note
+  // [Decoding straight into merged order]), by ReadOptions::threads threads.
+  // Otherwise, and when that gives up, chunks decode independently, each
+  // into its place, by as many threads; then, in file order, the first bad
+  // chunk ends the valid prefix, and the threads' events are merged.
   void decode_chunks() {
     const size_t n = chunks_.size();
     std::vector<size_t> pos(n);
@@ -168,14 +168,9 @@ class TraceReader {
     }
     bool several_writers = false;
     for (const ChunkRef& c : chunks_) several_writers |= c.header.thread != chunks_[0].header.thread;
-    // Chunks of several writer threads are merged while decoded, on this
-    // thread, unless more threads were asked for: one array instead of two,
-    // as fast as the parallel decode and its merge at half the memory. One
-    // writer's chunks need no merge: they are decoded in place, in parallel.
-    const unsigned threads = options_.threads == 0 && several_writers ? 1 : decode_threads(total);
-    if (threads == 1 && several_writers) {
-      // Note [Decoding straight into merged order]
-      detail::reserve_events(out_.events, total);  // bounded by max_events_, checked in pass 1
+    const unsigned threads = decode_threads(total);
+    detail::reserve_events(out_.events, total);  // bounded by max_events_, checked in pass 1
+    if (several_writers) {
       uint64_t next_progress = kProgressEvery;
       const uint64_t first = chunks_[0].offset;
       auto progress = [&](uint64_t decoded) {
@@ -184,57 +179,42 @@ class TraceReader {
           next_progress = first + decoded + kProgressEvery;
         }
       };
-      if (detail::decode_merged(chunks_, out_.events, progress)) return;
+      if (detail::decode_merged(chunks_, threads, out_.events, progress)) return;
     }
-    detail::reserve_events(out_.events, total);  // bounded by max_events_, checked in pass 1
+    if (threads > 1 && total >= kParallelEvents) {  // only big arrays are worth the threads
+      detail::run_parallel(threads, [&](unsigned t) {
+        detail::prefault_events(out_.events, total / threads * t,
+                                t + 1 == threads ? total : total / threads * (t + 1));
+      });
+    }
     out_.events.resize(total);
 
     std::vector<const char*> error(n, nullptr);
     std::vector<uint8_t> sorted(n, 1);
     std::atomic<size_t> next{0};
     std::atomic<bool> failed{false};
-    auto work = [&](bool report) {
-      ChunkCodec codec;
-      uint64_t next_progress = kProgressEvery;
-      // Chunks are claimed in order: once one fails, every earlier one is
-      // already claimed, and later ones are not needed.
-      while (!failed.load(std::memory_order_relaxed)) {
-        const size_t i = next.fetch_add(1);
-        if (i >= n) break;
-        bool s = true;
-        error[i] = codec.decode(chunks_[i].header, chunks_[i].strings_before,
-                                out_.events.data() + pos[i], s);
-        sorted[i] = s;
-        if (error[i]) failed.store(true);
-        if (report && options_.progress && chunks_[i].end >= next_progress) {
-          options_.progress(chunks_[i].end, size_);
-          next_progress = chunks_[i].end + kProgressEvery;
-        }
-      }
-    };
-    std::vector<std::thread> helpers;
-    std::exception_ptr helper_error;
-    std::mutex helper_mutex;
-    for (unsigned t = 1; t < decode_threads(total); ++t) {
-      helpers.emplace_back([&] {
-        try {
-          work(false);
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(helper_mutex);
-          helper_error = std::current_exception();
-          failed.store(true);
-        }
-      });
-    }
-    try {
-      work(true);
-    } catch (...) {
-      failed.store(true);
-      for (auto& h : helpers) h.join();
-      throw;
-    }
-    for (auto& h : helpers) h.join();
-    if (helper_error) std::rethrow_exception(helper_error);
+    detail::run_parallel(
+        threads,
+        [&](unsigned t) {
+          ChunkCodec codec;
+          uint64_t next_progress = kProgressEvery;
+          // Chunks are claimed in order: once one fails, every earlier one is
+          // already claimed, and later ones are not needed.
+          while (!failed.load(std::memory_order_relaxed)) {
+            const size_t i = next.fetch_add(1);
+            if (i >= n) break;
+            bool s = true;
+            error[i] = codec.decode(chunks_[i].header, chunks_[i].strings_before,
+                                    out_.events.data() + pos[i], s);
+            sorted[i] = s;
+            if (error[i]) failed.store(true);
+            if (t == 0 && options_.progress && chunks_[i].end >= next_progress) {
+              options_.progress(chunks_[i].end, size_);
+              next_progress = chunks_[i].end + kProgressEvery;
+            }
+          }
+        },
+        &failed);
 
     std::unordered_map<uint32_t, uint64_t> last_t;  // per thread
     bool all_sorted = true;
@@ -270,7 +250,9 @@ class TraceReader {
   }
 
   unsigned decode_threads(uint64_t events) const {
-    if (options_.threads) return options_.threads;
+    if (options_.threads) {  // no more than there are chunks
+      return static_cast<unsigned>(std::clamp<uint64_t>(options_.threads, 1, chunks_.size()));
+    }
     if (events < kParallelEvents) return 1;
     return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
   }

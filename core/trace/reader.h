@@ -29,10 +29,11 @@ struct ReadOptions {
   // Reading stops (reported as truncation) before decoding more events
   // than this. 0: the default limit, kMaxEventsPerFileByte per byte of file.
   uint64_t max_events = 0;
-  // Threads decoding events. 0: the chunks of several writer threads are
-  // merged while decoded, on the calling thread (Note [Decoding straight into
-  // merged order]); one writer's trace of a million events or more is
-  // decoded by up to 8 threads (the hardware's). 1: the calling thread only.
+  // Threads decoding events (the chunks of several writer threads are merged
+  // while decoded, each thread merging one time range: Note [Decoding
+  // straight into merged order]). 0: the reader's choice, the calling thread
+  // for traces under a million events, else up to 8 threads (the
+  // hardware's). 1: the calling thread only.
   unsigned threads = 0;
 };
 
