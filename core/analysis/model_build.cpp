@@ -117,6 +117,7 @@ void ModelBuilder::close_segment(HookIndex h, EventIndex at) {
   const uint32_t s = open_of_hook_[h];
   if (s == kNoIndex) return;
   m_.segments_[s].to = at;
+  segments_ended_.push_back(s);
   auto& list = open_[m_.segments_[s].function];  // O(1): swap with the last
   const uint32_t last = list.back();
   list[open_pos_[s]] = last;
@@ -272,14 +273,25 @@ void ModelBuilder::finish() {
   static_assert(offsetof(FunctionInfo, released_at) == offsetof(FunctionInfo, created_at) + 4);
   static_assert(offsetof(HookSegment, to) == offsetof(HookSegment, from) + 4);
   static_assert(sizeof(EventIndex) == 4);
-  const IntervalIndex::SpanView families[] = {
-      IntervalIndex::SpanView::of(m_.functions_, offsetof(FunctionInfo, created_at)),
-      IntervalIndex::SpanView::of(m_.segments_, offsetof(HookSegment, from))};
+  // Both families are in order of their start already but for the records
+  // made on first reference (backdated), and the walk saw them end in order.
+  auto in_order = [](size_t n) {
+    std::vector<uint32_t> ids(n);
+    for (uint32_t id = 0; id < n; ++id) ids[id] = id;
+    return ids;
+  };
+  IntervalIndex::Family families[] = {
+      IntervalIndex::Family::ordered(
+          IntervalIndex::SpanView::of(m_.functions_, offsetof(FunctionInfo, created_at)),
+          in_order(m_.functions_.size()), std::move(functions_ended_)),
+      IntervalIndex::Family::ordered(
+          IntervalIndex::SpanView::of(m_.segments_, offsetof(HookSegment, from)),
+          in_order(m_.segments_.size()), std::move(segments_ended_))};
   m_.block_starts_ = IntervalIndex::choose_blocks(m_.num_events_, families,
                                                   m_.options_.checkpoint_min_events,
                                                   m_.options_.checkpoint_bytes_per_event);
-  m_.live_functions_.build(families[0], m_.block_starts_);
-  m_.live_segments_.build(families[1], m_.block_starts_);
+  m_.live_functions_.build(std::move(families[0]), m_.block_starts_);
+  m_.live_segments_.build(std::move(families[1]), m_.block_starts_);
 }
 
 Model::Model(std::vector<trace::TraceData> traces, ModelOptions options)

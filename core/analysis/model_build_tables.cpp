@@ -34,6 +34,8 @@ void ModelBuilder::reserve_tables() {
   open_of_hook_.reserve(added);
   m_.segments_.reserve(added);
   open_pos_.reserve(added);
+  segments_ended_.reserve(added);
+  functions_ended_.reserve(n(EventKind::kNodeReleased));
   fire_events_.reserve(n(EventKind::kHookFired));
   m_.owners_.reserve(n(EventKind::kOwnerCreated));
   m_.collectives_.reserve(n(EventKind::kCollectiveBegin));

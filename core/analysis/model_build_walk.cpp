@@ -296,6 +296,7 @@ inline void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, co
       const FunctionIndex f = function_ref(source, rank, e.node);
       if (f == kNoIndex || m_.functions_[f].released_at != kNever) break;
       m_.functions_[f].released_at = i;
+      functions_ended_.push_back(f);
       const std::vector<uint32_t> open = open_[f];
       for (uint32_t s : open) {
         const HookIndex h = m_.segments_[s].hook;

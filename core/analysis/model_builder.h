@@ -199,6 +199,8 @@ class ModelBuilder {
   ThreadState* last_thread_ = nullptr;
   uint64_t slots_left_ = 0;  // Note [Model memory bound]
   std::vector<std::pair<HookIndex, EventIndex>> fire_events_;
+  // Functions and segments in the order they ended (Note [Replay by intervals]).
+  std::vector<uint32_t> functions_ended_, segments_ended_;
   // Records whose id a newer record took over (find_*() skips them), any order.
   std::vector<uint32_t> superseded_functions_, superseded_hooks_, superseded_owners_;
   std::vector<ReducerIndex> reducer_of_owner_;
