@@ -150,23 +150,28 @@ void ModelBuilder::attach(HookIndex h, FunctionIndex f, EventIndex at) {
 }
 
 void ModelBuilder::finish() {
-  // Fires, grouped by hook (each hook's in timeline order).
+  // Fires, grouped by hook (each hook's in timeline order), and the rank
+  // counts that find a fire's place among all fires (Note [Fires by event]).
+  const std::vector<HookIndex>& fire_hook = m_.fire_hook_;
   std::vector<uint32_t> count(m_.hooks_.size() + 1, 0);
-  for (auto& [h, i] : fire_events_) ++count[h + 1];
+  for (HookIndex h : fire_hook) ++count[h + 1];
   for (size_t h = 0; h < m_.hooks_.size(); ++h) {
     count[h + 1] += count[h];
     m_.hooks_[h].fires_begin = count[h];
     m_.hooks_[h].fires_end = count[h];
   }
-  m_.fires_.resize(fire_events_.size());
-  for (auto& [h, i] : fire_events_) m_.fires_[m_.hooks_[h].fires_end++] = i;
-  m_.fire_at_.reserve(fire_events_.size());  // in timeline order already
-  m_.fire_hook_.reserve(fire_events_.size());
-  for (auto& [h, i] : fire_events_) {
-    m_.fire_at_.push_back(i);
-    m_.fire_hook_.push_back(h);
+  count = {};
+  m_.fires_.resize(fire_hook.size());
+  const auto& bits = m_.fire_bits_;
+  m_.fire_rank_.resize(bits.size() / Model::kFireRankWords + 1);
+  uint32_t k = 0;  // fires before the current word
+  for (size_t w = 0; w < bits.size(); ++w) {
+    if (w % Model::kFireRankWords == 0) m_.fire_rank_[w / Model::kFireRankWords] = k;
+    for (uint64_t word = bits[w]; word != 0; word &= word - 1) {
+      const auto i = static_cast<EventIndex>(w * 64 + static_cast<unsigned>(__builtin_ctzll(word)));
+      m_.fires_[m_.hooks_[fire_hook[k++]].fires_end++] = i;
+    }
   }
-  fire_events_ = {};
 
   auto by_from = [](const EdgeInfo& a, const EdgeInfo& b) { return a.from < b.from; };
   if (!std::is_sorted(m_.edges_.begin(), m_.edges_.end(), by_from)) {

@@ -361,7 +361,8 @@ inline void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, co
       break;
     }
     case EventKind::kHookFired:
-      fire_events_.emplace_back(hook_ref(source, rank, e, i), i);
+      m_.fire_hook_.push_back(hook_ref(source, rank, e, i));
+      m_.fire_bits_[i / 64] |= uint64_t{1} << (i % 64);
       break;
     case EventKind::kHookRemoved: {
       const HookIndex h = hook_ref(source, rank, e, i);

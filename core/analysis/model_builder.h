@@ -198,7 +198,6 @@ class ModelBuilder {
   uint64_t last_thread_key_ = UINT64_MAX;  // threads_'s last lookup (its nodes never move)
   ThreadState* last_thread_ = nullptr;
   uint64_t slots_left_ = 0;  // Note [Model memory bound]
-  std::vector<std::pair<HookIndex, EventIndex>> fire_events_;
   // Functions and segments in the order they ended (Note [Replay by intervals]).
   std::vector<uint32_t> functions_ended_, segments_ended_;
   // Records whose id a newer record took over (find_*() skips them), any order.
