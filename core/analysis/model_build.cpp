@@ -33,11 +33,14 @@ using trace::RemoveCause;
 void ModelBuilder::run() {
   merge();
   m_.kind_events_.assign(static_cast<size_t>(EventKind::kCount), {});
+  size_t strings = 2;
+  for (const auto& t : m_.traces_) strings += t.strings.size();
+  m_.strings_.reserve(strings);
   m_.strings_.assign(1, std::string());
-  string_ids_.emplace(std::string(), 0);
+  string_ids_.insert(StringIds::hash(""), 0);
   for (const auto& t : m_.traces_) m_.string_map_.emplace_back(t.strings.size(), kNoIndex);
   m_.strings_.push_back("?");
-  string_ids_.emplace("?", 1);
+  string_ids_.insert(StringIds::hash("?"), 1);
   m_.unknown_string_ = 1;
   slots_left_ = 4 * static_cast<uint64_t>(m_.num_events_) + 4096;
   reserve_tables();
@@ -92,10 +95,15 @@ uint32_t ModelBuilder::str(uint32_t source, uint64_t id) {
   auto& map = m_.string_map_[source];
   if (id < map.size() && map[id] != kNoIndex) return map[id];
   const std::string& text = m_.traces_[source].str(id);
-  auto [it, inserted] = string_ids_.emplace(text, static_cast<uint32_t>(m_.strings_.size()));
-  if (inserted) m_.strings_.push_back(text);
-  if (id < map.size()) map[id] = it->second;
-  return it->second;
+  const uint64_t hash = StringIds::hash(text);
+  uint32_t model_id = string_ids_.find(text, hash);
+  if (model_id == kNoIndex) {
+    model_id = static_cast<uint32_t>(m_.strings_.size());
+    m_.strings_.push_back(text);
+    string_ids_.insert(hash, model_id);
+  }
+  if (id < map.size()) map[id] = model_id;
+  return model_id;
 }
 
 bool ModelBuilder::survives_release(HookIndex h, FunctionIndex f) const {

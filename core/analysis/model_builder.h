@@ -2,7 +2,9 @@
 // The load pass's working state (internal to core/analysis): model_build.cpp
 // walks the timeline, model_build_ddp.cpp handles the DDP event kinds.
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -122,9 +124,53 @@ class IdMap {
   unsigned shift_ = 64;
 };
 
+// Model string ids by their text (Model::str): open addressing over flat
+// (hash, id) slots, the text compared in the model's own table, so a string
+// is stored once and no node is allocated per string.
+class StringIds {
+ public:
+  explicit StringIds(const std::vector<std::string>& strings) : strings_(strings) { rehash(64); }
+  static uint64_t hash(std::string_view text) { return std::hash<std::string_view>{}(text); }
+  // The id of `text` (whose hash is `h`), kNoIndex when absent.
+  uint32_t find(std::string_view text, uint64_t h) const {
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.id == kNoIndex) return kNoIndex;
+      if (s.hash == static_cast<uint32_t>(h >> 32) && strings_[s.id] == text) return s.id;
+    }
+  }
+  // Adds `id` (absent until now) for the text hashed `h`.
+  void insert(uint64_t h, uint32_t id) {
+    if (2 * (size_ + 1) > slots_.size()) rehash(slots_.size() * 2);
+    size_t i = h & mask_;
+    while (slots_[i].id != kNoIndex) i = (i + 1) & mask_;
+    slots_[i] = Slot{static_cast<uint32_t>(h >> 32), id};
+    ++size_;
+  }
+
+ private:
+  struct Slot {
+    uint32_t hash = 0;  // the hash's top half
+    uint32_t id = kNoIndex;
+  };
+  void rehash(size_t capacity) {
+    std::vector<Slot> old(capacity);
+    old.swap(slots_);
+    mask_ = capacity - 1;
+    size_ = 0;
+    for (const Slot& s : old) {
+      if (s.id != kNoIndex) insert(hash(strings_[s.id]), s.id);
+    }
+  }
+  const std::vector<std::string>& strings_;
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
 class ModelBuilder {
  public:
-  explicit ModelBuilder(Model& m) : m_(m), src_(m.traces_.size()) {}
+  explicit ModelBuilder(Model& m) : m_(m), src_(m.traces_.size()), string_ids_(m.strings_) {}
   void run();
 
  private:
@@ -188,7 +234,7 @@ class ModelBuilder {
 
   Model& m_;
   std::vector<SourceMaps> src_;
-  std::unordered_map<std::string, uint32_t> string_ids_;
+  StringIds string_ids_;
   std::vector<std::vector<uint32_t>> open_;  // per Function: its open segments (any order)
   std::vector<uint32_t> open_pos_;           // per segment: its place in open_[function]
   std::vector<uint32_t> open_of_hook_;       // per hook: its open segment, or kNoIndex
