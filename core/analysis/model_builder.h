@@ -2,7 +2,11 @@
 // The load pass's working state (internal to core/analysis): model_build.cpp
 // walks the timeline, model_build_ddp.cpp handles the DDP event kinds.
 
+#include <sys/mman.h>
+
+#include <cstdlib>
 #include <functional>
+#include <new>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -30,6 +34,34 @@ inline uint64_t id_hash(uint64_t key) { return key * 0x9E3779B97F4A7C15ull; }
 inline uint64_t id_hash(const CollectiveKey& k) {
   return (k.id ^ (uint64_t{k.rank} << 48 | uint64_t{k.rank})) * 0x9E3779B97F4A7C15ull;
 }
+
+// Memory for big tables that are read at random: 2 MiB aligned and marked
+// for transparent huge pages, so that a random lookup misses one TLB entry
+// per 2 MiB, not per 4 KiB page (on a 64 MiB map nearly every lookup did).
+template <typename T>
+struct HugePageAllocator {
+  using value_type = T;
+  static constexpr size_t kHuge = size_t{2} << 20;
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}
+  T* allocate(size_t n) {
+    const size_t bytes = n * sizeof(T);
+    if (bytes < 2 * kHuge) return std::allocator<T>().allocate(n);
+    void* p = std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
+    if (!p) throw std::bad_alloc();
+    madvise(p, bytes, MADV_HUGEPAGE);  // advice only: fine if refused
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t n) {
+    if (n * sizeof(T) < 2 * kHuge) {
+      std::allocator<T>().deallocate(p, n);
+    } else {
+      std::free(p);
+    }
+  }
+  friend bool operator==(const HugePageAllocator&, const HugePageAllocator&) { return true; }
+};
 
 // Note [Id maps]
 // ~~~~~~~~~~~~~~
@@ -105,7 +137,7 @@ class IdMap {
   }
   size_t slot(uint64_t hash) const { return static_cast<size_t>(hash >> shift_) & mask_; }
   void rehash(size_t capacity) {
-    std::vector<Slot> slots(capacity);
+    std::vector<Slot, HugePageAllocator<Slot>> slots(capacity);
     slots.swap(slots_);
     mask_ = capacity - 1;
     shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(capacity));
@@ -116,7 +148,7 @@ class IdMap {
       if (s.value != kNoIndex) set(s.key, s.value);
     }
   }
-  std::vector<Slot> slots_;
+  std::vector<Slot, HugePageAllocator<Slot>> slots_;
   std::vector<Slot> recent_;  // direct-mapped by the hash's top bits; empty: off
   static constexpr unsigned recent_shift_ = 64 - kRecentBits;
   size_t size_ = 0;
