@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/model.h"
+#include "analysis/state.h"
 #include "analysis/synthetic.h"
 #include "test_util.h"
 
@@ -144,5 +145,39 @@ TEST_CASE("model load: at most 12 bytes per event on the benchmark's trace shape
     const an::Model m(an::make_synthetic_trace(o));
     CAPTURE(parameters);
     CHECK(static_cast<double>(m.memory_bytes()) / static_cast<double>(m.num_events()) <= 12.0);
+  }
+}
+
+TEST_CASE("model load: the same model on one thread and on two") {
+  // Note [Finishing on two threads]: from 1M events on, the second thread builds the
+  // find_* tables and the interval index.
+  an::SyntheticOptions o;
+  o.events = 1'200'000;
+  o.parameters = 64;
+  o.policy = tr::DestroyPolicy::kNone;
+  o.rebuild_every = 20;
+  const tr::TraceData trace = an::make_synthetic_trace(o);
+  an::ModelOptions one_thread;
+  one_thread.threads = 1;
+  const an::Model a{tr::TraceData(trace), one_thread};
+  const an::Model b{tr::TraceData(trace)};
+  REQUIRE(a.num_events() == b.num_events());
+  CHECK(a.memory_bytes() == b.memory_bytes());
+  CHECK(a.num_checkpoints() == b.num_checkpoints());
+  REQUIRE(a.functions().size() == b.functions().size());
+  REQUIRE(a.hooks().size() == b.hooks().size());
+  REQUIRE(a.segments().size() == b.segments().size());
+  for (uint32_t f = 0; f < a.functions().size(); f += 97) {
+    CHECK(a.functions()[f].edges_begin == b.functions()[f].edges_begin);
+    CHECK(a.find_function(0, a.functions()[f].id) == b.find_function(0, b.functions()[f].id));
+    CHECK(a.segments_of(f).size() == b.segments_of(f).size());
+  }
+  for (uint32_t h = 0; h < a.hooks().size(); ++h) {
+    CHECK(a.fires(h).size() == b.fires(h).size());
+    CHECK(a.find_hook(0, a.hooks()[h].key) == b.find_hook(0, b.hooks()[h].key));
+  }
+  for (size_t i = 0; i < a.num_events(); i += a.num_events() / 23) {
+    CHECK(a.state_at(i) == b.state_at(i));
+    CHECK(a.hook_fired_at(i) == b.hook_fired_at(i));
   }
 }

@@ -212,6 +212,9 @@ struct ModelOptions {
   // than that many bytes per event of the trace.
   uint32_t checkpoint_min_events = 4096;
   double checkpoint_bytes_per_event = 2.0;
+  // Threads the load pass may use (Note [Finishing on two threads]): 1 keeps
+  // it all on the caller's thread; more than 2 use 2.
+  uint32_t threads = 2;
 };
 
 struct State;

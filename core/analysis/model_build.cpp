@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <future>
 #include <queue>
 #include <fmt/format.h>
 #include <stdexcept>
@@ -157,7 +158,61 @@ void ModelBuilder::attach(HookIndex h, FunctionIndex f, EventIndex at) {
   }
 }
 
+// Note [Finishing on two threads]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// After the walk, the find_*() tables and the interval index (they read
+// records' ids and intervals) are built on a second thread while this one
+// groups fires, edges and segments (they write other members of the same
+// records: fires_begin/end, edges_begin/end) and checks for edge cycles. The
+// tables are trimmed first: nothing moves while both run. Small models stay
+// on one thread (a thread costs more than it saves).
 void ModelBuilder::finish() {
+  trim_tables();
+  const bool two = m_.options_.threads >= 2 && m_.num_events_ >= kTwoThreadEvents;
+  std::future<void> second;
+  if (two) second = std::async(std::launch::async, [this] { build_lookups_and_index(); });
+  group_fires_edges_segments();
+  if (two) {
+    second.get();
+  } else {
+    build_lookups_and_index();
+  }
+  src_.clear();
+  open_ = {};
+  open_pos_ = {};
+  open_of_hook_ = {};
+  latest_hint_ = {};
+  threads_.clear();
+  last_thread_ = nullptr;
+  last_thread_key_ = UINT64_MAX;
+}
+
+void ModelBuilder::trim_tables() {
+  m_.reducer_of_owner_ = std::move(reducer_of_owner_);
+  trim(m_.reducer_of_owner_);
+  trim(m_.functions_);
+  trim(m_.edges_);
+  trim(m_.hooks_);
+  trim(m_.segments_);
+  trim(m_.owners_);
+  trim(m_.collectives_);
+  trim(m_.strings_);
+  for (auto& k : m_.kind_events_) trim(k);
+  for (ReducerInfo& r : m_.reducers_) {
+    // Buckets named by kMarkReady were made room for then (Note [Model memory bound]).
+    std::vector<uint32_t> members(r.bucket_sizes.size(), 0);
+    for (const ParameterInfo& p : r.parameters) {
+      if (p.bucket < members.size()) ++members[p.bucket];
+    }
+    for (size_t b = 0; b < members.size(); ++b) {
+      r.bucket_sizes[b] = std::max(r.bucket_sizes[b], members[b]);
+    }
+    trim(r.events);
+    trim(r.prepares);
+  }
+}
+
+void ModelBuilder::group_fires_edges_segments() {
   // Fires, grouped by hook (each hook's in timeline order), and the rank
   // counts that find a fire's place among all fires (Note [Fires by event]).
   const std::vector<HookIndex>& fire_hook = m_.fire_hook_;
@@ -193,6 +248,7 @@ void ModelBuilder::finish() {
   find_edge_cycles();
   std::stable_sort(m_.malformations_.begin(), m_.malformations_.end(),
                    [](const Malformation& a, const Malformation& b) { return a.at < b.at; });
+  trim(m_.malformations_);
   for (HookIndex h = 0; h < m_.hooks_.size(); ++h) {
     if (m_.hooks_[h].function == kNoIndex) m_.detached_hooks_.push_back(h);
   }
@@ -213,6 +269,9 @@ void ModelBuilder::finish() {
   for (uint32_t s : by_fn) ++begin[segs[s].function + 1];
   for (size_t f = 0; f < m_.functions_.size(); ++f) begin[f + 1] += begin[f];
 
+}
+
+void ModelBuilder::build_lookups_and_index() {
   // Lookups hold indices only, sorted by the records' own (source, id): the
   // latest record of each id, which is every record but those superseded.
   // Ids are mostly counters, so the records are mostly in order already.
@@ -250,37 +309,6 @@ void ModelBuilder::finish() {
   m_.hook_lookup_ = lookup_of(m_.hooks_, superseded_hooks_, hook_key);
   m_.owner_lookup_ = lookup_of(m_.owners_, superseded_owners_, owner_key);
   m_.collective_lookup_ = lookup_of(m_.collectives_, none, coll_key);
-  m_.reducer_of_owner_ = std::move(reducer_of_owner_);
-  trim(m_.reducer_of_owner_);
-  trim(m_.functions_);
-  trim(m_.edges_);
-  trim(m_.hooks_);
-  trim(m_.segments_);
-  trim(m_.owners_);
-  trim(m_.collectives_);
-  trim(m_.malformations_);
-  trim(m_.strings_);
-  for (auto& k : m_.kind_events_) trim(k);
-  for (ReducerInfo& r : m_.reducers_) {
-    // Buckets named by kMarkReady were made room for then (Note [Model memory bound]).
-    std::vector<uint32_t> members(r.bucket_sizes.size(), 0);
-    for (const ParameterInfo& p : r.parameters) {
-      if (p.bucket < members.size()) ++members[p.bucket];
-    }
-    for (size_t b = 0; b < members.size(); ++b) {
-      r.bucket_sizes[b] = std::max(r.bucket_sizes[b], members[b]);
-    }
-    trim(r.events);
-    trim(r.prepares);
-  }
-  src_.clear();
-  open_ = {};
-  open_pos_ = {};
-  open_of_hook_ = {};
-  latest_hint_ = {};
-  threads_.clear();
-  last_thread_ = nullptr;
-  last_thread_key_ = UINT64_MAX;
 
   // The intervals are read from the tables themselves (IntervalIndex::SpanView).
   static_assert(offsetof(FunctionInfo, released_at) == offsetof(FunctionInfo, created_at) + 4);

@@ -242,6 +242,11 @@ class ModelBuilder {
   void apply(EventIndex i, uint32_t source, uint16_t rank, const trace::Event& e);
   void apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const trace::Event& e);
   void finish();
+  void trim_tables();
+  void group_fires_edges_segments();
+  void build_lookups_and_index();
+  // Note [Finishing on two threads]: from this many events on.
+  static constexpr size_t kTwoThreadEvents = size_t{1} << 20;
 
   uint32_t str(uint32_t source, uint64_t id);
   FunctionIndex new_function(uint32_t source, uint16_t rank, uint64_t id, EventIndex at,
