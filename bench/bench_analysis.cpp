@@ -5,7 +5,7 @@
 // (analysis/synthetic.h), for two shapes: /64/0 = 64 parameters, policy
 // by-key (small live state); /1024/1 = 1024 parameters, policy none (hooks
 // pile up: a large live state and many stale fires):
-//  * BM_Load/P/policy       s to load and index the trace (events_per_s per CPU
+//  * BM_Load/P/policy/T     s to load and index the trace on T threads (events_per_s per CPU
 //                           second, events_per_wall_s per wall second),
 //                           checkpoint and model memory (ckpt_MiB, model_MiB,
 //                           model_B_per_event: besides the events' own 48 bytes)
@@ -78,7 +78,9 @@ void BM_Load(benchmark::State& state) {
     hookscope::trace::TraceData copy = trace;
     state.ResumeTiming();
     const auto t0 = std::chrono::steady_clock::now();
-    an::Model m(std::move(copy));
+    an::ModelOptions options;
+    options.threads = static_cast<uint32_t>(state.range(2));
+    an::Model m(std::move(copy), options);
     wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ckpt = m.checkpoint_bytes();
     mem = m.memory_bytes();
@@ -158,11 +160,13 @@ void BM_Diagnose(benchmark::State& state) {
 }  // namespace
 
 // Grouped by trace shape, so that each synthetic trace is built once.
-BENCHMARK(BM_Load)->Args({64, 0})->Unit(benchmark::kMillisecond)->Iterations(1);
+// BM_Load/P/policy/threads: the load pass on 1 or 2 threads (Note [Finishing on two
+// threads]); CPU time is the process's, both threads.
+BENCHMARK(BM_Load)->Args({64, 0, 1})->Args({64, 0, 2})->Unit(benchmark::kMillisecond)->Iterations(1)->MeasureProcessCPUTime();
 BENCHMARK(BM_SeekRandom)->Args({64, 0})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CursorStep)->Args({64, 0})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Diagnose)->Args({64, 0})->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK(BM_Load)->Args({1024, 1})->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Load)->Args({1024, 1, 1})->Args({1024, 1, 2})->Unit(benchmark::kMillisecond)->Iterations(1)->MeasureProcessCPUTime();
 BENCHMARK(BM_SeekRandom)->Args({1024, 1})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CursorStep)->Args({1024, 1})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Diagnose)->Args({1024, 1})->Unit(benchmark::kMillisecond)->Iterations(1);
