@@ -5,57 +5,121 @@
 
 namespace hookscope::analysis {
 
+IntervalIndex::Family IntervalIndex::Family::sorted(SpanView spans) {
+  std::vector<uint32_t> all(spans.size());
+  for (uint32_t id = 0; id < all.size(); ++id) all[id] = id;
+  std::vector<uint32_t> ending = all;
+  return ordered(spans, std::move(all), std::move(ending));
+}
+
+IntervalIndex::Family IntervalIndex::Family::ordered(SpanView spans, std::vector<uint32_t> by_from,
+                                                     std::vector<uint32_t> by_to) {
+  Family f;
+  f.spans = spans;
+  // Sized exactly: the model's memory counts their capacity.
+  std::erase_if(by_from, [&](uint32_t id) { return spans[id].empty(); });
+  std::erase_if(by_to, [&](uint32_t id) { return spans[id].empty() || spans[id].to == kNever; });
+  auto from_less = [&](uint32_t a, uint32_t b) {
+    const uint32_t x = spans[a].from, y = spans[b].from;
+    return x != y ? x < y : a < b;
+  };
+  auto to_less = [&](uint32_t a, uint32_t b) {
+    const uint32_t x = spans[a].to, y = spans[b].to;
+    return x != y ? x < y : a < b;
+  };
+  // Runs of one `to` (hooks dropped with their Function at one event) come in any order.
+  for (size_t i = 0; i < by_to.size();) {
+    size_t j = i + 1;
+    while (j < by_to.size() && spans[by_to[j]].to == spans[by_to[i]].to) ++j;
+    if (j - i > 1) std::sort(by_to.begin() + i, by_to.begin() + j);
+    i = j;
+  }
+  if (!std::is_sorted(by_from.begin(), by_from.end(), from_less)) {
+    std::sort(by_from.begin(), by_from.end(), from_less);
+  }
+  if (!std::is_sorted(by_to.begin(), by_to.end(), to_less)) {
+    std::sort(by_to.begin(), by_to.end(), to_less);
+  }
+  by_from.shrink_to_fit();
+  by_to.shrink_to_fit();
+  f.by_from = std::move(by_from);
+  f.by_to = std::move(by_to);
+  return f;
+}
+
 std::vector<uint32_t> IntervalIndex::choose_blocks(
     size_t num_events, std::span<const SpanView> families, uint32_t min_events,
     double bytes_per_event) {
-  // delta[e]: intervals becoming alive at e minus those ending at e.
-  std::vector<int32_t> delta(num_events + 1, 0);
-  for (const SpanView& family : families) {
-    for (size_t id = 0; id < family.size(); ++id) {
-      const Span s = family[id];
-      if (s.empty() || s.from >= num_events) continue;
-      ++delta[s.from];
-      if (s.to < num_events) --delta[s.to];
-    }
-  }
+  std::vector<Family> ordered;
+  for (const SpanView& f : families) ordered.push_back(Family::sorted(f));
+  return choose_blocks(num_events, ordered, min_events, bytes_per_event);
+}
+
+// A block closes after event e once it has `since` events with since >=
+// min_events and since * bytes_per_event >= 4 * (intervals alive right after
+// e). Between the events where intervals start or end the count is constant,
+// so the walk jumps from one such event to the next.
+std::vector<uint32_t> IntervalIndex::choose_blocks(size_t num_events,
+                                                   std::span<const Family> families,
+                                                   uint32_t min_events, double bytes_per_event) {
   std::vector<uint32_t> starts{0};
-  int64_t alive = 0;  // alive right after event e
-  size_t since = 0;   // events in the current block
-  for (size_t e = 0; e < num_events; ++e) {
-    alive += delta[e];
-    ++since;
-    const double paid = static_cast<double>(since) * bytes_per_event;
-    if (since >= min_events && paid >= 4.0 * static_cast<double>(alive) &&
-        e + 1 < num_events) {
-      starts.push_back(static_cast<uint32_t>(e + 1));
-      since = 0;
+  if (num_events == 0) return starts;
+  const uint64_t n = num_events;
+  std::vector<size_t> next_from(families.size(), 0), next_to(families.size(), 0);
+  int64_t alive = 0;
+  uint64_t block = 0;  // the current block's first event
+  auto closes = [&](uint64_t since) {
+    return since >= min_events &&
+           static_cast<double>(since) * bytes_per_event >= 4.0 * static_cast<double>(alive);
+  };
+  // The fewest events a block needs while `alive` stays as it is (monotone in since).
+  auto needed = [&]() -> uint64_t {
+    uint64_t s = std::max<uint64_t>(min_events, 1);
+    if (closes(s)) return s;
+    const double guess = 4.0 * static_cast<double>(alive) / bytes_per_event;
+    if (!(guess < static_cast<double>(n) + 2)) return n + 2;  // never within the trace
+    s = std::max<uint64_t>(s, static_cast<uint64_t>(guess));
+    while (s > 1 && s - 1 >= min_events && closes(s - 1)) --s;
+    while (!closes(s)) ++s;
+    return s;
+  };
+  uint64_t e = 0;
+  while (e < n) {
+    uint64_t next = n;  // the next event where an interval starts or ends
+    for (size_t k = 0; k < families.size(); ++k) {
+      const Family& f = families[k];
+      size_t& a = next_from[k];
+      for (; a < f.by_from.size() && f.spans[f.by_from[a]].from == e; ++a) ++alive;
+      if (a < f.by_from.size() && f.spans[f.by_from[a]].from < next) next = f.spans[f.by_from[a]].from;
+      size_t& b = next_to[k];
+      for (; b < f.by_to.size() && f.spans[f.by_to[b]].to == e; ++b) --alive;
+      if (b < f.by_to.size() && f.spans[f.by_to[b]].to < next) next = f.spans[f.by_to[b]].to;
     }
+    if (closes(e - block + 1) && e + 1 < n) {
+      starts.push_back(static_cast<uint32_t>(e + 1));
+      block = e + 1;
+    }
+    if (next > e + 1) {  // events e + 1 .. next - 1 change nothing
+      const uint64_t need = needed();
+      for (uint64_t x = std::max(block + need - 1, e + 1); x < next && x + 1 < n;
+           x = block + need - 1) {
+        starts.push_back(static_cast<uint32_t>(x + 1));
+        block = x + 1;
+      }
+    }
+    e = std::max(next, e + 1);
   }
   return starts;
 }
 
 void IntervalIndex::build(SpanView spans, std::span<const uint32_t> block_starts) {
-  spans_ = spans;
-  // Sized exactly: the model's memory counts their capacity.
-  size_t from_count = 0, to_count = 0;
-  for (uint32_t id = 0; id < spans_.size(); ++id) {
-    const Span s = spans_[id];
-    from_count += !s.empty();
-    to_count += !s.empty() && s.to != kNever;
-  }
-  by_from_.clear();
-  by_to_.clear();
-  by_from_.reserve(from_count);
-  by_to_.reserve(to_count);
-  for (uint32_t id = 0; id < spans_.size(); ++id) {
-    if (spans_[id].empty()) continue;
-    by_from_.push_back(id);
-    if (spans_[id].to != kNever) by_to_.push_back(id);
-  }
-  std::stable_sort(by_from_.begin(), by_from_.end(),
-                   [&](uint32_t a, uint32_t b) { return spans_[a].from < spans_[b].from; });
-  std::stable_sort(by_to_.begin(), by_to_.end(),
-                   [&](uint32_t a, uint32_t b) { return spans_[a].to < spans_[b].to; });
+  build(Family::sorted(spans), block_starts);
+}
+
+void IntervalIndex::build(Family family, std::span<const uint32_t> block_starts) {
+  spans_ = family.spans;
+  by_from_ = std::move(family.by_from);
+  by_to_ = std::move(family.by_to);
 
   // Checkpoint b: ids alive at every event of block b they were not removed
   // at, i.e. from < start < to.

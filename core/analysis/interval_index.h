@@ -67,13 +67,31 @@ class IntervalIndex {
     }
   };
 
+  // A family of intervals with the orders the index keeps: the non-empty
+  // intervals by (from, id), and those of them that end by (to, id).
+  struct Family {
+    SpanView spans;
+    std::vector<uint32_t> by_from;
+    std::vector<uint32_t> by_to;
+    // The orders, by sorting. ordered() takes them from whoever knows them
+    // already (the load pass sees intervals start and end in order), sorting
+    // only where they are not in order: `by_from` any superset of the
+    // non-empty intervals, best in order of from; `by_to` likewise for those
+    // that end, best in order of to.
+    static Family sorted(SpanView spans);
+    static Family ordered(SpanView spans, std::vector<uint32_t> by_from, std::vector<uint32_t> by_to);
+  };
+
   // Block starts for `num_events` events given every family of intervals that
   // will be indexed with them. The first block starts at 0.
   static std::vector<uint32_t> choose_blocks(size_t num_events,
                                              std::span<const SpanView> families,
                                              uint32_t min_events, double bytes_per_event);
+  static std::vector<uint32_t> choose_blocks(size_t num_events, std::span<const Family> families,
+                                             uint32_t min_events, double bytes_per_event);
 
   void build(SpanView spans, std::span<const uint32_t> block_starts);
+  void build(Family family, std::span<const uint32_t> block_starts);
 
   // Appends the ids alive right after event `e` (in no particular order).
   void alive_at(uint32_t e, std::span<const uint32_t> block_starts,

@@ -1,6 +1,7 @@
 // The model's accessors: events on the merged timeline, lookups, names.
 
 #include <algorithm>
+#include <bit>
 #include <fmt/format.h>
 #include <stdexcept>
 #include <tuple>
@@ -69,9 +70,14 @@ std::span<const EventIndex> Model::fires(HookIndex hook) const {
 }
 
 HookIndex Model::hook_fired_at(size_t index) const {
-  auto it = std::lower_bound(fire_at_.begin(), fire_at_.end(), index);
-  if (it == fire_at_.end() || *it != index) return kNoIndex;
-  return fire_hook_[static_cast<size_t>(it - fire_at_.begin())];
+  // Note [Fires by event]
+  const size_t w = index / 64;
+  if (w >= fire_bits_.size()) return kNoIndex;
+  const uint64_t below = (uint64_t{1} << (index % 64)) - 1;
+  if (!(fire_bits_[w] >> (index % 64) & 1)) return kNoIndex;
+  size_t k = fire_rank_[w / kFireRankWords];
+  for (size_t j = w - w % kFireRankWords; j < w; ++j) k += std::popcount(fire_bits_[j]);
+  return fire_hook_[k + static_cast<size_t>(std::popcount(fire_bits_[w] & below))];
 }
 
 uint32_t Model::fires_until(HookIndex hook, size_t index) const {
@@ -231,7 +237,8 @@ size_t Model::checkpoint_bytes() const {
 size_t Model::memory_bytes() const {
   size_t n = order_.capacity() * sizeof(uint64_t) + fires_.capacity() * sizeof(EventIndex);
   n += functions_.capacity() * sizeof(FunctionInfo) + edges_.capacity() * sizeof(EdgeInfo);
-  n += fire_at_.capacity() * sizeof(EventIndex) + fire_hook_.capacity() * sizeof(HookIndex);
+  n += fire_bits_.capacity() * sizeof(uint64_t) + fire_rank_.capacity() * sizeof(uint32_t);
+  n += fire_hook_.capacity() * sizeof(HookIndex);
   n += malformations_.capacity() * sizeof(Malformation) + detached_hooks_.capacity() * sizeof(HookIndex);
   n += hooks_.capacity() * sizeof(HookInfo) + segments_.capacity() * sizeof(HookSegment);
   n += owners_.capacity() * sizeof(OwnerInfo) + collectives_.capacity() * sizeof(CollectiveInfo);

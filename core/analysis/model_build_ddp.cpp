@@ -38,16 +38,17 @@ ParameterInfo& ModelBuilder::parameter(ReducerIndex r, uint64_t index, EventInde
 }
 
 uint32_t ModelBuilder::collective_ref(uint32_t source, uint16_t rank, uint64_t id) {
-  auto [it, inserted] = src_[source].collectives.emplace(
-      std::make_pair(rank, id), static_cast<uint32_t>(m_.collectives_.size()));
-  if (inserted) {
-    CollectiveInfo info;
-    info.id = id;
-    info.source = source;
-    info.rank = rank;
-    m_.collectives_.push_back(info);
-  }
-  return it->second;
+  auto& map = src_[source].collectives;
+  const CollectiveKey key{id, rank};
+  if (const uint32_t c = map.find(key); c != kNoIndex) return c;
+  const auto c = static_cast<uint32_t>(m_.collectives_.size());
+  CollectiveInfo info;
+  info.id = id;
+  info.source = source;
+  info.rank = rank;
+  m_.collectives_.push_back(info);
+  map.set(key, c);
+  return c;
 }
 
 void ModelBuilder::apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const Event& e) {

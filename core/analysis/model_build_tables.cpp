@@ -34,7 +34,10 @@ void ModelBuilder::reserve_tables() {
   open_of_hook_.reserve(added);
   m_.segments_.reserve(added);
   open_pos_.reserve(added);
-  fire_events_.reserve(n(EventKind::kHookFired));
+  segments_ended_.reserve(added);
+  functions_ended_.reserve(n(EventKind::kNodeReleased));
+  m_.fire_hook_.reserve(n(EventKind::kHookFired));
+  m_.fire_bits_.assign(m_.num_events_ / 64 + 1, 0);
   m_.owners_.reserve(n(EventKind::kOwnerCreated));
   m_.collectives_.reserve(n(EventKind::kCollectiveBegin));
   for (size_t k = 0; k < m_.kind_events_.size(); ++k) {

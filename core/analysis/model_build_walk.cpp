@@ -1,0 +1,402 @@
+// The load pass's walk over the timeline (Note [Analysis ids]): per event,
+// the checks of Note [Malformed traces], then what the event does to the
+// tables. One translation unit so that the per-event path inlines.
+
+#include <algorithm>
+#include <array>
+
+#include "analysis/model_builder.h"
+
+namespace hookscope::analysis {
+
+using trace::Event;
+using trace::EventKind;
+using trace::HookKind;
+using trace::OwnerKind;
+using trace::RemoveCause;
+
+namespace {
+
+// Per event kind: defined by this hookscope, listed by events_of_kind(), arg names a string.
+constexpr uint8_t kDefined = 1, kListed = 2, kNamesString = 4;
+constexpr std::array<uint8_t, 256> kKinds = [] {
+  std::array<uint8_t, 256> t{};
+  for (int k = 0; k < 256; ++k) {
+    const auto kind = static_cast<EventKind>(k);
+    const bool defined = (k >= 1 && k <= static_cast<int>(EventKind::kSavedTensorUnpacked)) ||
+                         (k >= static_cast<int>(EventKind::kReducerConstructed) &&
+                          k <= static_cast<int>(EventKind::kTrainStep));
+    const bool listed = k >= static_cast<int>(EventKind::kHookRemoveFailed) &&
+                        kind != EventKind::kApplyBegin && kind != EventKind::kApplyEnd &&
+                        k < static_cast<int>(EventKind::kCount);
+    t[k] = static_cast<uint8_t>((defined ? kDefined : 0) | (listed ? kListed : 0) |
+                                (trace::event_arg_is_string(kind) ? kNamesString : 0));
+  }
+  return t;
+}();
+
+}  // namespace
+
+void ModelBuilder::walk() {
+  std::vector<SourceChecks> checks;
+  for (const auto& t : m_.traces_) {
+    const auto& h = t.header;
+    SourceChecks sc;
+    sc.header_rank = h.rank;
+    // Note [Malformed traces]: only a header a recorder wrote (it names the
+    // hookscope version) states the world size; in-memory ones keep the default 1.
+    const bool recorded = !h.hookscope_version.empty() && h.world_size > 0;
+    sc.world_size = h.rank < 0 && recorded ? static_cast<uint32_t>(h.world_size) : 0;
+    sc.header_rank_bad = recorded && h.rank >= 0 && h.rank >= h.world_size;
+    sc.clock_back = t.clock_went_back;
+    sc.rare = sc.world_size || sc.clock_back || sc.header_rank_bad;
+    checks.push_back(sc);
+  }
+  auto step = [&](EventIndex i, uint32_t source, const Event& e) {
+    SourceChecks& sc = checks[source];
+    const uint16_t rank = sc.header_rank >= 0 ? static_cast<uint16_t>(sc.header_rank) : e.rank;
+    check(i, source, rank, e, sc);
+    apply(i, source, rank, e);
+  };
+  // Most events name a Function, and a map of millions of them misses the
+  // cache on every lookup (Note [Id maps]): its slot is fetched a few events
+  // ahead, and the hook's for hook events (a million hooks fired in turn).
+  constexpr EventIndex kAhead = 16;
+  auto prefetch = [&](uint32_t source, const Event& e) {
+    SourceMaps& maps = src_[source];
+    maps.functions.prefetch(e.node);
+    const auto k = static_cast<uint8_t>(e.kind);
+    if (k >= static_cast<uint8_t>(EventKind::kHookAdded) &&
+        k <= static_cast<uint8_t>(EventKind::kHookRemoveFailed)) {
+      maps.hooks.prefetch(e.key);
+    }
+  };
+  const auto n = static_cast<EventIndex>(m_.num_events_);
+  if (m_.order_.empty()) {
+    const Event* events = m_.traces_[0].events.data();
+    for (EventIndex i = 0; i < n; ++i) {
+      if (i + kAhead < n) prefetch(0, events[i + kAhead]);
+      step(i, 0, events[i]);
+    }
+  } else {
+    auto event_at = [&](EventIndex i, uint32_t& source) -> const Event& {
+      const uint64_t o = m_.order_[i];
+      source = static_cast<uint32_t>(o >> 40);
+      return m_.traces_[source].events[o & ((1ull << 40) - 1)];
+    };
+    for (EventIndex i = 0; i < n; ++i) {
+      uint32_t source = 0;
+      if (i + kAhead < n) {
+        prefetch(source, event_at(i + kAhead, source));
+      }
+      const Event& e = event_at(i, source);
+      step(i, source, e);
+    }
+  }
+}
+
+FunctionIndex ModelBuilder::new_function(uint32_t source, uint16_t rank, uint64_t id,
+                                         EventIndex at, bool announced) {
+  const auto f = static_cast<FunctionIndex>(m_.functions_.size());
+  FunctionInfo info;
+  info.id = id;
+  info.source = source;
+  info.rank = rank;
+  info.announced = announced;
+  info.created_at = at;
+  m_.functions_.push_back(info);
+  open_.emplace_back();
+  latest_hint_.push_back(f);
+  if (const FunctionIndex old = src_[source].functions.set(id, f); old != kNoIndex) {
+    superseded_functions_.push_back(old);
+  }
+  return f;
+}
+
+FunctionIndex ModelBuilder::function_lookup(uint32_t source, uint64_t id) {
+  return src_[source].functions.find(id);
+}
+
+FunctionIndex ModelBuilder::function_ref(uint32_t source, uint16_t rank, uint64_t id) {
+  if (id == 0) return kNoIndex;
+  const FunctionIndex f = function_lookup(source, id);
+  return f != kNoIndex ? f : new_function(source, rank, id, 0, false);
+}
+
+OwnerIndex ModelBuilder::new_owner(uint32_t source, uint16_t rank, uint32_t id) {
+  const auto o = static_cast<OwnerIndex>(m_.owners_.size());
+  OwnerInfo info;
+  info.id = id;
+  info.source = source;
+  info.rank = rank;
+  info.announced = false;
+  m_.owners_.push_back(info);
+  reducer_of_owner_.push_back(kNoIndex);
+  owner_snapshot_.push_back(0);
+  if (const OwnerIndex old = src_[source].owners.set(id, o); old != kNoIndex) {
+    superseded_owners_.push_back(old);
+  }
+  return o;
+}
+
+OwnerIndex ModelBuilder::owner_ref(uint32_t source, uint16_t rank, uint32_t id) {
+  if (id == 0) return kNoIndex;
+  const OwnerIndex o = src_[source].owners.find(id);
+  return o != kNoIndex ? o : new_owner(source, rank, id);
+}
+
+HookIndex ModelBuilder::hook_ref(uint32_t source, uint16_t rank, const Event& e, EventIndex at) {
+  if (const HookIndex known = src_[source].hooks.find(e.key); known != kNoIndex) return known;
+  // A hook added before the recording started: it has been there as long as
+  // its Function, or (for a Function we never saw created) since event 0.
+  const FunctionIndex f = function_ref(source, rank, e.node);
+  const OwnerIndex o = owner_ref(source, rank, e.owner);
+  // It may predate the recording only if its Function and owner do.
+  const bool fn_new = f != kNoIndex && m_.functions_[f].announced;
+  const bool owner_new = o != kNoIndex && m_.owners_[o].announced && !owner_snapshot_[o];
+  if ((fn_new || owner_new) && m_.traces_[source].dropped_events == 0) {
+    malformed(MalformedKind::kUnknownHook, at,
+              fn_new ? "no hook with this key was ever added to this Function"
+                     : "no hook with this key was ever added by this owner",
+              fn_new ? m_.functions_[f].created_at : m_.owners_[o].created_at);
+  }
+  const auto h = static_cast<HookIndex>(m_.hooks_.size());
+  HookInfo info;
+  info.key = e.key;
+  info.source = source;
+  info.rank = rank;
+  info.kind = static_cast<HookKind>(e.sub < trace::kNumHookKinds ? e.sub : 0);
+  info.owner = o;
+  info.function = f;
+  m_.hooks_.push_back(info);
+  open_of_hook_.push_back(kNoIndex);
+  src_[source].hooks.set(e.key, h);
+  if (f == kNoIndex) return h;
+  const FunctionInfo& fi = m_.functions_[latest(f)];
+  const EventIndex from = fi.released_at == kNever ? fi.created_at : at;
+  m_.hooks_[h].added_at = from;
+  attach(h, f, from);
+  return h;
+}
+
+// The checks that concern a few events of a trace at most (its header, a
+// clock the reader saw go back); SourceChecks::rare is off when none can fire.
+void ModelBuilder::rare_checks(EventIndex i, uint32_t source, uint16_t rank, const Event& e,
+                               SourceChecks& sc) {
+  const auto& t = m_.traces_[source];
+  if (sc.world_size && rank >= sc.world_size) {
+    malformed(MalformedKind::kRankOutOfRange, i, "the event's rank is not below the world size");
+  }
+  if (sc.clock_back && e.thread == t.clock_back_thread && e.t_ns == t.clock_back_t_ns) {
+    // The reader merged it by time (trace/reader.h).
+    malformed(MalformedKind::kTimeBackwards, i, "earlier than the thread's previous event in the file");
+    sc.clock_back = false;
+  }
+  if (sc.header_rank_bad) {  // reported at the trace's first event
+    malformed(MalformedKind::kRankOutOfRange, i, "the header's rank is not below its world size");
+    sc.header_rank_bad = false;
+  }
+  sc.rare = sc.world_size || sc.clock_back;
+}
+
+// Fields the runtime never writes out of range, and orders it never breaks.
+inline void ModelBuilder::check(EventIndex i, uint32_t source, uint16_t rank, const Event& e,
+                                SourceChecks& sc) {
+  if (!(kKinds[static_cast<uint8_t>(e.kind)] & kDefined)) {
+    malformed(MalformedKind::kUnknownEventKind, i, "an event kind this hookscope does not define");
+  }
+  if (sc.rare) rare_checks(i, source, rank, e, sc);
+  const uint64_t thread_key = static_cast<uint64_t>(source) << 32 | e.thread;
+  if (thread_key != last_thread_key_) {
+    last_thread_ = &threads_[thread_key];
+    last_thread_key_ = thread_key;
+  }
+  ThreadState& th = *last_thread_;
+  if (th.last_at != kNever && e.t_ns < th.last_t) {
+    malformed(MalformedKind::kTimeBackwards, i, "earlier than the thread's previous event", th.last_at);
+  }
+  th.last_t = e.t_ns;
+  th.last_at = i;
+  auto bad = [&](bool is_bad, const char* what) {
+    if (is_bad) malformed(MalformedKind::kBadValue, i, what);
+  };
+  switch (e.kind) {
+    case EventKind::kBackwardBegin: ++th.backwards; break;
+    case EventKind::kApplyBegin: ++th.applies; break;
+    case EventKind::kBackwardEnd:
+      if (th.backwards == 0) {
+        malformed(MalformedKind::kUnbalancedBackward, i, "backward_end without a backward_begin");
+      } else {
+        --th.backwards;
+      }
+      break;
+    case EventKind::kApplyEnd:
+      if (th.applies == 0) {
+        malformed(MalformedKind::kUnbalancedBackward, i, "apply_end without an apply_begin");
+      } else {
+        --th.applies;
+      }
+      break;
+    case EventKind::kHookAdded:
+    case EventKind::kHookFired:
+    case EventKind::kHookRemoved:
+    case EventKind::kHookRemoveFailed:
+      bad(e.sub >= trace::kNumHookKinds, "hook kind out of range");
+      bad(e.kind == EventKind::kHookRemoved && e.arg > 3, "removal cause out of range");
+      break;
+    case EventKind::kOwnerCreated:
+      bad(e.sub > static_cast<uint8_t>(OwnerKind::kCallSite), "owner kind out of range");
+      break;
+    case EventKind::kCollectiveBegin: bad(e.sub > 3, "collective op out of range"); break;
+    case EventKind::kCollectiveEnd: bad(e.sub > 3, "collective status out of range"); break;
+    case EventKind::kFailure: bad(e.sub > 2, "failure mode out of range"); break;
+    case EventKind::kRecoveryStep: bad(e.sub > 5, "recovery step out of range"); break;
+    case EventKind::kReducerDestroyed: bad(e.arg > 2, "destroy policy out of range"); break;
+    default: break;
+  }
+}
+
+inline void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, const Event& e) {
+  const uint8_t traits = kKinds[static_cast<uint8_t>(e.kind)];
+  if (traits & kListed) m_.kind_events_[static_cast<size_t>(e.kind)].push_back(i);
+  if (traits & kNamesString) str(source, e.arg);
+  switch (e.kind) {
+    case EventKind::kNodeCreated: {
+      const FunctionIndex previous = e.key ? function_lookup(source, e.key) : kNoIndex;
+      FunctionIndex f = function_lookup(source, e.node);
+      if (f != kNoIndex && m_.functions_[f].announced && m_.functions_[f].released_at == kNever) {
+        malformed(MalformedKind::kDuplicateCreation, i, "a Function created again while alive",
+                  m_.functions_[f].created_at);
+      }
+      if (f == kNoIndex || m_.functions_[f].announced ||
+          m_.functions_[f].released_at != kNever) {
+        f = new_function(source, rank, e.node, i, true);
+      }
+      FunctionInfo& fi = m_.functions_[f];
+      fi.announced = true;
+      fi.rank = rank;
+      fi.flags = e.sub;
+      fi.name = str(source, e.arg);
+      if (previous == kNoIndex || previous == f) break;
+      if (!link(previous, f, i)) break;
+      // The leaf's hooks move to its new AccumulateGrad.
+      const std::vector<uint32_t> open = open_[previous];
+      for (uint32_t s : open) {
+        const HookIndex h = m_.segments_[s].hook;
+        if (!m_.segments_[s].on_tensor && !survives_release(h, previous)) continue;
+        close_segment(h, i);
+        open_segment(h, f, i, false);
+      }
+      break;
+    }
+    case EventKind::kNodeEdge: {
+      const FunctionIndex from = function_ref(source, rank, e.node);
+      const FunctionIndex to = function_ref(source, rank, e.arg);
+      if (from != kNoIndex && to != kNoIndex) m_.edges_.push_back(EdgeInfo{from, to, e.actor, i});
+      break;
+    }
+    case EventKind::kNodeLabel: {
+      const FunctionIndex f = function_ref(source, rank, e.node);
+      if (f != kNoIndex) m_.functions_[f].label = str(source, e.arg);
+      break;
+    }
+    case EventKind::kNodeReleased: {
+      const FunctionIndex f = function_ref(source, rank, e.node);
+      if (f == kNoIndex || m_.functions_[f].released_at != kNever) break;
+      m_.functions_[f].released_at = i;
+      functions_ended_.push_back(f);
+      const std::vector<uint32_t> open = open_[f];
+      for (uint32_t s : open) {
+        const HookIndex h = m_.segments_[s].hook;
+        if (m_.segments_[s].on_tensor) continue;
+        close_segment(h, i);
+        if (survives_release(h, f)) {
+          open_segment(h, f, i, true);
+        } else {
+          end_hook(h, i, RemoveCause::kNodeReleased, kNoIndex, true);
+        }
+      }
+      break;
+    }
+    case EventKind::kOwnerCreated: {
+      if (e.owner == 0) break;
+      const OwnerIndex known = src_[source].owners.find(e.owner);
+      const bool fresh = known == kNoIndex || m_.owners_[known].destroyed_at != kNever;
+      const bool snapshot = e.actor == trace::kOwnerFromSnapshot;
+      if (!fresh && m_.owners_[known].announced && !snapshot && !owner_snapshot_[known]) {
+        malformed(MalformedKind::kDuplicateCreation, i, "an owner created again while alive",
+                  m_.owners_[known].created_at);
+      }
+      // An id used again names a new owner.
+      const OwnerIndex o = fresh ? new_owner(source, rank, e.owner) : known;
+      OwnerInfo& info = m_.owners_[o];
+      if (fresh) info.created_at = i;  // else announced again, or referenced first
+      info.announced = true;
+      owner_snapshot_[o] = snapshot;
+      info.kind = e.sub <= static_cast<uint8_t>(OwnerKind::kCallSite) ? static_cast<OwnerKind>(e.sub)
+                                                                      : OwnerKind::kUser;
+      info.label = str(source, e.arg);
+      break;
+    }
+    case EventKind::kOwnerDestroyed: {
+      const OwnerIndex o = owner_ref(source, rank, e.owner);
+      if (o != kNoIndex) m_.owners_[o].destroyed_at = std::min(m_.owners_[o].destroyed_at, i);
+      break;
+    }
+    case EventKind::kHookAdded: {
+      const FunctionIndex f = function_ref(source, rank, e.node);
+      const HookIndex known = src_[source].hooks.find(e.key);
+      if (known != kNoIndex && m_.hooks_[known].ended_at == kNever) {
+        malformed(MalformedKind::kDuplicateCreation, i, "a hook key added again while attached",
+                  m_.hooks_[known].added_at);
+        end_hook(known, i, RemoveCause::kByKey, kNoIndex, true);  // a key added twice
+      }
+      const auto h = static_cast<HookIndex>(m_.hooks_.size());
+      HookInfo info;
+      info.key = e.key;
+      info.source = source;
+      info.rank = rank;
+      info.kind = static_cast<HookKind>(e.sub < trace::kNumHookKinds ? e.sub : 0);
+      info.owner = owner_ref(source, rank, e.owner);
+      info.input_nr = static_cast<uint32_t>(e.arg);
+      info.function = f;
+      info.added_at = i;
+      m_.hooks_.push_back(info);
+      open_of_hook_.push_back(kNoIndex);
+      if (known != kNoIndex) superseded_hooks_.push_back(known);
+      src_[source].hooks.set(e.key, h);
+      if (f != kNoIndex) attach(h, f, i);
+      break;
+    }
+    case EventKind::kHookFired:
+      m_.fire_hook_.push_back(hook_ref(source, rank, e, i));
+      m_.fire_bits_[i / 64] |= uint64_t{1} << (i % 64);
+      break;
+    case EventKind::kHookRemoved: {
+      const HookIndex h = hook_ref(source, rank, e, i);
+      if (m_.hooks_[h].ended_at != kNever) {
+        if (!m_.hooks_[h].implicit_end) {
+          malformed(MalformedKind::kRemovedTwice, i, "a hook removed again", m_.hooks_[h].ended_at);
+        }
+        break;
+      }
+      const auto cause = static_cast<RemoveCause>(std::min<uint64_t>(e.arg, 3));
+      end_hook(h, i, cause, owner_ref(source, rank, e.actor), false);
+      break;
+    }
+    case EventKind::kHookRemoveFailed:
+      function_ref(source, rank, e.node);
+      owner_ref(source, rank, e.actor);
+      break;
+    case EventKind::kApplyBegin:
+      function_ref(source, rank, e.node);
+      break;
+    default:
+      if (static_cast<uint8_t>(e.kind) >= static_cast<uint8_t>(EventKind::kReducerConstructed)) {
+        apply_ddp(i, source, rank, e);
+      }
+      break;
+  }
+}
+
+}  // namespace hookscope::analysis
