@@ -132,6 +132,12 @@ void GraphView::draw_minimap(Frame& f) {
   if (!minimap_rect(f, &x0, &y0, &x1, &y1, &scale)) return;
   const ImVec2 mm_min{x0, y0}, mm_max{x1, y1};
   stats_.minimap = {x0 - 4.f, y0 - 4.f, x1 + 4.f, y1 + 4.f};
+  // The minimap's column is not canvas (boxes are clipped at its edge, so the
+  // minimap never hides one): shade it and draw its edge, so a box cut there
+  // reads as "continues to the right", not as a drawing fault.
+  const ImU32 shade = (palette().minimap & ~IM_COL32_A_MASK) | (IM_COL32(0, 0, 0, 140) & IM_COL32_A_MASK);
+  f.dl->AddRectFilled({f.canvas_max.x, f.canvas_min.y}, f.panel_max, shade);
+  f.dl->AddLine({f.canvas_max.x, f.canvas_min.y}, {f.canvas_max.x, f.panel_max.y}, palette().box_border, 1.f);
   f.dl->AddRectFilled({mm_min.x - 4, mm_min.y - 4}, {mm_max.x + 4, mm_max.y + 4}, palette().minimap, 3.f);
   f.dl->AddRect({mm_min.x - 4, mm_min.y - 4}, {mm_max.x + 4, mm_max.y + 4}, palette().box_border, 3.f);
   // Live boxes as 2 px cells: the vertex count is bounded by the minimap's area.
