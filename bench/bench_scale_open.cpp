@@ -18,7 +18,10 @@
 #include <string>
 #include <vector>
 
+#include <thread>
+
 #include "../app/loader.h"
+#include "../app/session.h"
 #include "analysis/state.h"
 #include "analysis/state_view.h"
 #include "render/layout/graph_scene.h"
@@ -126,6 +129,36 @@ int main(int argc, char** argv) {
   std::printf("lazy_seek_%zu_median_ms %.3f\nlazy_seek_%zu_max_ms %.3f\nlazy_seek_live_per_seek %zu\nlazy_seek_hooks_per_seek %zu\n",
               kShown, lazy[lazy.size() / 2], kShown, lazy.back(), live / static_cast<size_t>(seeks),
               hooks / static_cast<size_t>(seeks));
+  // Note [Lazy seeks in the GUI]: the GUI's Session far seeks. On the UI
+  // thread: go_to() (the move and the StateView) and, frames later, the
+  // poll() that takes the worker's State (the Cursor's owner counts, the old
+  // State freed); off it, how long until the full State is there.
+  {
+    app::Session s;
+    s.set_model(r.model, false, 0);
+    std::vector<double> go, take, ready;
+    for (int k = 0; k < seeks; ++k) {
+      const size_t at = (m.num_events() - 1) * static_cast<size_t>(seeks - k) / static_cast<size_t>(seeks + 1);
+      auto t0 = Clock::now();
+      s.go_to(at);
+      go.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      if (!s.state_pending()) continue;  // below the threshold: synchronous
+      while (!s.worker_ready()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      ready.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      t0 = Clock::now();
+      s.poll();
+      take.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      if (s.state_pending() || !s.full_state() || s.full_state()->index != at) std::printf("(session seek to %zu not taken)\n", at);
+    }
+    auto median = [](std::vector<double>& v) {
+      std::sort(v.begin(), v.end());
+      return v.empty() ? 0.0 : v[v.size() / 2];
+    };
+    std::printf("session_lazy %d\nsession_seek_ui_median_ms %.3f\nsession_seek_ui_max_ms %.3f\n", s.lazy() ? 1 : 0,
+                median(go), go.empty() ? 0.0 : go.back());
+    std::printf("session_take_ui_median_ms %.3f\nsession_take_ui_max_ms %.3f\nsession_state_ready_median_ms %.3f\n",
+                median(take), take.empty() ? 0.0 : take.back(), median(ready));
+  }
   std::printf("peak_rss_mib %.0f\n", peak_rss_mib());
   return 0;
 }

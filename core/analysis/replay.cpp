@@ -202,6 +202,16 @@ size_t Cursor::step_budget() const {
   return 256 + state_.functions.size() / kLiveFunctionsPerSeekStep;
 }
 
+bool Cursor::steps_to(size_t index) const {
+  const size_t cur = state_.index;
+  return (index > cur ? index - cur : cur - index) <= step_budget();
+}
+
+void Cursor::adopt(State&& state) {
+  std::swap(state_, state);
+  recount_owner_hooks();
+}
+
 void Cursor::seek(size_t index) {
   if (index >= model_->num_events()) {
     (void)model_->state_at(index);  // throws, naming the bad index

@@ -75,6 +75,13 @@ std::shared_ptr<const State> StateWorker::wait(size_t index) const {
   return built_ && built_->index == index ? built_ : nullptr;
 }
 
+std::shared_ptr<State> StateWorker::take() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!built_) return nullptr;
+  if (wanted_set_ && wanted_ == built_->index) wanted_set_ = false;
+  return std::move(built_);
+}
+
 // One state at a time, the latest asked: a request made while one is being
 // built waits for it, then the built one is replaced.
 void StateWorker::run() {
@@ -84,7 +91,7 @@ void StateWorker::run() {
     if (stop_) return;
     const size_t index = wanted_;
     lock.unlock();
-    auto state = std::make_shared<const State>(model_.state_at(index));
+    auto state = std::make_shared<State>(model_.state_at(index));
     lock.lock();
     built_ = std::move(state);
     changed_.notify_all();
