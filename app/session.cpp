@@ -116,8 +116,8 @@ void Session::poll() {
   if (!pending_ || !worker_) return;
   std::shared_ptr<analysis::State> built = worker_->take();
   if (!built) return;
-  cursor_->adopt(std::move(*built));  // *built now holds the old state, freed here
-  built.reset();
+  cursor_->adopt(std::move(*built));  // *built now holds the old state
+  worker_->discard(std::move(built));  // freed off the UI thread
   // Built for an earlier request: step on from it when that is near.
   if (cursor_->index() == *pending_ || steps_lazily(*pending_)) {
     cursor_->seek(*pending_);

@@ -154,10 +154,11 @@ int main(int argc, char** argv) {
       std::sort(v.begin(), v.end());
       return v.empty() ? 0.0 : v[v.size() / 2];
     };
+    const double go_median = median(go), take_median = median(take), ready_median = median(ready);
     std::printf("session_lazy %d\nsession_seek_ui_median_ms %.3f\nsession_seek_ui_max_ms %.3f\n", s.lazy() ? 1 : 0,
-                median(go), go.empty() ? 0.0 : go.back());
+                go_median, go.empty() ? 0.0 : go.back());
     std::printf("session_take_ui_median_ms %.3f\nsession_take_ui_max_ms %.3f\nsession_state_ready_median_ms %.3f\n",
-                median(take), take.empty() ? 0.0 : take.back(), median(ready));
+                take_median, take.empty() ? 0.0 : take.back(), ready_median);
   }
   std::printf("peak_rss_mib %.0f\n", peak_rss_mib());
   return 0;
