@@ -3,6 +3,7 @@
 #include "event_filter.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 namespace hookscope::app {
@@ -60,6 +61,8 @@ void Session::set_model(std::shared_ptr<const analysis::Model> model, bool keep_
                         size_t at) {
   const size_t old_current = current();
   const bool was_at_end = num_events() > 0 && old_current + 1 == num_events();
+  counting_ = {};  // waits for the count, which reads the old model
+  taken_.reset();
   worker_.reset();  // it reads the old model: stop it first
   pending_.reset();
   view_ = {};
@@ -114,10 +117,17 @@ bool Session::steps_lazily(size_t index) const {
 
 void Session::poll() {
   if (!pending_ || !worker_) return;
-  std::shared_ptr<analysis::State> built = worker_->take();
-  if (!built) return;
-  cursor_->adopt(std::move(*built));  // *built now holds the old state
-  worker_->discard(std::move(built));  // freed off the UI thread
+  if (!taken_) {
+    taken_ = worker_->take();
+    if (!taken_) return;
+    counting_ = std::async(std::launch::async, [model = model_.get(), state = taken_] {
+      return analysis::Cursor::count_owner_hooks(*model, *state);
+    });
+  }
+  if (counting_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+  cursor_->adopt(std::move(*taken_), counting_.get());  // *taken_ now holds the old state
+  worker_->discard(std::move(taken_));                 // freed off the UI thread
+  taken_.reset();
   // Built for an earlier request: step on from it when that is near.
   if (cursor_->index() == *pending_ || steps_lazily(*pending_)) {
     cursor_->seek(*pending_);
@@ -127,7 +137,11 @@ void Session::poll() {
 
 void Session::wait_state() {
   while (pending_ && worker_) {
-    (void)worker_->wait(*pending_);
+    if (taken_) {
+      counting_.wait();
+    } else {
+      (void)worker_->wait(*pending_);
+    }
     poll();
   }
 }

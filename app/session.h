@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -78,8 +79,6 @@ class Session {
   const analysis::StateView& view() const { return view_; }
   // Takes the full State once the worker has built it; once a frame.
   void poll();
-  // Whether the pending full State is built, for poll() to take (benches).
-  bool worker_ready() const { return pending_ && worker_ && worker_->get(*pending_) != nullptr; }
   // Blocks until the pending full State is built and taken (tests, benches).
   void wait_state();
   // Models with more Functions than `functions` seek lazily, stepping the
@@ -140,6 +139,10 @@ class Session {
   std::optional<size_t> pending_;
   analysis::StateView view_;
   analysis::State pending_state_;  // empty, at the pending index (state())
+  // The worker's State, taken, while its owners' hooks are counted off the
+  // UI thread (a scan of every live Function: ~14 ms at 1M).
+  std::shared_ptr<analysis::State> taken_;
+  std::future<std::vector<uint32_t>> counting_;
   trace::EventKind step_kind_ = trace::EventKind::kNone;
   std::vector<analysis::EventIndex> lifecycle_;
   // Per kind, its events, built on first use (the bulk kinds have no index

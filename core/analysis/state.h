@@ -96,6 +96,10 @@ class Cursor {
   // elsewhere (a StateWorker, Note [Lazy state]); costs the model's hooks.
   // The state it had is left in `state`, for the caller to free.
   void adopt(State&& state);
+  // The same with count_owner_hooks(model, state) counted elsewhere: O(1).
+  void adopt(State&& state, std::vector<uint32_t>&& owner_hooks);
+  // Per owner of `model`, its hooks attached in `state` (what a Cursor keeps).
+  static std::vector<uint32_t> count_owner_hooks(const Model& model, const State& state);
 
  private:
   // What the events stepped over change besides Functions and hooks.
