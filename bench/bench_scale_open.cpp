@@ -6,7 +6,9 @@
 // fold of the scene and box sizes (on the UI thread), layout of the whole graph
 // (compute_layout, as the layout job runs it), state_at at SEEKS evenly
 // spread events (median, max), the lazy seek of a zoomed view (StateView
-// and the state of 2,000 Functions, Note [Lazy state]), and peak RSS. bench/scale_gui.sh runs it
+// and the state of 2,000 Functions, Note [Lazy state]), the GUI Session's far
+// seeks on the UI thread (go_to, the slowest poll until the full State is in,
+// Note [Lazy seeks in the GUI]) and how long the State takes, and peak RSS. bench/scale_gui.sh runs it
 // five times with the GUI's own figures and prints medians.
 #include <sys/resource.h>
 
