@@ -287,6 +287,10 @@ std::string App::describe_view() const {
   const render::GraphDrawStats& g = graph_.stats();
   const size_t i = session_.current();
   const auto counts = analysis::count_findings(findings_.findings);
+  if (!session_.full_state()) {
+    return fmt::format("event {} / {} ({}): computing the state; {} errors, {} warnings found", i,
+                       m->num_events() - 1, trace::to_string(m->event(i).kind), counts.errors, counts.warnings);
+  }
   return fmt::format("event {} / {} ({}): {} Functions live, {} hooks attached; graph drew {} boxes, "
                      "{} as alarms; {} errors, {} warnings found",
                      i, m->num_events() - 1, trace::to_string(m->event(i).kind),
@@ -346,6 +350,7 @@ void App::frame() {
   last_frame_ = t0;
   poll_live();
   poll_background();
+  session_.poll();  // Note [Lazy seeks in the GUI]
   handle_keys();
   session_.advance(dt);
   if (session_.current() != last_current_) {

@@ -66,7 +66,8 @@ void App::draw_exports() {
     if (export_.from_args && export_.captures.empty()) request_quit(export_.failures ? 1 : 0);
     return;
   }
-  if (!settled() || !session_.model() || !graph_.layout_ready()) return;
+  // An export waits for the full state (Note [Lazy seeks in the GUI]).
+  if (!settled() || !session_.model() || !graph_.layout_ready() || session_.state_pending()) return;
   const ExportRequest& r = export_.queue.front();
   ++export_.frames;
   bool done = true;
@@ -127,6 +128,7 @@ void App::draw_exports() {
 // out, the display becomes the graph's size at zoom 1 plus the view's header
 // (at most kMaxExportSide a side: then zoomed out to fit).
 void App::draw_export_window() {
+  if (session_.state_pending()) return;  // the next frames draw it
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(vp->WorkPos);
   ImGui::SetNextWindowSize(vp->WorkSize);

@@ -19,6 +19,23 @@ const char* kind_name(int kind) {
   return trace::to_string(static_cast<trace::HookKind>(kind)).data();  // literals: NUL-terminated
 }
 
+namespace {
+PendingNotes& notes() {
+  static PendingNotes n;
+  return n;
+}
+}  // namespace
+
+const PendingNotes& pending_notes() { return notes(); }
+
+const analysis::State* full_state_or_pending(const Session& session) {
+  if (const analysis::State* st = session.full_state()) return st;
+  ImGui::TextDisabled("computing the state at #%zu\xe2\x80\xa6", session.current());
+  ++notes().drawn;
+  notes().last_at = session.current();
+  return nullptr;
+}
+
 uint32_t severity_color(render::Severity s) {
   const render::Palette& p = palette();
   switch (s) {

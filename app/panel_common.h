@@ -10,6 +10,7 @@
 #include <string>
 
 #include "analysis/model.h"
+#include "analysis/state.h"
 
 #include "render/layout/story.h"
 
@@ -24,6 +25,18 @@ const char* kind_name(int kind);
 // Begins a panel window that needs a trace: false (the window already ended)
 // when it is collapsed or no trace with events is open, which it then says.
 bool begin_trace_panel(const char* title, bool* open, const analysis::Model* model);
+class Session;
+// The full State at the session's current event, or nullptr after drawing
+// "computing the state at #N..." in its place (Note [Lazy seeks in the GUI]):
+// a panel never shows the State of another event.
+const analysis::State* full_state_or_pending(const Session& session);
+// What full_state_or_pending() said last (tests): how many times it drew
+// "computing..." so far, and for which event the last time.
+struct PendingNotes {
+  size_t drawn = 0;
+  size_t last_at = 0;
+};
+const PendingNotes& pending_notes();
 // The colour of an event's severity (Note [Run story]); 0 for none.
 uint32_t severity_color(render::Severity s);
 

@@ -179,7 +179,9 @@ void App::compare_graphs() {
 void App::compare_graph_side(bool side_b, float /*width*/) {
   CompareGraphs& g = compare_graphs_;
   render::GraphView& view = side_b ? *g.view_b : *g.view_a;
-  const analysis::State& state = side_b ? g.cursor_b->state() : session_.state();
+  const analysis::State* full = side_b ? &g.cursor_b->state() : full_state_or_pending(session_);
+  if (!full) return;
+  const analysis::State& state = *full;
   const uint32_t color = side_b ? kCompareOnlyB : kCompareOnlyA;
   ImGui::TextColored(col(color), "%s", side_b ? "B" : "A");
   ImGui::SameLine();

@@ -1,6 +1,7 @@
 // Graph panel: the autograd graph at the current event (render/draw/graph_view.h),
 // every rank side by side; a click selects a Function for the inspector.
 #include "app.h"
+#include "panel_common.h"
 
 namespace hookscope::app {
 
@@ -11,7 +12,7 @@ void App::draw_graph_panel() {
   if (open) {
     if (!session_.model()) {
       ImGui::TextDisabled(loader_.busy() ? "loading..." : "No trace open. File > Open (Ctrl+O), or drop a .hstrace file here.");
-    } else {
+    } else if (full_state_or_pending(session_)) {
       // The Session owns the selection: the view draws it and returns a click as an intent.
       const render::GraphViewResult r =
           graph_.draw(session_.state(), session_.selected_function(), session_.selected_owner());

@@ -211,7 +211,10 @@ void App::inspector_owner(analysis::OwnerIndex o) {
 void App::inspector_owner_hooks(analysis::OwnerIndex o) {
   const analysis::Model* m = session_.model();
   const size_t now = session_.current();
-  const analysis::State& st = session_.state();
+  ImGui::Separator();
+  const analysis::State* full = full_state_or_pending(session_);
+  if (!full) return;
+  const analysis::State& st = *full;
   const bool dead = m->owners()[o].destroyed_at <= now;
   if (owner_hooks_.model != m || owner_hooks_.at != now || owner_hooks_.owner != o) {
     owner_hooks_.model = m;
@@ -230,7 +233,6 @@ void App::inspector_owner_hooks(analysis::OwnerIndex o) {
     }
   }
   const auto& hooks = owner_hooks_.hooks;
-  ImGui::Separator();
   if (hooks.empty()) {
     ImGui::TextDisabled("No hooks of %s attached at #%zu.", m->owner_name(o).c_str(), now);
   } else {
@@ -332,10 +334,12 @@ bool App::inspector_function_header(analysis::FunctionIndex f) {
 void App::inspector_hooks_now(analysis::FunctionIndex f) {
   const analysis::Model* m = session_.model();
   const size_t now = session_.current();
-  const analysis::State& st = session_.state();
   const analysis::FunctionInfo& info = m->functions()[f];
-  const analysis::FunctionAt* fa = st.find(f);
   ImGui::Separator();
+  const analysis::State* full = full_state_or_pending(session_);
+  if (!full) return;
+  const analysis::State& st = *full;
+  const analysis::FunctionAt* fa = st.find(f);
   if (!fa) {
     if (now < info.created_at) {
       ImGui::TextDisabled("Not created yet at #%zu.", now);

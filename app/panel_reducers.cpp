@@ -9,6 +9,7 @@
 
 #include "app.h"
 #include "panel_common.h"
+#include "panel_common.h"
 #include "render/layout/colors.h"
 
 namespace hookscope::app {
@@ -205,7 +206,12 @@ void App::draw_reducers_panel() {
     ImGui::End();
     return;
   }
-  const analysis::State& st = session_.state();
+  const analysis::State* full = full_state_or_pending(session_);
+  if (!full) {
+    ImGui::End();
+    return;
+  }
+  const analysis::State& st = *full;
   size_t alive = 0;
   for (const analysis::ReducerAt& r : st.reducers) alive += r.live;
   ImGui::TextDisabled("At #%zu: %zu alive, %zu destroyed, %zu constructed later", session_.current(), alive,

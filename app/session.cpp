@@ -3,6 +3,7 @@
 #include "event_filter.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 namespace hookscope::app {
@@ -35,12 +36,36 @@ bool indexed_by_model(EventKind kind) {
          kind != EventKind::kApplyBegin && kind != EventKind::kApplyEnd;
 }
 
+size_t& lazy_threshold_value() {
+  static size_t functions = kLazyStateFunctions;
+  return functions;
+}
+size_t& lazy_step_value() {
+  static size_t events = kLazyStepEvents;
+  return events;
+}
+
 }  // namespace
+
+Session::Session() = default;
+Session::~Session() = default;
+
+void Session::set_lazy_threshold(size_t functions, size_t step_events) {
+  lazy_threshold_value() = functions;
+  lazy_step_value() = step_events;
+}
+size_t Session::lazy_threshold() { return lazy_threshold_value(); }
+size_t Session::lazy_step_events() { return lazy_step_value(); }
 
 void Session::set_model(std::shared_ptr<const analysis::Model> model, bool keep_position,
                         size_t at) {
   const size_t old_current = current();
   const bool was_at_end = num_events() > 0 && old_current + 1 == num_events();
+  counting_ = {};  // waits for the count, which reads the old model
+  taken_.reset();
+  worker_.reset();  // it reads the old model: stop it first
+  pending_.reset();
+  view_ = {};
   model_ = std::move(model);
   cursor_.reset();
   for (auto& k : kind_events_) k.reset();
@@ -62,6 +87,8 @@ void Session::set_model(std::shared_ptr<const analysis::Model> model, bool keep_
   const size_t last = model_->num_events() - 1;
   size_t target = keep_position ? (was_at_end ? last : old_current) : at;
   cursor_.emplace(*model_, std::min(target, last));
+  view_ = analysis::StateView(*model_, cursor_->index());
+  if (model_->functions().size() > lazy_threshold()) worker_ = std::make_unique<analysis::StateWorker>(*model_);
   // A grown model keeps ids (Note [Analysis ids] are positional), so the
   // selection stays meaningful; drop it only if it no longer exists.
   if (selected_function_ != analysis::kNoIndex && selected_function_ >= model_->functions().size()) {
@@ -73,11 +100,69 @@ void Session::set_model(std::shared_ptr<const analysis::Model> model, bool keep_
   std::erase_if(bookmarks_, [&](size_t b) { return b > last; });
 }
 
-const analysis::State& Session::state() const { return cursor_ ? cursor_->state() : empty_state(); }
+const analysis::State& Session::state() const {
+  if (pending_) return pending_state_;
+  return cursor_ ? cursor_->state() : empty_state();
+}
+
+const analysis::State* Session::full_state() const {
+  if (pending_) return nullptr;
+  return cursor_ ? &cursor_->state() : &empty_state();
+}
+
+bool Session::steps_lazily(size_t index) const {
+  const size_t cur = cursor_->index();
+  return (index > cur ? index - cur : cur - index) <= lazy_step_events() && cursor_->steps_to(index);
+}
+
+void Session::poll() {
+  if (!pending_ || !worker_) return;
+  if (!taken_) {
+    taken_ = worker_->take();
+    if (!taken_) return;
+    counting_ = std::async(std::launch::async, [model = model_.get(), state = taken_] {
+      return analysis::Cursor::count_owner_hooks(*model, *state);
+    });
+  }
+  if (counting_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+  cursor_->adopt(std::move(*taken_), counting_.get());  // *taken_ now holds the old state
+  worker_->discard(std::move(taken_));                 // freed off the UI thread
+  taken_.reset();
+  // Built for an earlier request: step on from it when that is near.
+  if (cursor_->index() == *pending_ || steps_lazily(*pending_)) {
+    cursor_->seek(*pending_);
+    pending_.reset();
+  }
+}
+
+void Session::wait_state() {
+  while (pending_ && worker_) {
+    if (taken_) {
+      counting_.wait();
+    } else {
+      (void)worker_->wait(*pending_);
+    }
+    poll();
+  }
+}
 
 void Session::go_to(size_t index) {
   if (!cursor_) return;
   index = std::min(index, num_events() - 1);
+  if (worker_) {
+    // Note [Lazy seeks in the GUI]: step only from where the cursor is.
+    if (steps_lazily(index)) {
+      pending_.reset();
+    } else {
+      if (pending_ != index) {
+        pending_ = index;
+        pending_state_.index = index;
+        worker_->request(index);
+      }
+      view_ = analysis::StateView(*model_, index);
+      return;
+    }
+  }
   const size_t cur = cursor_->index();
   // Stepping costs what the events change; a seek costs a checkpoint replay.
   // Near moves step (Note [Replay by intervals]).
@@ -88,6 +173,7 @@ void Session::go_to(size_t index) {
   } else if (index != cur) {
     cursor_->seek(index);
   }
+  if (model_) view_ = analysis::StateView(*model_, cursor_->index());
 }
 
 void Session::step(long delta) {

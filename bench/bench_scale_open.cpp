@@ -6,7 +6,9 @@
 // fold of the scene and box sizes (on the UI thread), layout of the whole graph
 // (compute_layout, as the layout job runs it), state_at at SEEKS evenly
 // spread events (median, max), the lazy seek of a zoomed view (StateView
-// and the state of 2,000 Functions, Note [Lazy state]), and peak RSS. bench/scale_gui.sh runs it
+// and the state of 2,000 Functions, Note [Lazy state]), the GUI Session's far
+// seeks on the UI thread (go_to, the slowest poll until the full State is in,
+// Note [Lazy seeks in the GUI]) and how long the State takes, and peak RSS. bench/scale_gui.sh runs it
 // five times with the GUI's own figures and prints medians.
 #include <sys/resource.h>
 
@@ -18,7 +20,10 @@
 #include <string>
 #include <vector>
 
+#include <thread>
+
 #include "../app/loader.h"
+#include "../app/session.h"
 #include "analysis/state.h"
 #include "analysis/state_view.h"
 #include "render/layout/graph_scene.h"
@@ -126,6 +131,43 @@ int main(int argc, char** argv) {
   std::printf("lazy_seek_%zu_median_ms %.3f\nlazy_seek_%zu_max_ms %.3f\nlazy_seek_live_per_seek %zu\nlazy_seek_hooks_per_seek %zu\n",
               kShown, lazy[lazy.size() / 2], kShown, lazy.back(), live / static_cast<size_t>(seeks),
               hooks / static_cast<size_t>(seeks));
+  // Note [Lazy seeks in the GUI]: the GUI's Session far seeks. On the UI
+  // thread: go_to() (the move and the StateView) and the slowest poll() of
+  // the frames until the worker's State is in (taking it, its owners' hooks
+  // counted and the old State freed off the UI thread); and how long until
+  // the full State is there.
+  {
+    app::Session s;
+    s.set_model(r.model, false, 0);
+    std::vector<double> go, take, ready;
+    for (int k = 0; k < seeks; ++k) {
+      const size_t at = (m.num_events() - 1) * static_cast<size_t>(seeks - k) / static_cast<size_t>(seeks + 1);
+      auto t0 = Clock::now();
+      s.go_to(at);
+      go.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      if (!s.state_pending()) continue;  // below the threshold: synchronous
+      // poll() once a "frame" until the State is in: its slowest call.
+      double slowest = 0.0;
+      while (s.state_pending()) {
+        const auto p0 = Clock::now();
+        s.poll();
+        slowest = std::max(slowest, std::chrono::duration<double, std::milli>(Clock::now() - p0).count());
+        if (s.state_pending()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      ready.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      take.push_back(slowest);
+      if (s.state_pending() || !s.full_state() || s.full_state()->index != at) std::printf("(session seek to %zu not taken)\n", at);
+    }
+    auto median = [](std::vector<double>& v) {
+      std::sort(v.begin(), v.end());
+      return v.empty() ? 0.0 : v[v.size() / 2];
+    };
+    const double go_median = median(go), take_median = median(take), ready_median = median(ready);
+    std::printf("session_lazy %d\nsession_seek_ui_median_ms %.3f\nsession_seek_ui_max_ms %.3f\n", s.lazy() ? 1 : 0,
+                go_median, go.empty() ? 0.0 : go.back());
+    std::printf("session_poll_ui_median_ms %.3f\nsession_poll_ui_max_ms %.3f\nsession_state_ready_median_ms %.3f\n",
+                take_median, take.empty() ? 0.0 : take.back(), ready_median);
+  }
   std::printf("peak_rss_mib %.0f\n", peak_rss_mib());
   return 0;
 }

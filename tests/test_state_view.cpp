@@ -106,3 +106,34 @@ TEST_CASE("state worker: hands over only the state of the event asked, the lates
   w.request(m.num_events());  // past the end: ignored
   CHECK(w.get(last / 3) == third);
 }
+
+TEST_CASE("state worker: take() hands the built state over once; a Cursor adopts it and steps on as from state_at") {
+  const Model m(testing::record_recovery_trace(), ModelOptions{256, 8.0});
+  const size_t last = m.num_events() - 1;
+  StateWorker w(m);
+  CHECK(w.take() == nullptr);  // nothing built
+  w.request(last);
+  REQUIRE(w.wait(last) != nullptr);
+  std::shared_ptr<State> taken = w.take();
+  REQUIRE(taken != nullptr);
+  CHECK(*taken == m.state_at(last));
+  CHECK(w.get(last) == nullptr);  // handed over: pending again, not rebuilt unasked
+  CHECK(w.take() == nullptr);
+
+  Cursor c(m, 0);
+  CHECK(c.steps_to(1));
+  CHECK_FALSE(c.steps_to(last));  // far: a seek would call state_at
+  c.adopt(std::move(*taken));
+  CHECK(taken->index == 0);  // the Cursor's old state, left for the caller to free
+  CHECK(c.index() == last);
+  CHECK(c.state() == m.state_at(last));
+  REQUIRE(c.prev());
+  CHECK(c.state() == m.state_at(last - 1));
+  c.seek(last - 40);
+  CHECK(c.state() == m.state_at(last - 40));
+
+  w.request(last / 2);  // asked again: built again
+  const auto half = w.wait(last / 2);
+  REQUIRE(half != nullptr);
+  CHECK(*half == m.state_at(last / 2));
+}

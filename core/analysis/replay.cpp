@@ -202,6 +202,21 @@ size_t Cursor::step_budget() const {
   return 256 + state_.functions.size() / kLiveFunctionsPerSeekStep;
 }
 
+bool Cursor::steps_to(size_t index) const {
+  const size_t cur = state_.index;
+  return (index > cur ? index - cur : cur - index) <= step_budget();
+}
+
+void Cursor::adopt(State&& state) {
+  std::swap(state_, state);
+  recount_owner_hooks();
+}
+
+void Cursor::adopt(State&& state, std::vector<uint32_t>&& owner_hooks) {
+  std::swap(state_, state);
+  owner_hooks_ = std::move(owner_hooks);
+}
+
 void Cursor::seek(size_t index) {
   if (index >= model_->num_events()) {
     (void)model_->state_at(index);  // throws, naming the bad index
@@ -223,19 +238,22 @@ void Cursor::seek(size_t index) {
 // Every owner's attached hooks, from the state's hooks: state.owners lists
 // only owners created by then, and a hook first seen later may have been
 // attached since event 0 (found by fuzz/fuzz_trace_model.cpp).
-void Cursor::recount_owner_hooks() {
-  owner_hooks_.assign(model_->owners().size(), 0);
+void Cursor::recount_owner_hooks() { owner_hooks_ = count_owner_hooks(*model_, state_); }
+
+std::vector<uint32_t> Cursor::count_owner_hooks(const Model& model, const State& state) {
+  std::vector<uint32_t> owner_hooks(model.owners().size(), 0);
   auto count = [&](const HookAt& h) {
-    const OwnerIndex o = model_->hooks()[h.hook].owner;
-    if (o != kNoIndex) ++owner_hooks_[o];
+    const OwnerIndex o = model.hooks()[h.hook].owner;
+    if (o != kNoIndex) ++owner_hooks[o];
   };
-  for (const FunctionAt& f : state_.functions) {
+  for (const FunctionAt& f : state.functions) {
     for (const auto& list : f.hooks) {
       for (const HookAt& h : list) count(h);
     }
   }
-  for (const HookAt& h : state_.tensor_hooks) count(h);
-  for (const HookAt& h : state_.module_hooks) count(h);
+  for (const HookAt& h : state.tensor_hooks) count(h);
+  for (const HookAt& h : state.module_hooks) count(h);
+  return owner_hooks;
 }
 
 FunctionAt* Cursor::find_mut(FunctionIndex f) {

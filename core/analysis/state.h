@@ -89,6 +89,17 @@ class Cursor {
   void seek(size_t index);  // throws std::out_of_range past the last event
   bool next();  // false (and no move) at the last event
   bool prev();  // false (and no move) at event 0
+  // Whether seek(index) would step there rather than call state_at()
+  // (Note [Seeking by steps]).
+  bool steps_to(size_t index) const;
+  // Moves to `state`, which must be this model's state_at(state.index) built
+  // elsewhere (a StateWorker, Note [Lazy state]); costs the model's hooks.
+  // The state it had is left in `state`, for the caller to free.
+  void adopt(State&& state);
+  // The same with count_owner_hooks(model, state) counted elsewhere: O(1).
+  void adopt(State&& state, std::vector<uint32_t>&& owner_hooks);
+  // Per owner of `model`, its hooks attached in `state` (what a Cursor keeps).
+  static std::vector<uint32_t> count_owner_hooks(const Model& model, const State& state);
 
  private:
   // What the events stepped over change besides Functions and hooks.

@@ -75,16 +75,42 @@ std::shared_ptr<const State> StateWorker::wait(size_t index) const {
   return built_ && built_->index == index ? built_ : nullptr;
 }
 
+std::shared_ptr<State> StateWorker::take() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!built_) return nullptr;
+  if (wanted_set_ && wanted_ == built_->index) wanted_set_ = false;
+  return std::move(built_);
+}
+
+void StateWorker::discard(std::shared_ptr<State> state) {
+  if (!state) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    trash_.push_back(std::move(state));
+  }
+  changed_.notify_all();
+}
+
 // One state at a time, the latest asked: a request made while one is being
 // built waits for it, then the built one is replaced.
 void StateWorker::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [&] { return stop_ || (wanted_set_ && (!built_ || built_->index != wanted_)); });
+    changed_.wait(lock, [&] {
+      return stop_ || !trash_.empty() || (wanted_set_ && (!built_ || built_->index != wanted_));
+    });
     if (stop_) return;
+    if (!trash_.empty()) {
+      std::vector<std::shared_ptr<State>> trash = std::move(trash_);
+      trash_.clear();
+      lock.unlock();
+      trash.clear();
+      lock.lock();
+      continue;
+    }
     const size_t index = wanted_;
     lock.unlock();
-    auto state = std::make_shared<const State>(model_.state_at(index));
+    auto state = std::make_shared<State>(model_.state_at(index));
     lock.lock();
     built_ = std::move(state);
     changed_.notify_all();

@@ -66,6 +66,14 @@ class StateWorker {
   std::shared_ptr<const State> get(size_t index) const;
   // Blocks until the state at `index` is built (it must have been requested).
   std::shared_ptr<const State> wait(size_t index) const;
+  // Hands over the latest state built, whatever its event (nullptr when
+  // none), for the caller to keep or move from: the worker forgets it (get()
+  // then says pending) and does not build it again unless asked again. A
+  // caller that moved on can catch up from an older state by steps.
+  std::shared_ptr<State> take();
+  // Frees `state` on the worker's thread (a million live Functions' State
+  // takes tens of ms to free). Returns at once.
+  void discard(std::shared_ptr<State> state);
 
  private:
   void run();
@@ -76,7 +84,8 @@ class StateWorker {
   bool stop_ = false;
   bool wanted_set_ = false;
   size_t wanted_ = 0;
-  std::shared_ptr<const State> built_;
+  std::shared_ptr<State> built_;
+  std::vector<std::shared_ptr<State>> trash_;  // discard()ed, freed by run()
   std::thread thread_;
 };
 
