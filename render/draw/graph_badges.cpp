@@ -152,7 +152,7 @@ void GraphView::hover_and_click(Frame& f) {
       slot != kNoSlot && f.slot_live[slot] ? &f.state->functions[f.slot_live[slot] - 1] : nullptr;
   chips_of(f, u, f.chips);
   float kind_x[trace::kNumHookKinds] = {};
-  const Vec2 c = l.center[u], s = l.size[u];
+  const Vec2 c = l.center[u];
   float left, right, row_top;
   chip_row(u, &left, &right, &row_top);
   place_chips(f.chips, *scene_, left, right, m, kind_x);
