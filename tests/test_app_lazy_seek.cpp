@@ -17,6 +17,7 @@
 #include "app.h"
 #include "panel_common.h"
 #include "session.h"
+#include "headless_app.h"
 #include "test_util.h"
 
 using namespace hookscope;
@@ -37,15 +38,7 @@ std::shared_ptr<const analysis::Model> recovery_model() {
   return m;
 }
 
-fs::path scratch_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("hookscope_lazy_seek_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    ::setenv("XDG_CONFIG_HOME", d.c_str(), 1);  // imgui.ini and recent files go here
-    return d;
-  }();
-  return dir;
-}
+fs::path scratch_dir() { return testing::scratch_config_dir("hookscope_lazy_seek"); }
 
 }  // namespace
 
@@ -114,55 +107,21 @@ TEST_CASE("session: above the threshold a far seek is pending until polled, then
 
 namespace {
 
-// The App in an ImGui context with no window; frame() returns how many
-// panels said "computing the state at #N..." in it (pending_notes()).
-class HeadlessApp {
- public:
-  explicit HeadlessApp(const std::string& trace) {
-    scratch_dir();
-    ctx_ = ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.f / 60.f;
-    io.KeyMap[ImGuiKey_Home] = kHome;
-    io.KeyMap[ImGuiKey_End] = kEnd;
-    Args args;
-    args.files = {trace};
-    args.frames = 1000;  // headless: loads finish before the first frame draws
-    app_ = std::make_unique<App>(args);
-    app_->setup_style(1.f);
-    unsigned char* pixels = nullptr;
-    int w = 0, h = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
-    frame();
-  }
-  ~HeadlessApp() {
-    app_.reset();
-    ImGui::DestroyContext(ctx_);
-  }
-  App& app() { return *app_; }
-  static constexpr int kHome = 268, kEnd = 269;  // GLFW's key codes
-  // The frame a key goes down in (the App moves after its poll, so the
-  // panels drawn in it see the move), then the frame it goes up in.
-  size_t press(int key) {
-    ImGui::GetIO().KeysDown[key] = true;
-    const size_t down = frame();
-    ImGui::GetIO().KeysDown[key] = false;
-    frame();
-    return down;
-  }
-  size_t frame() {
-    const size_t before = pending_notes().drawn;
-    ImGui::NewFrame();
-    app_->frame();
-    ImGui::Render();
-    return pending_notes().drawn - before;
-  }
-
- private:
-  ImGuiContext* ctx_ = nullptr;
-  std::unique_ptr<App> app_;
-};
+// How many panels said "computing the state at #N..." (pending_notes()) in
+// one frame, and in the frame a key goes down in (the App moves after its
+// poll, so the panels drawn in it see the move).
+size_t notes_in_frame(testing::HeadlessApp& ui) {
+  const size_t before = pending_notes().drawn;
+  ui.frame();
+  return pending_notes().drawn - before;
+}
+size_t notes_in_press(testing::HeadlessApp& ui, int code) {
+  ui.key(code, true);
+  const size_t down = notes_in_frame(ui);
+  ui.key(code, false);
+  ui.frame();
+  return down;
+}
 
 }  // namespace
 
@@ -172,29 +131,29 @@ TEST_CASE("app: above the threshold the Graph panel says the state is computing,
   const auto rec = testing::run_command(std::string(HOOKSCOPE_CLI_PATH) + " record recovery --steps 5 --policy none -o " +
                                         trace.string());
   REQUIRE_MESSAGE(rec.exit == 0, rec.out);
-  HeadlessApp ui(trace.string());
+  testing::HeadlessApp ui(testing::headless_args({trace.string()}));
   Session& s = ui.app().session();
   REQUIRE(s.model() != nullptr);
   REQUIRE(s.lazy());
   const size_t last = s.num_events() - 1;
   REQUIRE(s.current() == last);  // opens at the end
-  CHECK(ui.frame() == 0);
+  CHECK(notes_in_frame(ui) == 0);
 
   // A far seek: the panels drawn in the frame it happens in say pending
   // (the Graph panel at least), for the new event.
-  CHECK(ui.press(HeadlessApp::kHome) >= 1);
+  CHECK(notes_in_press(ui, testing::kHome) >= 1);
   CHECK(s.current() == 0);
   CHECK(pending_notes().last_at == 0);
   if (s.state_pending()) CHECK(s.full_state() == nullptr);
   REQUIRE(testing::frames_until([&] { return !s.state_pending(); }, [&] { ui.frame(); }));
   CHECK(*s.full_state() == s.model()->state_at(0));
-  CHECK(ui.frame() == 0);
+  CHECK(notes_in_frame(ui) == 0);
 
-  CHECK(ui.press(HeadlessApp::kEnd) >= 1);
+  CHECK(notes_in_press(ui, testing::kEnd) >= 1);
   CHECK(pending_notes().last_at == last);
   REQUIRE(testing::frames_until([&] { return !s.state_pending(); }, [&] { ui.frame(); }));
   REQUIRE(s.full_state() != nullptr);
   CHECK(*s.full_state() == s.model()->state_at(last));
-  CHECK(ui.frame() == 0);
+  CHECK(notes_in_frame(ui) == 0);
 }
 #endif

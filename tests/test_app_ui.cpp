@@ -15,30 +15,28 @@
 #include "analysis/compare.h"
 #include "analysis/synthetic.h"
 #include "app.h"
+#include "headless_app.h"
 #include "test_util.h"
 
 using namespace hookscope;
 using namespace hookscope::app;
 using hookscope::testing::frames_until;
+using hookscope::testing::kEnd;
+using hookscope::testing::kEnter;
+using hookscope::testing::kEscape;
+using hookscope::testing::kHome;
+using hookscope::testing::kLeft;
+using hookscope::testing::kPageDown;
+using hookscope::testing::kPageUp;
+using hookscope::testing::kRight;
+using hookscope::testing::kSpace;
 using trace::EventKind;
 namespace fs = std::filesystem;
 
 namespace {
 
-// GLFW's key codes, which the GLFW backend puts in io.KeysDown[].
-constexpr int kLeft = 263, kRight = 262, kPageUp = 266, kPageDown = 267, kHome = 268, kEnd = 269;
-constexpr int kSpace = 32, kEscape = 256, kEnter = 257;
-
-fs::path scratch_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("hookscope_app_ui_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    // Recent files and imgui.ini go here, not into the user's config.
-    ::setenv("XDG_CONFIG_HOME", d.c_str(), 1);
-    return d;
-  }();
-  return dir;
-}
+// Recent files and imgui.ini go here, not into the user's config.
+fs::path scratch_dir() { return testing::scratch_config_dir("hookscope_app_ui"); }
 
 // A recovery run recorded by the CLI, as a user would make it (once per policy).
 std::string recovery_trace(const std::string& policy) {
@@ -52,58 +50,13 @@ std::string recovery_trace(const std::string& policy) {
   return path.string();
 }
 
-class HeadlessUi {
+// One HeadlessApp per test, with the recent files in the scratch directory.
+class HeadlessUi : public testing::HeadlessApp {
  public:
-  explicit HeadlessUi(Args args) {
-    scratch_dir();
-    ctx_ = ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.f / 60.f;
-    const std::pair<ImGuiKey, int> keys[] = {
-        {ImGuiKey_LeftArrow, kLeft}, {ImGuiKey_RightArrow, kRight}, {ImGuiKey_PageUp, kPageUp},
-        {ImGuiKey_PageDown, kPageDown}, {ImGuiKey_Home, kHome},      {ImGuiKey_End, kEnd},
-        {ImGuiKey_Space, kSpace},       {ImGuiKey_Escape, kEscape},  {ImGuiKey_Enter, kEnter}};
-    for (auto [k, code] : keys) io.KeyMap[k] = code;
-    app_ = std::make_unique<App>(args);
-    app_->setup_style(1.f);
-    unsigned char* pixels = nullptr;
-    int w = 0, h = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
-    frame();
-  }
-  ~HeadlessUi() {
-    app_.reset();
-    ImGui::DestroyContext(ctx_);
-  }
-  App& app() { return *app_; }
-  void frame() {
-    ImGui::NewFrame();
-    app_->frame();
-    ImGui::Render();
-  }
-  // Down for one frame, up for the next, as a key tap arrives.
-  void press(int key, bool ctrl = false) {
-    ImGuiIO& io = ImGui::GetIO();
-    io.KeyCtrl = ctrl;
-    io.KeysDown[key] = true;
-    frame();
-    io.KeysDown[key] = false;
-    io.KeyCtrl = false;
-    frame();
-  }
-
- private:
-  ImGuiContext* ctx_ = nullptr;
-  std::unique_ptr<App> app_;
+  explicit HeadlessUi(Args args) : HeadlessApp((scratch_dir(), std::move(args))) {}
 };
 
-Args args_for(std::vector<std::string> files) {
-  Args a;
-  a.files = std::move(files);
-  a.frames = 1000;  // a headless run: loads finish before the first frame draws
-  return a;
-}
+Args args_for(std::vector<std::string> files) { return testing::headless_args(std::move(files)); }
 
 }  // namespace
 
