@@ -22,6 +22,7 @@
 #include "ddp/process_group.h"
 #include "launch.h"
 #include "trace/emit.h"
+#include "trace/reader.h"
 #include "trace/strings.h"
 #include "trace/writer.h"
 
@@ -290,14 +291,21 @@ class Launcher {
     abandon(fmt::format("{} exited with status {}", who, code));
   }
 
-  // A rank killed before its first block left its trace under a temporary
-  // name (Note [Safe trace writes]): keep it under the rank's name.
+  // A rank killed before its first block (or before its header was whole)
+  // left its trace under a temporary name (Note [Safe trace writes]): keep
+  // it under the rank's name when it reads; one cut inside its header holds
+  // no event and would only make every verb refuse the set, so it goes.
   void adopt_temporary(const Child& ch, pid_t pid) {
     const std::string tmp = trace::TraceFileWriter::temporary_name(ch.trace, pid);
     std::error_code ec;
-    if (std::filesystem::exists(tmp, ec) && !std::filesystem::exists(ch.trace, ec)) {
-      std::filesystem::rename(tmp, ch.trace, ec);
+    if (!std::filesystem::exists(tmp, ec) || std::filesystem::exists(ch.trace, ec)) return;
+    try {
+      (void)trace::read_trace(tmp);
+    } catch (const std::exception&) {
+      std::filesystem::remove(tmp, ec);
+      return;
     }
+    std::filesystem::rename(tmp, ch.trace, ec);
   }
 
   void abandon(const std::string& why) {

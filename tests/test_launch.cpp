@@ -213,6 +213,7 @@ TEST_CASE("SIGTERM to the launcher: its ranks die, the rendezvous directory goes
   CHECK(slurp(dir.path / "launch.out").find("the run did not finish: launch was interrupted") !=
         std::string::npos);
   auto failures = testing::run_command(kCli + " events --kind failure" + traces(dir.path));
+  CAPTURE(failures.out);
   CHECK(failures.out.find("killed by the launcher: launch was interrupted by signal 15") !=
         std::string::npos);
 }

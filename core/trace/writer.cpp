@@ -55,7 +55,7 @@ TraceFileWriter::TraceFileWriter(const std::string& path, TraceHeader header, Wr
   // temporary name; a new file, a FIFO, /dev/stdout, ... is written in place.
   struct stat st;
   const bool exists = ::stat(path.c_str(), &st) == 0;
-  const bool in_place = !exists || !S_ISREG(st.st_mode);
+  const bool in_place = exists && !S_ISREG(st.st_mode);
   write_path_ = in_place ? path : temporary_name(path, ::getpid());
   renamed_ = in_place;
   fd_ = ::open(write_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -66,6 +66,16 @@ TraceFileWriter::TraceFileWriter(const std::string& path, TraceHeader header, Wr
   }
   buffer_ = encode_file_start(header_);
   flush_buffer();
+  if (!failed_ && !exists) {
+    // A new file takes its name once its header is whole: a process killed
+    // between open() and the header's write() leaves no unreadable trace.
+    if (::rename(write_path_.c_str(), path_.c_str()) != 0) {
+      fail("cannot rename '" + write_path_ + "' to '" + path_ + "': " + std::strerror(errno));
+    } else {
+      renamed_ = true;
+      write_path_ = path_;
+    }
+  }
   if (failed_) {
     std::string err = error_;
     ::close(fd_);

@@ -69,10 +69,12 @@ class TraceFileWriter : public ChunkSink {
   // was (and a killed one its temporary, which `launch` renames for its dead
   // ranks); a run killed later leaves its new trace readable up to its last
   // block. A failed write (disk full, file-size limit) before the rename
-  // removes the temporary. A new file is written in place from the start
-  // (there is nothing to protect, and a process killed at once — a rank of
-  // a PyTorch program, say — still leaves its trace under its own name); so
-  // is a path that is not a regular file (a FIFO, /dev/stdout).
+  // removes the temporary. A new file is renamed to `path` as soon as its
+  // header is written, and written in place from then on (there is nothing
+  // to protect, and a process killed at once — a rank of a PyTorch program,
+  // say — still leaves a readable trace under its own name, never one cut
+  // inside its header). A path that is not a regular file (a FIFO,
+  // /dev/stdout) is written in place from the start.
   //
   // Writes the header. Header fields left empty/zero are filled in: hookscope
   // version, host, pid, start times. Throws std::runtime_error when the file
