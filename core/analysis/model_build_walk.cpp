@@ -78,7 +78,11 @@ void ModelBuilder::walk() {
     } else if (e.kind == EventKind::kCollectiveBegin || e.kind == EventKind::kCollectiveEnd) {
       const int32_t header_rank = checks[source].header_rank;
       const auto rank = header_rank >= 0 ? static_cast<uint16_t>(header_rank) : e.rank;
-      maps.collectives.prefetch(CollectiveKey{e.key, rank});
+      if (rank == maps.collective_rank) {
+        maps.collectives_of_rank.prefetch(e.key);
+      } else {
+        maps.collectives.prefetch(CollectiveKey{e.key, rank});
+      }
     }
   };
   const auto n = static_cast<EventIndex>(m_.num_events_);

@@ -235,6 +235,10 @@ class ModelBuilder {
     IdMap<uint64_t> hooks;
     IdMap<uint64_t> owners;
     IdMap<CollectiveKey> collectives;
+    // The collectives of one rank (the first seen; nearly always the only
+    // one) by id alone, so that their counter ids stay in the flat array.
+    IdMap<uint64_t> collectives_of_rank;
+    int32_t collective_rank = -1;
   };
 
   // Per source: the header's rank, and what the rare checks still look for.
