@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <set>
 #include <tuple>
 #include <random>
 #include <vector>
@@ -94,6 +95,7 @@ void check_lookups(const an::Model& m) {
   for (const auto& [k, c] : coll) {
     CHECK(m.find_collective(std::get<0>(k), std::get<1>(k), std::get<2>(k)) == c);
   }
+  CHECK(coll.size() == m.collectives().size());  // one record per (source, rank, id)
   CHECK(m.find_function(0, 1u << 30) == an::kNoIndex);
   CHECK(m.find_hook(7, 1) == an::kNoIndex);
 }
@@ -122,6 +124,17 @@ TEST_CASE("model load: hook_fired_at and find_* agree with the records, one trac
       const an::Model one(reused_ids(seed));
       check_fires(one);
       check_lookups(one);
+      // Collectives of both ranks (the trace has no header rank), each (rank, id) its own.
+      std::set<std::pair<uint16_t, uint64_t>> named;
+      for (size_t i = 0; i < one.num_events(); ++i) {
+        const tr::Event& e = one.event(i);
+        if (e.kind != tr::EventKind::kCollectiveBegin && e.kind != tr::EventKind::kCollectiveEnd) continue;
+        named.insert({e.rank, e.key});
+        const uint32_t c = one.find_collective(0, e.rank, e.key);
+        REQUIRE(c != an::kNoIndex);
+        CHECK(one.collectives()[c].rank == e.rank);
+      }
+      CHECK(named.size() == one.collectives().size());
       std::vector<tr::TraceData> two;
       two.push_back(reused_ids(seed));
       two.push_back(reused_ids(seed + 100));

@@ -38,16 +38,23 @@ ParameterInfo& ModelBuilder::parameter(ReducerIndex r, uint64_t index, EventInde
 }
 
 uint32_t ModelBuilder::collective_ref(uint32_t source, uint16_t rank, uint64_t id) {
-  auto& map = src_[source].collectives;
+  SourceMaps& maps = src_[source];
+  if (maps.collective_rank < 0) maps.collective_rank = rank;
+  const bool of_rank = rank == maps.collective_rank;
   const CollectiveKey key{id, rank};
-  if (const uint32_t c = map.find(key); c != kNoIndex) return c;
+  const uint32_t known = of_rank ? maps.collectives_of_rank.find(id) : maps.collectives.find(key);
+  if (known != kNoIndex) return known;
   const auto c = static_cast<uint32_t>(m_.collectives_.size());
   CollectiveInfo info;
   info.id = id;
   info.source = source;
   info.rank = rank;
   m_.collectives_.push_back(info);
-  map.set(key, c);
+  if (of_rank) {
+    maps.collectives_of_rank.set(id, c);
+  } else {
+    maps.collectives.set(key, c);
+  }
   return c;
 }
 

@@ -51,6 +51,7 @@ void ModelBuilder::reserve_tables() {
   for (SourceMaps& s : src_) {
     s.functions.reserve(created / src_.size() + 1);
     s.hooks.reserve(added / src_.size() + 1);
+    s.collectives_of_rank.reserve(n(EventKind::kCollectiveBegin) / src_.size() + 1);
   }
 }
 

@@ -60,7 +60,9 @@ void ModelBuilder::walk() {
   };
   // Most events name a Function, and a map of millions of them misses the
   // cache on every lookup (Note [Id maps]): its slot is fetched a few events
-  // ahead, and the hook's for hook events (a million hooks fired in turn).
+  // ahead, and so is every other id the event looks up: an edge's target, a
+  // new AccumulateGrad's predecessor, the hook of hook events (a million
+  // hooks fired in turn), the collective of collective events.
   constexpr EventIndex kAhead = 16;
   auto prefetch = [&](uint32_t source, const Event& e) {
     SourceMaps& maps = src_[source];
@@ -69,6 +71,18 @@ void ModelBuilder::walk() {
     if (k >= static_cast<uint8_t>(EventKind::kHookAdded) &&
         k <= static_cast<uint8_t>(EventKind::kHookRemoveFailed)) {
       maps.hooks.prefetch(e.key);
+    } else if (e.kind == EventKind::kNodeEdge) {
+      maps.functions.prefetch(e.arg);
+    } else if (e.kind == EventKind::kNodeCreated) {
+      if (e.key) maps.functions.prefetch(e.key);
+    } else if (e.kind == EventKind::kCollectiveBegin || e.kind == EventKind::kCollectiveEnd) {
+      const int32_t header_rank = checks[source].header_rank;
+      const auto rank = header_rank >= 0 ? static_cast<uint16_t>(header_rank) : e.rank;
+      if (rank == maps.collective_rank) {
+        maps.collectives_of_rank.prefetch(e.key);
+      } else {
+        maps.collectives.prefetch(CollectiveKey{e.key, rank});
+      }
     }
   };
   const auto n = static_cast<EventIndex>(m_.num_events_);

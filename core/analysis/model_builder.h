@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -73,16 +74,29 @@ struct HugePageAllocator {
 // on every lookup although a trace names few of them at a time (this step's
 // graph, the parameters' AccumulateGrads): a small direct-mapped cache of
 // recent lookups, written through by set(), answers those.
+// Ids are mostly counters from 1: integer ids below a bound set by reserve()
+// (twice the entries expected) are kept in a flat array indexed by the id
+// instead, which new ids fill in order (no random probe per new Function),
+// and the hash table holds only the others.
 template <typename Key>
 class IdMap {
  public:
   IdMap() { rehash(16); }
-  // Room for n entries without growing.
+  // Room for n entries without growing (for integer ids that are counters).
   void reserve(size_t n) {
+    if constexpr (kDense) {
+      if (dense_.empty()) {
+        dense_.assign(2 * n + 1024, kNoIndex);
+        return;
+      }
+    }
     if (2 * n > slots_.size()) rehash(capacity_for(n));
   }
   // The index of `key`, kNoIndex when absent.
   uint32_t find(const Key& key) {
+    if constexpr (kDense) {
+      if (key < dense_.size()) return dense_[key];
+    }
     const uint64_t hash = id_hash(key);
     if (!recent_.empty()) {
       const Slot& r = recent_[hash >> recent_shift_];
@@ -98,9 +112,22 @@ class IdMap {
     }
   }
   // Starts loading the slot of `key` into the cache, for a find() soon after.
-  void prefetch(const Key& key) const { __builtin_prefetch(&slots_[slot(id_hash(key))]); }
+  void prefetch(const Key& key) const {
+    if constexpr (kDense) {
+      if (key < dense_.size()) return __builtin_prefetch(&dense_[key]);
+    }
+    __builtin_prefetch(&slots_[slot(id_hash(key))]);
+  }
   // Sets key's index (any index but kNoIndex); returns the one it replaces, or kNoIndex.
   uint32_t set(const Key& key, uint32_t value) {
+    if constexpr (kDense) {
+      if (key < dense_.size()) {
+        const uint32_t old = dense_[key];
+        dense_[key] = value;
+        if (old == kNoIndex) ++dense_size_;
+        return old;
+      }
+    }
     if (2 * (size_ + 1) > slots_.size()) rehash(slots_.size() * 2);
     const uint64_t hash = id_hash(key);
     if (!recent_.empty()) recent_[hash >> recent_shift_] = Slot{key, value};
@@ -116,15 +143,10 @@ class IdMap {
     ++size_;
     return kNoIndex;
   }
-  size_t size() const { return size_; }
-  template <typename F>
-  void for_each(F f) const {
-    for (const Slot& s : slots_) {
-      if (s.value != kNoIndex) f(s.key, s.value);
-    }
-  }
+  size_t size() const { return size_ + dense_size_; }
 
  private:
+  static constexpr bool kDense = std::is_same_v<Key, uint64_t>;
   struct Slot {
     Key key{};
     uint32_t value = kNoIndex;  // kNoIndex: an empty slot
@@ -150,6 +172,8 @@ class IdMap {
   }
   std::vector<Slot, HugePageAllocator<Slot>> slots_;
   std::vector<Slot> recent_;  // direct-mapped by the hash's top bits; empty: off
+  std::vector<uint32_t, HugePageAllocator<uint32_t>> dense_;  // by id below its size
+  size_t dense_size_ = 0;  // ids set in dense_
   static constexpr unsigned recent_shift_ = 64 - kRecentBits;
   size_t size_ = 0;
   size_t mask_ = 0;
@@ -211,6 +235,10 @@ class ModelBuilder {
     IdMap<uint64_t> hooks;
     IdMap<uint64_t> owners;
     IdMap<CollectiveKey> collectives;
+    // The collectives of one rank (the first seen; nearly always the only
+    // one) by id alone, so that their counter ids stay in the flat array.
+    IdMap<uint64_t> collectives_of_rank;
+    int32_t collective_rank = -1;
   };
 
   // Per source: the header's rank, and what the rare checks still look for.
