@@ -36,9 +36,11 @@ FunctionMatch::FunctionMatch(const Model& m) : m_(m), sig_(m) {
     leaf_ordinal_[f] = seen[{fs[f].rank, s, gen_[f]}]++;
     by_parameter[{fs[f].rank, s}].push_back(f);
   }
-  for (const auto& [parameter, leaves] : by_parameter) {
+  for (const auto& entry : by_parameter) {
+    const auto& leaves = entry.second;  // (clang before 16 cannot capture a structured binding)
+    const uint32_t first_gen = gen_[leaves.front()];
     const bool several = std::any_of(leaves.begin(), leaves.end(),
-                                     [&](FunctionIndex f) { return gen_[f] != gen_[leaves.front()]; });
+                                     [&](FunctionIndex f) { return gen_[f] != first_gen; });
     if (several) {
       for (FunctionIndex f : leaves) copied_[f] = 1;
     }
