@@ -234,23 +234,19 @@ inline void ModelBuilder::check(EventIndex i, uint32_t source, uint16_t rank, co
   auto bad = [&](bool is_bad, const char* what) {
     if (is_bad) malformed(MalformedKind::kBadValue, i, what);
   };
+  // An end closes the thread's open begin of its kind, or proves a malformation.
+  auto close_pair = [&](uint32_t& open, const char* what) {
+    if (open == 0) {
+      malformed(MalformedKind::kUnbalancedBackward, i, what);
+    } else {
+      --open;
+    }
+  };
   switch (e.kind) {
     case EventKind::kBackwardBegin: ++th.backwards; break;
     case EventKind::kApplyBegin: ++th.applies; break;
-    case EventKind::kBackwardEnd:
-      if (th.backwards == 0) {
-        malformed(MalformedKind::kUnbalancedBackward, i, "backward_end without a backward_begin");
-      } else {
-        --th.backwards;
-      }
-      break;
-    case EventKind::kApplyEnd:
-      if (th.applies == 0) {
-        malformed(MalformedKind::kUnbalancedBackward, i, "apply_end without an apply_begin");
-      } else {
-        --th.applies;
-      }
-      break;
+    case EventKind::kBackwardEnd: close_pair(th.backwards, "backward_end without a backward_begin"); break;
+    case EventKind::kApplyEnd: close_pair(th.applies, "apply_end without an apply_begin"); break;
     case EventKind::kHookAdded:
     case EventKind::kHookFired:
     case EventKind::kHookRemoved:
