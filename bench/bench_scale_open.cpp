@@ -68,7 +68,15 @@ int main(int argc, char** argv) {
   const int seeks = argc > 2 ? std::max(1, std::atoi(argv[2])) : 20;
   auto t = Clock::now();
   double c = cpu_s();
-  app::LoadResult r = app::load_traces({argv[1]});
+  // Each stage of the load as it starts: wall time since the start and RSS
+  // (which stage holds the memory).
+  std::string stage;
+  app::LoadResult r = app::load_traces({argv[1]}, [&](float, const std::string& now) {
+    if (now == stage) return;
+    stage = now;
+    std::printf("load_stage %.3f s, rss %.0f MiB, peak %.0f MiB: %s\n", since(t), rss_mib(),
+                peak_rss_mib(), now.c_str());
+  });
   const double load_s = since(t);
   if (!r.model) {
     std::fprintf(stderr, "bench_scale_open: %s", r.errors.c_str());
