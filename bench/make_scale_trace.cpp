@@ -6,6 +6,7 @@
 //   make_scale_trace OUT.hstrace [FUNCTIONS=1000000] [EVENTS=100000000]
 // bench/scale_gui.sh makes it and measures the GUI opening it.
 #include <cstdio>
+#include <exception>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -18,7 +19,9 @@
 
 using namespace hookscope;
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: make_scale_trace OUT.hstrace [FUNCTIONS=1000000] [EVENTS=100000000]\n");
     return 2;
@@ -81,4 +84,15 @@ int main(int argc, char** argv) {
               graph_events, static_cast<unsigned long long>(written),
               static_cast<unsigned long long>(writer.stats().bytes_written));
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // a directory that does not exist, a full disk
+    std::fprintf(stderr, "make_scale_trace: %s\n", e.what());
+    return 1;
+  }
 }
