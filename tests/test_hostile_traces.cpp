@@ -214,6 +214,10 @@ TEST_CASE("text from traces: JSON always valid UTF-8, terminals never get escape
   CHECK(t.find('\x7f') == std::string::npos);
   CHECK(t.find("\\x1b[2J") != std::string::npos);
   CHECK(t.find("\xe2\x82\xac") != std::string::npos);  // valid text kept
+  // Plain ASCII runs are copied whole: what sits between them still maps byte for byte.
+  CHECK(exporters::json_escape("layer.0 \"w\"\\x\xff\tend\x01") == "layer.0 \\\"w\\\"\\\\x\xef\xbf\xbd\\tend\\u0001");
+  CHECK(exporters::terminal_safe("ok\x1b[0m\tline\n\xc2\x9bz") == "ok\\x1b[0m\tline\n\\x9bz");
+  CHECK(exporters::valid_utf8("abc\xe2\x82" "def\xe2\x82\xac") == "abc\xef\xbf\xbd\xef\xbf\xbd" "def\xe2\x82\xac");
 }
 
 TEST_CASE("hostile traces: every crafted file through every verb, time-limited and address-space capped") {

@@ -40,12 +40,21 @@ size_t utf8_length(std::string_view s, size_t i, uint32_t& cp) {
 constexpr std::string_view kReplacement = "\xef\xbf\xbd";  // U+FFFD
 
 // Calls each(cp, bytes, out) for every valid UTF-8 sequence of `s`; an
-// invalid byte becomes U+FFFD in `out`.
-template <class Each>
-std::string map_code_points(std::string_view s, Each each) {
+// invalid byte becomes U+FFFD in `out`. Runs of ASCII bytes that `plain`
+// says `each` would copy as they are are copied whole (most of any real
+// string: a byte at a time, the escapes made a JSON export 1.4x slower).
+template <class Plain, class Each>
+std::string map_code_points(std::string_view s, Plain plain, Each each) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
+    size_t run = i;
+    while (run < s.size() && plain(static_cast<unsigned char>(s[run]))) ++run;
+    if (run > i) {
+      out.append(s.substr(i, run - i));
+      i = run;
+      continue;
+    }
     uint32_t cp;
     const size_t n = utf8_length(s, i, cp);
     if (n == 0) {
@@ -62,35 +71,41 @@ std::string map_code_points(std::string_view s, Each each) {
 }  // namespace
 
 std::string valid_utf8(std::string_view s) {
-  return map_code_points(s, [](uint32_t, std::string_view bytes, std::string& out) { out.append(bytes); });
+  return map_code_points(
+      s, [](unsigned char c) { return c < 0x80; },
+      [](uint32_t, std::string_view bytes, std::string& out) { out.append(bytes); });
 }
 
 std::string terminal_safe(std::string_view s) {
-  return map_code_points(s, [](uint32_t cp, std::string_view bytes, std::string& out) {
-    // C0 controls but newline and tab, DEL, C1 controls (CSI = U+009B, ...).
-    if ((cp < 0x20 && cp != '\n' && cp != '\t') || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-      out += fmt::format("\\x{:02x}", cp);
-    } else {
-      out.append(bytes);
-    }
-  });
-}
-
-std::string json_escape(std::string_view s) {
-  return map_code_points(s, [](uint32_t cp, std::string_view bytes, std::string& out) {
-    switch (cp) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (cp < 0x20 || cp == 0x7f) {
-          out += fmt::format("\\u{:04x}", cp);
+  return map_code_points(
+      s, [](unsigned char c) { return (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t'; },
+      [](uint32_t cp, std::string_view bytes, std::string& out) {
+        // C0 controls but newline and tab, DEL, C1 controls (CSI = U+009B, ...).
+        if ((cp < 0x20 && cp != '\n' && cp != '\t') || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+          out += fmt::format("\\x{:02x}", cp);
         } else {
           out.append(bytes);
         }
-    }
-  });
+      });
+}
+
+std::string json_escape(std::string_view s) {
+  return map_code_points(
+      s, [](unsigned char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; },
+      [](uint32_t cp, std::string_view bytes, std::string& out) {
+        switch (cp) {
+          case '"': out += "\\\""; break;
+          case '\\': out += "\\\\"; break;
+          case '\n': out += "\\n"; break;
+          case '\t': out += "\\t"; break;
+          default:
+            if (cp < 0x20 || cp == 0x7f) {
+              out += fmt::format("\\u{:04x}", cp);
+            } else {
+              out.append(bytes);
+            }
+        }
+      });
 }
 
 }  // namespace hookscope::exporters
