@@ -34,7 +34,7 @@ int parse_args(int argc, char** argv, Args& a) {
   std::string size;
   app.add_option("--size", size, "window size WxH (default 1600x1000)");
   app.add_option("--frames", a.frames, "run N frames and exit")->check(CLI::Range(1, 1000000));
-  app.add_option("--bench-frames", a.bench_frames, "run N frames, print the median CPU frame time")
+  app.add_option("--bench-frames", a.bench_frames, "run N frames, print the median CPU frame time (--play then moves 1/60 s of events a frame)")
       ->check(CLI::Range(1, 1000000));
   app.add_flag("--light", a.light, "light theme");
   app.add_option("--play", a.play, "start playing at this many events per second once open")

@@ -3,6 +3,7 @@
 # trace, `hookscope --bench-frames` under Xvfb, repeated; prints each run and
 # the median of the medians.
 #   bench/gui_frames.sh                 # 5 runs of 300 frames
+#   bench/gui_frames.sh --play 120000   # playing 2,000 events a frame (a seek every frame)
 #   RUNS=3 FRAMES=200 bench/gui_frames.sh
 #   FUNCTIONS=5000 EVENTS=1000000 bench/gui_frames.sh
 set -euo pipefail

@@ -128,6 +128,24 @@ TEST_CASE("app: Ctrl+B bookmarks, Ctrl+1 jumps back, Ctrl+G opens Go to, Space p
   CHECK(ui.app().help_open());
 }
 
+TEST_CASE("app: --play with --bench-frames moves 1/60 s of events a frame, however long a frame takes") {
+  Args args = args_for({recovery_trace("none")});
+  args.play = 600.0;  // 10 events a frame
+  args.bench_frames = 400;
+  HeadlessUi ui(std::move(args));
+  Session& s = ui.app().session();
+  frames_until([&] { return s.model() != nullptr; }, [&] { ui.frame(); });
+  REQUIRE(s.model() != nullptr);
+  ui.frame();  // the frame that starts playing
+  REQUIRE(s.playing());
+  const size_t start = s.current();
+  for (int i = 0; i < 5; ++i) {
+    ui.frame();
+    std::this_thread::sleep_for(std::chrono::milliseconds(i == 2 ? 80 : 0));  // one slow frame
+  }
+  CHECK(s.current() == start + 50);
+}
+
 TEST_CASE("app: the Events filter selects rows, a bad expression keeps the last rows") {
   HeadlessUi ui(args_for({recovery_trace("none")}));
   App& app = ui.app();
