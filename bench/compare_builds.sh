@@ -51,9 +51,14 @@ for path in sorted(glob.glob(os.path.join(out, "*.json"))):
     for b in data.get("benchmarks", []):
         if b.get("run_type") != "iteration" or b.get("error_occurred"):
             continue
-        manual = "manual_time" in b["name"] or b["name"].endswith("/real_time")
+        manual = "manual_time" in b["name"] or "/real_time" in b["name"]
         t = b["real_time"] if manual else b["cpu_time"]
-        runs.setdefault((bin_, side), {}).setdefault(b["name"], []).append(t * scale[b["time_unit"]])
+        # Match across renames of the timing options alone (a benchmark that
+        # moved to process_time or got a min_time is the same benchmark).
+        name = "/".join(p for p in b["name"].split("/")
+                        if p not in ("process_time", "real_time", "manual_time")
+                        and not p.startswith(("iterations:", "min_time:")))
+        runs.setdefault((bin_, side), {}).setdefault(name, []).append(t * scale[b["time_unit"]])
 def fmt(ns):
     for unit, f in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
         if ns >= f: return f"{ns / f:.3g} {unit}"
