@@ -28,6 +28,8 @@
 #include "analysis/state_view.h"
 #include "render/layout/graph_scene.h"
 #include "render/layout/layout.h"
+#include "render/layout/story.h"
+#include "render/layout/timeline_index.h"
 
 using namespace hookscope;
 using Clock = std::chrono::steady_clock;
@@ -85,6 +87,29 @@ int main(int argc, char** argv) {
   const analysis::Model& m = *r.model;
   std::printf("events %zu\nfunctions %zu\nload_s %.3f\nload_cpu_s %.3f\nrss_after_load_mib %.0f\n",
               m.num_events(), m.functions().size(), load_s, cpu_s() - c, rss_mib());
+  // The "building the graph" stage structure by structure: each built again
+  // alone (time, CPU, and the RSS it adds while alive); the timeline index's
+  // bytes per event as it counts them.
+  {
+    r.timeline.reset();
+    r.story.reset();
+    auto structure = [&](const char* name, auto build) {
+      const double rss0 = rss_mib();
+      const auto t0 = Clock::now();
+      const double c0 = cpu_s();
+      auto built = build();
+      std::printf("build_%s_s %.3f\nbuild_%s_cpu_s %.3f\nbuild_%s_rss_mib %.0f\n", name, since(t0), name,
+                  cpu_s() - c0, name, rss_mib() - rss0);
+      return built;
+    };
+    r.timeline = structure("timeline", [&] { return std::make_shared<render::TimelineIndex>(m); });
+    std::printf("timeline_bytes_per_event %.3f\ntimeline_tracks %zu\n",
+                static_cast<double>(r.timeline->memory_bytes()) / static_cast<double>(std::max<size_t>(m.num_events(), 1)),
+                r.timeline->tracks().size());
+    r.timeline.reset();
+    r.story = structure("story", [&] { return std::make_shared<const render::RunStory>(m); });
+    structure("scene", [&] { return std::make_shared<render::GraphScene>(m); }).reset();
+  }
   t = Clock::now();
   c = cpu_s();
   // The scene (slots, groups) and the story came from load_traces, on the

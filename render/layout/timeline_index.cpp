@@ -112,6 +112,16 @@ size_t TimelineIndex::num_events() const {
   return n;
 }
 
+size_t TimelineIndex::memory_bytes() const {
+  size_t n = tracks_.capacity() * sizeof(TimelineTrack);
+  for (const auto& t : tracks_) {
+    n += t.time.capacity() * 8 + t.event.capacity() * 4 + t.cls.capacity();
+    for (const auto& level : t.summary) n += level.capacity();
+    for (const auto& lane : t.lanes) n += lane.capacity() * sizeof(TimelineSpan);
+  }
+  return n;
+}
+
 TimelineIndex::TimelineIndex(const analysis::Model& model) {
   struct Building {
     TimelineTrack track;

@@ -86,6 +86,8 @@ class TimelineIndex {
   int64_t begin_ns() const { return begin_; }
   int64_t end_ns() const { return end_; }
   size_t num_events() const;
+  // Bytes the index holds (per-event arrays, summaries, spans).
+  size_t memory_bytes() const;
 
  private:
   static void summarize(TimelineTrack& track);
