@@ -344,18 +344,18 @@ void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, floa
   const float ty0 = y + 2.f, ty1 = y + o.tick_height - 2.f;
   char buf[32];
   for_each_mark(track, f.t0, f.t1, f.min_gap, [&](TickMark m) {
-    const float x0 = x_of(static_cast<double>(track.time[m.first]));
+    const float x0 = x_of(static_cast<double>(track.time(m.first)));
     const bool hit = f.hovered && f.mouse.y >= y && f.mouse.y < y + o.tick_height;
     if (m.last - m.first == 1) {
-      f.dl->AddRectFilled({x0 - 0.75f, ty0}, {x0 + 0.75f, ty1}, class_color(track.cls[m.first]));
+      f.dl->AddRectFilled({x0 - 0.75f, ty0}, {x0 + 0.75f, ty1}, class_color(track.cls(m.first)));
       ++stats_.ticks;
       if (hit && std::abs(f.mouse.x - x0) <= o.min_mark_px) {
-        f.hover_event = track.event[m.first];
+        f.hover_event = track.event(m.first);
         f.hover_count = 1;
       }
       return;
     }
-    const float x1 = std::max(x_of(static_cast<double>(track.time[m.last - 1])), x0 + o.min_mark_px);
+    const float x1 = std::max(x_of(static_cast<double>(track.time(m.last - 1))), x0 + o.min_mark_px);
     f.dl->AddRectFilled({x0, ty0}, {x1, ty1}, fold_color(track.classes(m.first, m.last)));
     ++stats_.folds;
     const int len = std::snprintf(buf, sizeof buf, "%zu", m.last - m.first);
@@ -365,10 +365,8 @@ void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, floa
     if (hit && f.mouse.x >= x0 - 1.f && f.mouse.x <= x1 + 1.f) {
       // The event nearest the mouse inside the fold.
       const auto t = static_cast<int64_t>(std::clamp(t_of(f.mouse.x), -9.2e18, 9.2e18));
-      auto it = std::lower_bound(track.time.begin() + static_cast<std::ptrdiff_t>(m.first),
-                                 track.time.begin() + static_cast<std::ptrdiff_t>(m.last), t);
-      size_t k = std::min(static_cast<size_t>(it - track.time.begin()), m.last - 1);
-      f.hover_event = track.event[k];
+      const size_t k = std::min(track.lower_bound(m.first, m.last, t), m.last - 1);
+      f.hover_event = track.event(k);
       f.hover_count = m.last - m.first;
     }
   });
