@@ -131,6 +131,36 @@ TEST_CASE("timeline view: vertices bounded by the pixel width, not the number of
   CHECK(vertices[2] <= vertices[0] * 3);
 }
 
+TEST_CASE("timeline view: a still view reuses its marks; a pan or a new index walks again (Note [Timeline mark cache])") {
+  hookscope::testing::HeadlessImGui imgui(1000.f, 300.f);
+  TimelineView view;
+  view.set_index(uniform_index(200'000, 9));
+  view.set_window(0.0, 1e9);
+  const int first = imgui.frame([&] { view.draw(0); });
+  const TimelineDrawStats a = view.stats();
+  const int again = imgui.frame([&] { view.draw(0); });
+  CHECK(again == first);
+  CHECK(view.stats().ticks == a.ticks);
+  CHECK(view.stats().folds == a.folds);
+  // Zoomed in far enough that every event is a lone tick: the cached fold
+  // of the whole window must not be drawn again.
+  view.set_window(5e8, 5e8 + 2e5);
+  imgui.frame([&] { view.draw(0); });
+  TimelineView fresh;
+  fresh.set_index(uniform_index(200'000, 9));
+  imgui.frame([&] { fresh.draw(0); });  // the canvas's width, which set_window needs
+  fresh.set_window(5e8, 5e8 + 2e5);
+  imgui.frame([&] { fresh.draw(0); });
+  CHECK(view.stats().ticks == fresh.stats().ticks);
+  CHECK(view.stats().folds == fresh.stats().folds);
+  CHECK(view.stats().ticks > 0);
+  // Another index under the same window: its own marks.
+  view.set_index(uniform_index(1'000, 10));
+  view.set_window(5e8, 5e8 + 2e5);
+  imgui.frame([&] { view.draw(0); });
+  CHECK(view.stats().ticks + view.stats().folds <= 2);
+}
+
 TEST_CASE("timeline view: bookmarks toggle") {
   TimelineView view;
   view.toggle_bookmark(12);

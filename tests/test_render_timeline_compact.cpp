@@ -196,7 +196,7 @@ TEST_CASE("compact timeline: many interleaved threads, one clock going backwards
   CHECK(per_event < 3.0);
 }
 
-TEST_CASE("compact timeline: a one-track trace keeps well under a byte per event") {
+TEST_CASE("compact timeline: a one-track trace keeps under half a byte per event") {
   analysis::TraceBuilder b;
   b.time(1'000);
   for (int i = 0; i < 50'000; ++i) b.function("MulBackward0");

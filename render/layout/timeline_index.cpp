@@ -131,6 +131,10 @@ uint8_t TimelineTrack::cls(size_t k) const {
 
 template <class Before>
 size_t TimelineTrack::search(size_t from, size_t to, Before before) const {
+  // The next event first: a lone tick's search (Note [Timeline folding])
+  // ends here, after one model call rather than log2(kTimeSample).
+  if (from >= to || !before(time(from))) return from;
+  ++from;
   // The samples first: sample s is position s * kTimeSample.
   const size_t a = (from + kTimeSample - 1) / kTimeSample;
   const size_t b = std::max(a, (to + kTimeSample - 1) / kTimeSample);

@@ -116,7 +116,7 @@ class EventColumn {
 };
 
 struct TimelineTrack {
-  static constexpr size_t kTimeSample = 64;
+  static constexpr size_t kTimeSample = 32;
   std::string name;  // "rank 0", "rank 0 / thread 2"
   uint16_t rank = 0;
   uint32_t thread = 0;

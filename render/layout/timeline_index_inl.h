@@ -24,7 +24,7 @@ void for_each_mark(const TimelineTrack& track, int64_t t0, int64_t t1, int64_t m
     size_t j = track.lower_bound(i + 1, end, add_sat(ti, min_gap));
     int64_t tj = j < end ? track.time(j) : 0;
     while (j < end) {
-      const int64_t before = track.time(j - 1);
+      const int64_t before = j - 1 == i ? ti : track.time(j - 1);
       if (static_cast<uint64_t>(tj) - static_cast<uint64_t>(before) >= static_cast<uint64_t>(min_gap)) break;
       j = track.lower_bound(j + 1, end, add_sat(tj, min_gap));
       if (j < end) tj = track.time(j);
