@@ -193,7 +193,28 @@ int main(int argc, char** argv) {
     timeline_walk(*r.timeline);
     r.timeline.reset();
     r.story = structure("story", [&] { return std::make_shared<const render::RunStory>(m); });
-    structure("scene", [&] { return std::make_shared<render::GraphScene>(m); }).reset();
+    auto again = structure("scene", [&] { return std::make_shared<render::GraphScene>(m); });
+    // A digest of what the scene holds: a change to its construction must
+    // leave it the same.
+    uint64_t h = 14695981039346656037ull;
+    auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    for (const render::SceneNode& n : again->nodes()) {
+      for (uint64_t v : {uint64_t{n.first}, n.signature, uint64_t{n.instance}, uint64_t{n.module}, uint64_t{n.chain},
+                         uint64_t{n.gen}, uint64_t{n.hook_kinds}, uint64_t{n.max_owners}, uint64_t{n.id_digits}}) {
+        mix(v);
+      }
+    }
+    for (size_t f = 0; f < m.functions().size(); ++f) mix(again->slot_of(static_cast<analysis::FunctionIndex>(f)));
+    for (const auto& [a, b] : again->edges()) mix(uint64_t{a} << 32 | b);
+    for (size_t e = 0; e < m.edges().size(); ++e) mix(again->edge_of(static_cast<uint32_t>(e)));
+    for (const render::SceneGroup& g : again->groups()) {
+      mix(static_cast<uint64_t>(g.kind));
+      mix(g.parent);
+      for (char ch : g.name) mix(static_cast<unsigned char>(ch));
+      for (uint32_t v : g.nodes) mix(v);
+    }
+    std::printf("scene_slots %zu\nscene_groups %zu\nscene_digest %016llx\n", again->nodes().size(), again->groups().size(),
+                static_cast<unsigned long long>(h));
   }
   t = Clock::now();
   c = cpu_s();
