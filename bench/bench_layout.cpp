@@ -317,7 +317,7 @@ void BM_TimelineFrame(benchmark::State& state) {
   view.set_index(ten_million_events());
   imgui.frame([&] { view.draw(0); });  // fits
   const hr::TimelineTrack& first = view.index().tracks()[0];
-  const auto mid = static_cast<double>(first.time[first.time.size() / 2]);  // inside a burst
+  const auto mid = static_cast<double>(first.time(first.size() / 2));  // inside a burst
   if (state.range(0) == 1) view.set_window(mid, mid + 50e6);
   if (state.range(0) == 2) view.set_window(mid, mid + 100e3);
   int vertices = 0;

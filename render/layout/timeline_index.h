@@ -24,7 +24,7 @@ namespace hookscope::render {
 // one starts, so a row draws at most width / min_gap + 1 marks, whatever the
 // number of events: 10 million cost what a thousand do (plus a log). A
 // mark's colour comes from the classes of the events it folds, read from a
-// summary (the OR of class bits per block of 64 events, per 64 blocks, ...),
+// summary (the OR of class bits per block of 8 events, per 8 blocks, ...),
 // so that one red failure inside a fold of a million events still shows.
 // Spans fold the same way within their lane.
 
