@@ -239,10 +239,10 @@ hr::TimelineIndex ten_million_events() {
                                             std::move(cls));
     std::vector<hr::TimelineSpan> apply, backward;
     for (size_t i = 0; i + 10 < n; i += 10) {
-      apply.push_back({tr.time[i], tr.time[i + 5], tr.event[i], tr.event[i + 5], hr::SpanKind::kApply});
+      apply.push_back({tr.time(i), tr.time(i + 5), tr.event(i), tr.event(i + 5), hr::SpanKind::kApply});
     }
     for (size_t i = 0; i + 20000 <= n; i += 20000) {
-      backward.push_back({tr.time[i], tr.time[i + 19999], tr.event[i], tr.event[i + 19999], hr::SpanKind::kBackward});
+      backward.push_back({tr.time(i), tr.time(i + 19999), tr.event(i), tr.event(i + 19999), hr::SpanKind::kBackward});
     }
     tr.lanes.push_back(std::move(backward));
     tr.lanes.push_back(std::move(apply));
@@ -253,9 +253,23 @@ hr::TimelineIndex ten_million_events() {
 // Indexing only (copying the arrays in, the class summary), not making them.
 void BM_TimelineIndex_Raw10M(benchmark::State& state) {
   const hr::TimelineIndex made = ten_million_events();
+  struct Raw {
+    std::vector<int64_t> time;
+    std::vector<uint32_t> event;
+    std::vector<uint8_t> cls;
+  };
+  std::vector<Raw> raw(made.tracks().size());
+  for (size_t r = 0; r < raw.size(); ++r) {
+    const hr::TimelineTrack& t = made.tracks()[r];
+    for (size_t k = 0; k < t.size(); ++k) {
+      raw[r].time.push_back(t.time(k));
+      raw[r].event.push_back(t.event(k));
+      raw[r].cls.push_back(t.cls(k));
+    }
+  }
   for (auto _ : state) {
     hr::TimelineIndex index;
-    for (const hr::TimelineTrack& t : made.tracks()) index.add_track(t.name, t.time, t.event, t.cls);
+    for (size_t r = 0; r < raw.size(); ++r) index.add_track(made.tracks()[r].name, raw[r].time, raw[r].event, raw[r].cls);
     benchmark::DoNotOptimize(index.tracks().data());
   }
   state.counters["events"] = 10e6;
@@ -303,7 +317,7 @@ void BM_TimelineFrame(benchmark::State& state) {
   view.set_index(ten_million_events());
   imgui.frame([&] { view.draw(0); });  // fits
   const hr::TimelineTrack& first = view.index().tracks()[0];
-  const auto mid = static_cast<double>(first.time[first.time.size() / 2]);  // inside a burst
+  const auto mid = static_cast<double>(first.time(first.size() / 2));  // inside a burst
   if (state.range(0) == 1) view.set_window(mid, mid + 50e6);
   if (state.range(0) == 2) view.set_window(mid, mid + 100e3);
   int vertices = 0;

@@ -28,6 +28,8 @@
 #include "analysis/state_view.h"
 #include "render/layout/graph_scene.h"
 #include "render/layout/layout.h"
+#include "render/layout/story.h"
+#include "render/layout/timeline_index.h"
 
 using namespace hookscope;
 using Clock = std::chrono::steady_clock;
@@ -58,6 +60,90 @@ double peak_rss_mib() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
+// The timeline's marks for a 1280-px window (3 px min gap) as a pan or a
+// zoom walks them afresh (Note [Timeline mark cache]), with what a frame
+// reads per mark: the compact index through the model, against the same
+// walk on full per-event arrays with a 64-fan summary (the index before
+// Note [Compact timeline index]). Medians over 10 windows per zoom.
+void timeline_walk(const render::TimelineIndex& index) {
+  struct Full {
+    std::vector<int64_t> time;
+    std::vector<uint8_t> cls;
+    std::vector<std::vector<uint8_t>> summary;
+    uint8_t classes(size_t first, size_t last) const {
+      uint8_t bits = 0;
+      for (size_t i = first; i < last;) {
+        int level = -1;
+        size_t span = 1;
+        while (level + 1 < static_cast<int>(summary.size()) && i % (span * 64) == 0 && i + span * 64 <= last) {
+          span *= 64;
+          ++level;
+        }
+        bits |= level < 0 ? static_cast<uint8_t>(1u << cls[i]) : summary[level][i / span];
+        i += level < 0 ? 1 : span;
+      }
+      return bits;
+    }
+  };
+  std::vector<Full> full(index.tracks().size());
+  for (size_t k = 0; k < full.size(); ++k) {
+    const render::TimelineTrack& t = index.tracks()[k];
+    Full& f = full[k];
+    for (size_t i = 0; i < t.size(); ++i) {
+      f.time.push_back(t.time(i));
+      f.cls.push_back(t.cls(i));
+    }
+    std::vector<uint8_t> level((f.cls.size() + 63) / 64, 0);
+    for (size_t i = 0; i < f.cls.size(); ++i) level[i / 64] |= static_cast<uint8_t>(1u << f.cls[i]);
+    while (!level.empty()) {
+      f.summary.push_back(level);
+      if (level.size() < 64) break;
+      std::vector<uint8_t> up((level.size() + 63) / 64, 0);
+      for (size_t b = 0; b < level.size(); ++b) up[b / 64] |= level[b];
+      level = std::move(up);
+    }
+  }
+  const int64_t begin = index.begin_ns(), span = std::max<int64_t>(index.end_ns() - begin, 1);
+  for (int64_t zoom : {1, 10, 100, 1000}) {
+    std::vector<double> compact_us, full_us;
+    uint64_t sink = 0, marks = 0;
+    for (int w = 0; w < 10; ++w) {
+      const int64_t width = std::max<int64_t>(span / zoom, 1);
+      const int64_t t0 = begin + (span - width) / 9 * w, t1 = t0 + width, gap = std::max<int64_t>(1, 3 * width / 1280);
+      auto t = Clock::now();
+      for (const render::TimelineTrack& track : index.tracks()) {
+        render::for_each_mark(track, t0, t1, gap, [&](render::TickMark m) {
+          const bool lone = m.last - m.first == 1;
+          sink += static_cast<uint64_t>(track.time(m.first)) +
+                  (lone ? track.cls(m.first) : static_cast<uint64_t>(track.time(m.last - 1)) + track.classes(m.first, m.last));
+          ++marks;
+        });
+      }
+      compact_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t).count());
+      t = Clock::now();
+      for (const Full& f : full) {
+        const auto& time = f.time;
+        auto i = std::lower_bound(time.begin(), time.end(), t0 - gap);
+        const auto end = std::upper_bound(i, time.end(), t1);
+        while (i < end) {
+          auto j = std::lower_bound(i + 1, end, *i + gap);
+          while (j < end && *j - *(j - 1) < gap) j = std::lower_bound(j + 1, end, *j + gap);
+          const auto a = static_cast<size_t>(i - time.begin()), b = static_cast<size_t>(j - time.begin());
+          sink += static_cast<uint64_t>(time[a]) + (b - a == 1 ? f.cls[a] : static_cast<uint64_t>(time[b - 1]) + f.classes(a, b));
+          i = j;
+        }
+      }
+      full_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t).count());
+    }
+    std::sort(compact_us.begin(), compact_us.end());
+    std::sort(full_us.begin(), full_us.end());
+    std::printf("timeline_walk_zoom%lld_us %.1f\ntimeline_walk_zoom%lld_full_arrays_us %.1f\ntimeline_walk_zoom%lld_marks %llu\n",
+                static_cast<long long>(zoom), compact_us[5], static_cast<long long>(zoom), full_us[5],
+                static_cast<long long>(zoom), static_cast<unsigned long long>(marks / 10));
+    if (sink == 42) std::printf(" ");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,6 +171,51 @@ int main(int argc, char** argv) {
   const analysis::Model& m = *r.model;
   std::printf("events %zu\nfunctions %zu\nload_s %.3f\nload_cpu_s %.3f\nrss_after_load_mib %.0f\n",
               m.num_events(), m.functions().size(), load_s, cpu_s() - c, rss_mib());
+  // The "building the graph" stage structure by structure: each built again
+  // alone (time, CPU, and the RSS it adds while alive); the timeline index's
+  // bytes per event as it counts them.
+  {
+    r.timeline.reset();
+    r.story.reset();
+    auto structure = [&](const char* name, auto build) {
+      const double rss0 = rss_mib();
+      const auto t0 = Clock::now();
+      const double c0 = cpu_s();
+      auto built = build();
+      std::printf("build_%s_s %.3f\nbuild_%s_cpu_s %.3f\nbuild_%s_rss_mib %.0f\n", name, since(t0), name,
+                  cpu_s() - c0, name, rss_mib() - rss0);
+      return built;
+    };
+    r.timeline = structure("timeline", [&] { return std::make_shared<render::TimelineIndex>(m); });
+    std::printf("timeline_bytes_per_event %.3f\ntimeline_tracks %zu\n",
+                static_cast<double>(r.timeline->memory_bytes()) / static_cast<double>(std::max<size_t>(m.num_events(), 1)),
+                r.timeline->tracks().size());
+    timeline_walk(*r.timeline);
+    r.timeline.reset();
+    r.story = structure("story", [&] { return std::make_shared<const render::RunStory>(m); });
+    auto again = structure("scene", [&] { return std::make_shared<render::GraphScene>(m); });
+    // A digest of what the scene holds: a change to its construction must
+    // leave it the same.
+    uint64_t h = 14695981039346656037ull;
+    auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    for (const render::SceneNode& n : again->nodes()) {
+      for (uint64_t v : {uint64_t{n.first}, n.signature, uint64_t{n.instance}, uint64_t{n.module}, uint64_t{n.chain},
+                         uint64_t{n.gen}, uint64_t{n.hook_kinds}, uint64_t{n.max_owners}, uint64_t{n.id_digits}}) {
+        mix(v);
+      }
+    }
+    for (size_t f = 0; f < m.functions().size(); ++f) mix(again->slot_of(static_cast<analysis::FunctionIndex>(f)));
+    for (const auto& [a, b] : again->edges()) mix(uint64_t{a} << 32 | b);
+    for (size_t e = 0; e < m.edges().size(); ++e) mix(again->edge_of(static_cast<uint32_t>(e)));
+    for (const render::SceneGroup& g : again->groups()) {
+      mix(static_cast<uint64_t>(g.kind));
+      mix(g.parent);
+      for (char ch : g.name) mix(static_cast<unsigned char>(ch));
+      for (uint32_t v : g.nodes) mix(v);
+    }
+    std::printf("scene_slots %zu\nscene_groups %zu\nscene_digest %016llx\n", again->nodes().size(), again->groups().size(),
+                static_cast<unsigned long long>(h));
+  }
   t = Clock::now();
   c = cpu_s();
   // The scene (slots, groups) and the story came from load_traces, on the

@@ -50,11 +50,11 @@ TEST_CASE("timeline: the class summary answers like a scan, on random ranges") {
   REQUIRE(t.summary.size() >= 2);
   std::mt19937_64 gen(2);
   for (int trial = 0; trial < 300; ++trial) {
-    size_t a = gen() % t.cls.size(), b = gen() % t.cls.size();
+    size_t a = gen() % t.size(), b = gen() % t.size();
     if (a > b) std::swap(a, b);
-    if (trial % 3 == 0) b = std::min(t.cls.size(), a + gen() % 200);
+    if (trial % 3 == 0) b = std::min(t.size(), a + gen() % 200);
     uint8_t expect = 0;
-    for (size_t i = a; i < b; ++i) expect |= static_cast<uint8_t>(1u << t.cls[i]);
+    for (size_t i = a; i < b; ++i) expect |= static_cast<uint8_t>(1u << t.cls(i));
     CHECK(t.classes(a, b) == expect);
   }
 }
@@ -70,12 +70,13 @@ TEST_CASE("timeline folding: marks cover every visible event once and start min_
       CHECK(marks[k].first < marks[k].last);
       if (k > 0) {
         CHECK(marks[k].first == marks[k - 1].last);
-        CHECK(t.time[marks[k].first] - t.time[marks[k - 1].last - 1] >= gap);
+        CHECK(t.time(marks[k].first) - t.time(marks[k - 1].last - 1) >= gap);
       }
     }
     // All events in [t0, t1] are covered, and the marks fit 1000 pixels.
-    const size_t lo = std::lower_bound(t.time.begin(), t.time.end(), t0) - t.time.begin();
-    const size_t hi = std::upper_bound(t.time.begin(), t.time.end(), t1) - t.time.begin();
+    size_t lo = 0, hi = 0;  // by a scan, not the index's own search
+    while (lo < t.size() && t.time(lo) < t0) ++lo;
+    while (hi < t.size() && t.time(hi) <= t1) ++hi;
     if (lo < hi) {
       REQUIRE(!marks.empty());
       CHECK(marks.front().first <= lo);
@@ -95,8 +96,8 @@ TEST_CASE("timeline index of a recovery trace: a track per rank, backward spans 
   size_t events = 0, backward_spans = 0;
   for (const TimelineTrack& t : index.tracks()) {
     ranks.insert(t.rank);
-    events += t.time.size();
-    CHECK(std::is_sorted(t.time.begin(), t.time.end()));
+    events += t.size();
+    for (size_t k = 1; k < t.size(); ++k) CHECK(t.time(k - 1) <= t.time(k));
     for (const auto& lane : t.lanes) {
       for (size_t k = 0; k < lane.size(); ++k) {
         CHECK(lane[k].begin <= lane[k].end);
@@ -128,6 +129,36 @@ TEST_CASE("timeline view: vertices bounded by the pixel width, not the number of
   // on top: a bound that depends on the width only.
   for (int v : vertices) CHECK(v < 20000);
   CHECK(vertices[2] <= vertices[0] * 3);
+}
+
+TEST_CASE("timeline view: a still view reuses its marks; a pan or a new index walks again (Note [Timeline mark cache])") {
+  hookscope::testing::HeadlessImGui imgui(1000.f, 300.f);
+  TimelineView view;
+  view.set_index(uniform_index(200'000, 9));
+  view.set_window(0.0, 1e9);
+  const int first = imgui.frame([&] { view.draw(0); });
+  const TimelineDrawStats a = view.stats();
+  const int again = imgui.frame([&] { view.draw(0); });
+  CHECK(again == first);
+  CHECK(view.stats().ticks == a.ticks);
+  CHECK(view.stats().folds == a.folds);
+  // Zoomed in far enough that every event is a lone tick: the cached fold
+  // of the whole window must not be drawn again.
+  view.set_window(5e8, 5e8 + 2e5);
+  imgui.frame([&] { view.draw(0); });
+  TimelineView fresh;
+  fresh.set_index(uniform_index(200'000, 9));
+  imgui.frame([&] { fresh.draw(0); });  // the canvas's width, which set_window needs
+  fresh.set_window(5e8, 5e8 + 2e5);
+  imgui.frame([&] { fresh.draw(0); });
+  CHECK(view.stats().ticks == fresh.stats().ticks);
+  CHECK(view.stats().folds == fresh.stats().folds);
+  CHECK(view.stats().ticks > 0);
+  // Another index under the same window: its own marks.
+  view.set_index(uniform_index(1'000, 10));
+  view.set_window(5e8, 5e8 + 2e5);
+  imgui.frame([&] { view.draw(0); });
+  CHECK(view.stats().ticks + view.stats().folds <= 2);
 }
 
 TEST_CASE("timeline view: bookmarks toggle") {

@@ -98,6 +98,7 @@ void TimelineView::set_model(const analysis::Model* model, TimelineIndex index, 
   model_ = model;
   index_ = std::move(index);
   story_ = story;
+  mark_cached_.clear();
   markers_ = model ? timeline_markers(*model, story_) : std::vector<TimelineMarker>{};
   bookmarks_.clear();
   selection_.reset();
@@ -107,6 +108,7 @@ void TimelineView::set_model(const analysis::Model* model, TimelineIndex index, 
 void TimelineView::set_index(TimelineIndex index) {
   model_ = nullptr;
   index_ = std::move(index);
+  mark_cached_.clear();
   fit_pending_ = true;
 }
 
@@ -179,6 +181,14 @@ TimelineResult TimelineView::draw(size_t current_event) {
   f.t0 = to_ns(std::floor(begin_));
   f.t1 = to_ns(std::ceil(t_of(f.max.x)));
   f.min_gap = std::max<int64_t>(1, to_ns(std::ceil(options_.min_mark_px * ns_per_px_)));
+  if (mark_cached_.size() != index_.tracks().size() || f.t0 != cache_t0_ || f.t1 != cache_t1_ ||
+      f.min_gap != cache_gap_) {  // Note [Timeline mark cache]
+    mark_cached_.assign(index_.tracks().size(), 0);
+    mark_cache_.resize(index_.tracks().size());
+    cache_t0_ = f.t0;
+    cache_t1_ = f.t1;
+    cache_gap_ = f.min_gap;
+  }
 
   f.dl->AddRectFilled(f.min, f.max, palette().background);  // Note [Canvas palettes]
   f.dl->PushClipRect(f.min, f.max, true);
@@ -343,20 +353,32 @@ void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, floa
   f.dl->PushClipRect({f.plot_x, y}, {f.max.x, y + height}, true);
   const float ty0 = y + 2.f, ty1 = y + o.tick_height - 2.f;
   char buf[32];
-  for_each_mark(track, f.t0, f.t1, f.min_gap, [&](TickMark m) {
-    const float x0 = x_of(static_cast<double>(track.time[m.first]));
+  // The marks of this window, walked once (Note [Timeline mark cache]).
+  const auto k = static_cast<size_t>(&track - index_.tracks().data());
+  std::vector<CachedMark>& marks = mark_cache_[k];
+  if (!mark_cached_[k]) {
+    marks.clear();
+    for_each_mark(track, f.t0, f.t1, f.min_gap, [&](TickMark m) {
+      const bool lone = m.last - m.first == 1;
+      marks.push_back({m.first, m.last, track.time(m.first), lone ? 0 : track.time(m.last - 1),
+                       lone ? track.cls(m.first) : track.classes(m.first, m.last)});
+    });
+    mark_cached_[k] = 1;
+  }
+  for (const CachedMark& m : marks) {
+    const float x0 = x_of(static_cast<double>(m.t_first));
     const bool hit = f.hovered && f.mouse.y >= y && f.mouse.y < y + o.tick_height;
     if (m.last - m.first == 1) {
-      f.dl->AddRectFilled({x0 - 0.75f, ty0}, {x0 + 0.75f, ty1}, class_color(track.cls[m.first]));
+      f.dl->AddRectFilled({x0 - 0.75f, ty0}, {x0 + 0.75f, ty1}, class_color(m.classes));
       ++stats_.ticks;
       if (hit && std::abs(f.mouse.x - x0) <= o.min_mark_px) {
-        f.hover_event = track.event[m.first];
+        f.hover_event = track.event(m.first);
         f.hover_count = 1;
       }
-      return;
+      continue;
     }
-    const float x1 = std::max(x_of(static_cast<double>(track.time[m.last - 1])), x0 + o.min_mark_px);
-    f.dl->AddRectFilled({x0, ty0}, {x1, ty1}, fold_color(track.classes(m.first, m.last)));
+    const float x1 = std::max(x_of(static_cast<double>(m.t_last)), x0 + o.min_mark_px);
+    f.dl->AddRectFilled({x0, ty0}, {x1, ty1}, fold_color(m.classes));
     ++stats_.folds;
     const int len = std::snprintf(buf, sizeof buf, "%zu", m.last - m.first);
     if (x1 - x0 > ImGui::CalcTextSize(buf).x + 6.f) {
@@ -365,13 +387,11 @@ void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, floa
     if (hit && f.mouse.x >= x0 - 1.f && f.mouse.x <= x1 + 1.f) {
       // The event nearest the mouse inside the fold.
       const auto t = static_cast<int64_t>(std::clamp(t_of(f.mouse.x), -9.2e18, 9.2e18));
-      auto it = std::lower_bound(track.time.begin() + static_cast<std::ptrdiff_t>(m.first),
-                                 track.time.begin() + static_cast<std::ptrdiff_t>(m.last), t);
-      size_t k = std::min(static_cast<size_t>(it - track.time.begin()), m.last - 1);
-      f.hover_event = track.event[k];
+      const size_t at = std::min(track.lower_bound(m.first, m.last, t), m.last - 1);
+      f.hover_event = track.event(at);
       f.hover_count = m.last - m.first;
     }
-  });
+  }
   for (size_t lane = 0; lane < track.lanes.size(); ++lane) {
     const auto& spans = track.lanes[lane];
     const float ly0 = y + o.tick_height + f.lane_h * static_cast<float>(lane) + 1.f;

@@ -111,6 +111,17 @@ class TimelineView {
   std::optional<std::pair<double, double>> selection_;  // ns
   std::optional<double> selecting_from_;
   TimelineDrawStats stats_;
+  // Note [Timeline mark cache]: each track's marks for the window of the
+  // last frame (t0, t1, min_gap), so that a still view asks the model
+  // nothing (Note [Compact timeline index]); any pan or zoom walks again.
+  struct CachedMark {
+    size_t first = 0, last = 0;
+    int64_t t_first = 0, t_last = 0;
+    uint8_t classes = 0;  // of a fold; a lone tick's own class
+  };
+  std::vector<std::vector<CachedMark>> mark_cache_;  // per track
+  std::vector<uint8_t> mark_cached_;                 // per track: mark_cache_ holds the key's marks
+  int64_t cache_t0_ = 0, cache_t1_ = 0, cache_gap_ = 0;
 };
 
 }  // namespace hookscope::render

@@ -1,6 +1,7 @@
 #include "render/layout/timeline_index.h"
 
 #include <map>
+#include <stdexcept>
 #include <set>
 #include <numeric>
 #include <tuple>
@@ -53,6 +54,50 @@ TickClass tick_class(EventKind kind) {
   }
 }
 
+// ---- TimelineTrack ----
+
+uint8_t TimelineTrack::cls(size_t k) const {
+  return model_ ? static_cast<uint8_t>(tick_class(model_->event(events_[k]).kind)) : own_cls_[k];
+}
+
+template <class Before>
+size_t TimelineTrack::search(size_t from, size_t to, Before before) const {
+  // The next event first: a lone tick's search (Note [Timeline folding])
+  // ends here, after one model call rather than log2(kTimeSample).
+  if (from >= to || !before(time(from))) return from;
+  ++from;
+  // The samples first: sample s is position s * kTimeSample.
+  const size_t a = (from + kTimeSample - 1) / kTimeSample;
+  const size_t b = std::max(a, (to + kTimeSample - 1) / kTimeSample);
+  const auto s = static_cast<size_t>(
+      std::partition_point(sample_.begin() + static_cast<std::ptrdiff_t>(a), sample_.begin() + static_cast<std::ptrdiff_t>(b), before) -
+      sample_.begin());
+  size_t lo = from, hi = to;
+  if (s < b) hi = s * kTimeSample;              // not before: the answer is at or before it
+  if (s > a) lo = (s - 1) * kTimeSample + 1;   // before: the answer is after it
+  // Then at most kTimeSample events, through the model.
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (before(time(mid))) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+size_t TimelineTrack::lower_bound(size_t from, size_t to, int64_t t) const {
+  return search(from, to, [t](int64_t v) { return v < t; });
+}
+
+size_t TimelineTrack::upper_bound(size_t from, size_t to, int64_t t) const {
+  return search(from, to, [t](int64_t v) { return v <= t; });
+}
+
+// Summary blocks are 8^(level+1) events.
+constexpr size_t kSummaryFan = 8;
+
 uint8_t TimelineTrack::classes(size_t first, size_t last) const {
   uint8_t bits = 0;
   // Walk up the levels: single events to the next block boundary, then whole
@@ -61,12 +106,13 @@ uint8_t TimelineTrack::classes(size_t first, size_t last) const {
   while (i < last) {
     int level = -1;
     size_t span = 1;
-    while (level + 1 < static_cast<int>(summary.size()) && i % (span * 64) == 0 && i + span * 64 <= last) {
-      span *= 64;
+    while (level + 1 < static_cast<int>(summary.size()) && i % (span * kSummaryFan) == 0 &&
+           i + span * kSummaryFan <= last) {
+      span *= kSummaryFan;
       ++level;
     }
     if (level < 0) {
-      bits |= static_cast<uint8_t>(1u << cls[i]);
+      bits |= static_cast<uint8_t>(1u << cls(i));
       ++i;
     } else {
       bits |= summary[level][i / span];
@@ -76,39 +122,66 @@ uint8_t TimelineTrack::classes(size_t first, size_t last) const {
   return bits;
 }
 
-void TimelineIndex::summarize(TimelineTrack& t) {
-  t.summary.clear();
-  size_t block = 64;
-  std::vector<uint8_t> level((t.cls.size() + block - 1) / block, 0);
-  for (size_t i = 0; i < t.cls.size(); ++i) level[i / block] |= static_cast<uint8_t>(1u << t.cls[i]);
-  while (!level.empty()) {
-    t.summary.push_back(level);
-    if (level.size() < 64) break;
-    std::vector<uint8_t> up((level.size() + 63) / 64, 0);
-    for (size_t b = 0; b < level.size(); ++b) up[b / 64] |= level[b];
-    level = std::move(up);
-  }
+void TimelineTrack::summarize_from_classes() {
+  summary.clear();
+  std::vector<uint8_t> level((size() + kSummaryFan - 1) / kSummaryFan, 0);
+  for (size_t i = 0; i < size(); ++i) level[i / kSummaryFan] |= static_cast<uint8_t>(1u << cls(i));
+  summary.push_back(std::move(level));
+  summarize_levels();
 }
+
+void TimelineTrack::summarize_levels() {
+  summary.resize(1);
+  if (summary[0].empty()) summary.clear();
+  while (!summary.empty() && summary.back().size() >= kSummaryFan) {
+    const std::vector<uint8_t>& below = summary.back();
+    std::vector<uint8_t> up((below.size() + kSummaryFan - 1) / kSummaryFan, 0);
+    for (size_t b = 0; b < below.size(); ++b) up[b / kSummaryFan] |= below[b];
+    summary.push_back(std::move(up));
+  }
+  for (auto& level : summary) level.shrink_to_fit();
+}
+
+size_t TimelineTrack::memory_bytes() const {
+  size_t n = sizeof(TimelineTrack) + name.capacity() + events_.memory_bytes() + sample_.capacity() * 8 +
+             own_time_.capacity() * 8 + own_cls_.capacity();
+  for (const auto& level : summary) n += level.capacity();
+  for (const auto& lane : lanes) n += lane.capacity() * sizeof(TimelineSpan);
+  return n;
+}
+
+// ---- TimelineIndex ----
 
 TimelineTrack& TimelineIndex::add_track(std::string name, std::vector<int64_t> time,
                                         std::vector<uint32_t> event, std::vector<uint8_t> cls) {
+  if (event.size() != time.size() || cls.size() != time.size()) {
+    throw std::invalid_argument("TimelineIndex::add_track: time, event and cls differ in length");
+  }
   TimelineTrack& t = tracks_.emplace_back();
   t.name = std::move(name);
-  t.time = std::move(time);
-  t.event = std::move(event);
-  t.cls = std::move(cls);
-  summarize(t);
-  if (!t.time.empty()) {
+  for (uint32_t e : event) t.events_.push_back(e);
+  t.events_.finish();
+  t.own_time_ = std::move(time);
+  t.own_cls_ = std::move(cls);
+  for (size_t k = 0; k < t.own_time_.size(); k += TimelineTrack::kTimeSample) t.sample_.push_back(t.own_time_[k]);
+  t.summarize_from_classes();
+  if (t.size() > 0) {
     const bool first = tracks_.size() == 1 || (begin_ == 0 && end_ == 0);
-    begin_ = first ? t.time.front() : std::min(begin_, t.time.front());
-    end_ = first ? t.time.back() : std::max(end_, t.time.back());
+    begin_ = first ? t.time(0) : std::min(begin_, t.time(0));
+    end_ = first ? t.time(t.size() - 1) : std::max(end_, t.time(t.size() - 1));
   }
   return t;
 }
 
 size_t TimelineIndex::num_events() const {
   size_t n = 0;
-  for (const auto& t : tracks_) n += t.time.size();
+  for (const auto& t : tracks_) n += t.size();
+  return n;
+}
+
+size_t TimelineIndex::memory_bytes() const {
+  size_t n = tracks_.capacity() * sizeof(TimelineTrack);
+  for (const auto& t : tracks_) n += t.memory_bytes() - sizeof(TimelineTrack);
   return n;
 }
 
@@ -118,19 +191,39 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
     std::vector<size_t> backward, apply;  // open spans: indices into `open`
     std::vector<TimelineSpan> spans;      // finished and open ones
     std::vector<uint32_t> depth;          // per span: apply nesting depth
+    int64_t last_time = INT64_MIN;
+    bool sorted = true;
+    uint8_t bits = 0;  // classes of the summary block being filled
   };
   std::map<std::tuple<uint16_t, uint32_t, uint32_t>, Building> by_key;  // (rank, source, thread)
   // A collective's end may come from another thread: match by (source, rank, id).
   std::map<std::tuple<uint32_t, uint16_t, uint64_t>, std::pair<Building*, size_t>> collectives;
   const size_t n = model.num_events();
+  // Consecutive events mostly share a track: look the map up on a change only.
+  std::tuple<uint16_t, uint32_t, uint32_t> last_key{};
+  Building* last = nullptr;
   for (size_t i = 0; i < n; ++i) {
     const trace::Event e = model.event(i);
     const uint32_t source = model.source(i);
-    Building& b = by_key[{e.rank, source, e.thread}];
+    const std::tuple<uint16_t, uint32_t, uint32_t> key{e.rank, source, e.thread};
+    if (!last || key != last_key) {
+      last = &by_key[key];
+      last_key = key;
+    }
+    Building& b = *last;
     const int64_t t = model.time_ns(i);
-    b.track.time.push_back(t);
-    b.track.event.push_back(static_cast<uint32_t>(i));
-    b.track.cls.push_back(static_cast<uint8_t>(tick_class(e.kind)));
+    TimelineTrack& track = b.track;
+    const size_t k = track.events_.size();
+    if (k % TimelineTrack::kTimeSample == 0) track.sample_.push_back(t);
+    track.events_.push_back(static_cast<uint32_t>(i));
+    b.sorted &= t >= b.last_time;
+    b.last_time = t;
+    b.bits |= static_cast<uint8_t>(1u << static_cast<int>(tick_class(e.kind)));
+    if ((k + 1) % kSummaryFan == 0) {
+      if (track.summary.empty()) track.summary.emplace_back();
+      track.summary[0].push_back(b.bits);
+      b.bits = 0;
+    }
     auto open = [&](SpanKind kind, uint32_t depth) {
       b.spans.push_back({t, t, static_cast<uint32_t>(i), UINT32_MAX, kind, false});
       b.depth.push_back(depth);
@@ -197,20 +290,31 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
       t.name += pid > 0 ? " \u00b7 pid " + std::to_string(pid) : " \u00b7 trace " + std::to_string(source);
     }
     if (threads_of[{rank, source}] > 1) t.name += " / thread " + std::to_string(thread);
-    // Per-thread order is time order; keep the index honest if a clock was not.
-    if (!std::is_sorted(t.time.begin(), t.time.end())) {
-      std::vector<size_t> order(t.time.size());
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t c) { return t.time[a] < t.time[c]; });
-      auto permute = [&](auto& v) {
-        auto copy = v;
-        for (size_t k = 0; k < order.size(); ++k) v[k] = copy[order[k]];
-      };
-      permute(t.time);
-      permute(t.event);
-      permute(t.cls);
+    t.model_ = &model;
+    t.events_.finish();
+    if (t.size() % kSummaryFan != 0) {
+      if (t.summary.empty()) t.summary.emplace_back();
+      t.summary[0].push_back(b.bits);
     }
-    const int64_t last = t.time.empty() ? 0 : t.time.back();
+    // Per-thread order is time order; keep the index honest if a clock was not.
+    if (!b.sorted) {
+      std::vector<std::pair<int64_t, uint32_t>> order(t.size());
+      for (size_t k = 0; k < t.size(); ++k) order[k] = {t.time(k), t.event(k)};
+      std::stable_sort(order.begin(), order.end(),
+                       [](const auto& x, const auto& y) { return x.first < y.first; });
+      t.events_ = EventColumn();
+      t.sample_.clear();
+      for (size_t k = 0; k < order.size(); ++k) {
+        if (k % TimelineTrack::kTimeSample == 0) t.sample_.push_back(order[k].first);
+        t.events_.push_back(order[k].second);
+      }
+      t.events_.finish();
+      t.summarize_from_classes();
+    } else {
+      t.summarize_levels();
+    }
+    t.sample_.shrink_to_fit();
+    const int64_t last = t.size() == 0 ? 0 : t.time(t.size() - 1);
     // Lanes: backward, then one per apply depth, then collectives; spans of
     // one kind are packed greedily into lanes where they do not overlap
     // (collectives do when buckets reduce asynchronously).
@@ -231,10 +335,9 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
         if (!lane.empty()) t.lanes.push_back(std::move(lane));
       }
     }
-    summarize(t);
-    if (!t.time.empty()) {
-      begin_ = tracks_.empty() ? t.time.front() : std::min(begin_, t.time.front());
-      end_ = tracks_.empty() ? t.time.back() : std::max(end_, t.time.back());
+    if (t.size() > 0) {
+      begin_ = tracks_.empty() ? t.time(0) : std::min(begin_, t.time(0));
+      end_ = tracks_.empty() ? last : std::max(end_, last);
     }
     tracks_.push_back(std::move(t));
   }

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ namespace hookscope::render {
 // one starts, so a row draws at most width / min_gap + 1 marks, whatever the
 // number of events: 10 million cost what a thousand do (plus a log). A
 // mark's colour comes from the classes of the events it folds, read from a
-// summary (the OR of class bits per block of 64 events, per 64 blocks, ...),
+// summary (the OR of class bits per block of 8 events, per 8 blocks, ...),
 // so that one red failure inside a fold of a million events still shows.
 // Spans fold the same way within their lane.
 
@@ -54,21 +55,101 @@ struct TimelineSpan {
   bool open() const { return end_event == UINT32_MAX; }
 };
 
+// Note [Compact timeline index]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A track keeps only what the model cannot answer fast (a 100M-event trace
+// once spent 13 B per event, 1.2 GiB, on copies of its times and classes):
+//   * which events are the track's, as an EventColumn: nothing when the
+//     track is every event in order (a one-track trace), else blocks of 64
+//     positions, each stored as a run (nothing), byte deltas, or 16/32-bit
+//     offsets — about 1 B per event when a few threads interleave;
+//   * the time of every kTimeSample-th event, so that a search narrows to
+//     kTimeSample events with no model call before it asks the model for
+//     at most log2(kTimeSample) times;
+//   * the class summary (Note [Timeline folding]) from blocks of 8 events up.
+// Times and classes of single events are the model's (Model::time_ns,
+// Model::event), asked a bounded number of times per mark, never per event
+// per frame; the model must outlive the index (the view keeps both). A
+// track made from raw arrays (add_track: tests, benchmarks) keeps its own.
+
+// Position -> event index, compactly (Note [Compact timeline index]).
+class EventColumn {
+ public:
+  static constexpr size_t kBlock = 64;
+  void push_back(uint32_t value);
+  void finish();  // after the last push_back, before any read
+  size_t size() const { return size_; }
+  uint32_t operator[](size_t k) const {
+    if (identity_) return static_cast<uint32_t>(k);
+    const size_t b = k / kBlock, j = k % kBlock;
+    const uint64_t where = where_[b];
+    const uint8_t* p = pool_.data() + (where >> 2);
+    switch (where & 3) {
+      case 0: return base_[b] + static_cast<uint32_t>(j);
+      case 1: {
+        uint32_t v = base_[b];
+        for (size_t i = 1; i <= j; ++i) v += p[i - 1];
+        return v;
+      }
+      case 2: {
+        uint16_t d;
+        std::memcpy(&d, p + 2 * j, 2);
+        return base_[b] + d;
+      }
+      default: {
+        uint32_t v;
+        std::memcpy(&v, p + 4 * j, 4);
+        return v;
+      }
+    }
+  }
+  size_t memory_bytes() const;
+
+ private:
+  void flush();
+  std::vector<uint32_t> base_;   // per block: the first (runs, deltas) or smallest (16-bit) value
+  std::vector<uint64_t> where_;  // per block: offset in pool_ << 2 | encoding (0 run, 1 u8 deltas, 2 u16, 3 u32)
+  std::vector<uint8_t> pool_;
+  std::vector<uint32_t> pending_;  // the block being filled
+  size_t size_ = 0;
+  bool identity_ = true;  // value k == k so far: nothing stored
+};
+
 struct TimelineTrack {
+  static constexpr size_t kTimeSample = 32;
   std::string name;  // "rank 0", "rank 0 / thread 2"
   uint16_t rank = 0;
   uint32_t thread = 0;
   uint32_t source = 0;
-  std::vector<int64_t> time;    // ns on the model's clock, ascending
-  std::vector<uint32_t> event;  // event index of each
-  std::vector<uint8_t> cls;     // TickClass of each
-  // summary[k][b]: OR of (1 << class) over events [b * 64^(k+1), (b+1) * 64^(k+1)).
+  // summary[k][b]: OR of (1 << class) over events [b * 8^(k+1), (b+1) * 8^(k+1)).
   std::vector<std::vector<uint8_t>> summary;
   // Lanes of spans; within a lane, spans are disjoint and sorted.
   std::vector<std::vector<TimelineSpan>> lanes;
 
+  size_t size() const { return events_.size(); }
+  // Time (ns on the model's clock, ascending in k), event index and
+  // TickClass of the track's k-th event.
+  int64_t time(size_t k) const { return model_ ? model_->time_ns(events_[k]) : own_time_[k]; }
+  uint32_t event(size_t k) const { return events_[k]; }
+  uint8_t cls(size_t k) const;
   // OR of (1 << class) over events [first, last).
   uint8_t classes(size_t first, size_t last) const;
+  // The first k in [from, to) with time(k) >= t (lower) or > t (upper); `to` if none.
+  size_t lower_bound(size_t from, size_t to, int64_t t) const;
+  size_t upper_bound(size_t from, size_t to, int64_t t) const;
+  size_t memory_bytes() const;
+
+ private:
+  friend class TimelineIndex;
+  template <class Before>
+  size_t search(size_t from, size_t to, Before before) const;
+  void summarize_from_classes();  // summary[0] from cls(k), then the levels above
+  void summarize_levels();        // the levels above summary[0]
+  const analysis::Model* model_ = nullptr;  // times and classes, or own_*:
+  std::vector<int64_t> own_time_;
+  std::vector<uint8_t> own_cls_;
+  EventColumn events_;
+  std::vector<int64_t> sample_;  // time(k * kTimeSample)
 };
 
 class TimelineIndex {
@@ -86,15 +167,16 @@ class TimelineIndex {
   int64_t begin_ns() const { return begin_; }
   int64_t end_ns() const { return end_; }
   size_t num_events() const;
+  // Bytes the index holds (per-event arrays, summaries, spans).
+  size_t memory_bytes() const;
 
  private:
-  static void summarize(TimelineTrack& track);
   std::vector<TimelineTrack> tracks_;
   int64_t begin_ = 0, end_ = 0;
 };
 
 // A run of events shown as one mark: [first, last) of a track, from
-// time[first] to time[last - 1].
+// time(first) to time(last - 1).
 struct TickMark {
   size_t first = 0;
   size_t last = 0;

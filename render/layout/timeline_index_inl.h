@@ -13,19 +13,25 @@ inline int64_t sub_sat(int64_t a, int64_t b) { return a < INT64_MIN + b ? INT64_
 
 template <class Fn>
 void for_each_mark(const TimelineTrack& track, int64_t t0, int64_t t1, int64_t min_gap, Fn&& fn) {
-  const auto& time = track.time;
   min_gap = std::max<int64_t>(min_gap, 1);
-  auto i = std::lower_bound(time.begin(), time.end(), sub_sat(t0, min_gap));
-  const auto end = std::upper_bound(i, time.end(), t1);
+  size_t i = track.lower_bound(0, track.size(), sub_sat(t0, min_gap));
+  const size_t end = track.upper_bound(i, track.size(), t1);
+  if (i >= end) return;
+  int64_t ti = track.time(i);  // time(i), asked once per mark
   while (i < end) {
     // Everything within min_gap of the mark's first event, then as long as
     // the next event is within min_gap of the mark's last one.
-    auto j = std::lower_bound(i + 1, end, add_sat(*i, min_gap));
-    while (j < end && static_cast<uint64_t>(*j) - static_cast<uint64_t>(*(j - 1)) < static_cast<uint64_t>(min_gap)) {
-      j = std::lower_bound(j + 1, end, add_sat(*j, min_gap));
+    size_t j = track.lower_bound(i + 1, end, add_sat(ti, min_gap));
+    int64_t tj = j < end ? track.time(j) : 0;
+    while (j < end) {
+      const int64_t before = j - 1 == i ? ti : track.time(j - 1);
+      if (static_cast<uint64_t>(tj) - static_cast<uint64_t>(before) >= static_cast<uint64_t>(min_gap)) break;
+      j = track.lower_bound(j + 1, end, add_sat(tj, min_gap));
+      if (j < end) tj = track.time(j);
     }
-    fn(TickMark{static_cast<size_t>(i - time.begin()), static_cast<size_t>(j - time.begin())});
+    fn(TickMark{i, j});
     i = j;
+    ti = tj;
   }
 }
 
