@@ -504,9 +504,16 @@ void GraphView::refresh_liveness(Frame& f, const analysis::State& state) {
   f.lazy_filled.clear();
   if (f.view) {  // Note [Graph while the state is pending]
     std::vector<analysis::HookAt> on_tensor;
+    const size_t now = state.index;
     for (analysis::FunctionIndex fn = 0; fn < model.functions().size(); ++fn) {
-      if (f.view->live(fn)) f.lazy_functions.push_back(fn);
-      if (model.segments_of(fn).empty()) continue;
+      const analysis::FunctionInfo& info = model.functions()[fn];
+      if (info.created_at <= now && now < info.released_at) {  // StateView::live, inlined
+        f.lazy_functions.push_back(fn);
+        continue;
+      }
+      // A hook moves to the tensor when its Function is released (on_tensor
+      // segments start there): none on a Function not released yet.
+      if (info.released_at > now || model.segments_of(fn).empty()) continue;
       f.view->tensor_hooks_of(fn, on_tensor);
       f.lazy_tensor_hooks.insert(f.lazy_tensor_hooks.end(), on_tensor.begin(), on_tensor.end());
     }
