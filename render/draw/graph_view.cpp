@@ -482,7 +482,9 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
 // The event's own facts (the hook firing, the box running) are per frame.
 // What is still O(live Functions): a new event (the State itself is; Note
 // [Lazy state] in core/analysis/state_view.h is the way out) and, zoomed out
-// to cells, a moved view.
+// to cells, a moved view. While the full State is pending the liveness comes
+// from the StateView instead, O(Functions) per event but no hooks (Note
+// [Graph while the state is pending]).
 void GraphView::refresh_liveness(Frame& f, const analysis::State& state) {
   const Frame::LiveKey key{generation_,           &state, f.view, state.index, state.functions.size(),
                           state.tensor_hooks.size()};
