@@ -94,7 +94,7 @@ void GraphView::chips_of(const Frame& f, uint32_t unit, std::vector<Chip>& out) 
   };
   auto add_slot = [&](uint32_t slot) {
     if (const uint32_t live = f.slot_live[slot]) {
-      const analysis::FunctionAt& fa = f.state->functions[live - 1];
+      const analysis::FunctionAt& fa = f.function_at(live - 1);
       for (int k = 0; k < trace::kNumHookKinds; ++k) {
         for (const analysis::HookAt& h : fa.hooks[k]) push(hook_chip(static_cast<uint8_t>(k), h));
       }
@@ -149,7 +149,7 @@ void GraphView::hover_and_click(Frame& f) {
   const uint32_t g = fg.group_of_unit[u];
   const uint32_t slot = g == kNoGroup ? fg.node_of_unit[u] : kNoSlot;
   const analysis::FunctionAt* fa =
-      slot != kNoSlot && f.slot_live[slot] ? &f.state->functions[f.slot_live[slot] - 1] : nullptr;
+      slot != kNoSlot && f.slot_live[slot] ? &f.function_at(f.slot_live[slot] - 1) : nullptr;
   chips_of(f, u, f.chips);
   float kind_x[trace::kNumHookKinds] = {};
   const Vec2 c = l.center[u];
@@ -198,7 +198,7 @@ void GraphView::hover_and_click(Frame& f) {
   auto collect = [&](uint32_t sl) {
     if (const uint32_t live = f.slot_live[sl]) {
       for (int k = 0; k < trace::kNumHookKinds; ++k) {
-        for (const auto& h : f.state->functions[live - 1].hooks[k]) hooks.push_back({static_cast<uint8_t>(k), &h});
+        for (const auto& h : f.function_at(live - 1).hooks[k]) hooks.push_back({static_cast<uint8_t>(k), &h});
       }
     }
     for (const auto& [gs, h] : f.ghost_hooks) {

@@ -73,7 +73,7 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
   const uint32_t g = fg.group_of_unit[u];
   const uint32_t slot = g == kNoGroup ? fg.node_of_unit[u] : kNoSlot;
   const analysis::FunctionAt* fa =
-      slot != kNoSlot && f.slot_live[slot] ? &f.state->functions[f.slot_live[slot] - 1] : nullptr;
+      slot != kNoSlot && f.slot_live[slot] ? &f.function_at(f.slot_live[slot] - 1) : nullptr;
   const bool ghost = g == kNoGroup && !fa;
   const bool leaf = slot != kNoSlot && model.functions()[scene_->nodes()[slot].first].is_leaf_accumulator();
 
@@ -316,7 +316,9 @@ void GraphView::draw_cells(Frame& f) {
     if (!(cell & 0x80000000u)) {  // an alarm: a hook of a destroyed owner
       const uint32_t g = folded_->group_of_unit[u];
       const uint32_t slot = g == kNoGroup ? folded_->node_of_unit[u] : kNoSlot;
-      if (slot != kNoSlot && f.slot_live[slot]) {
+      // Note [Graph while the state is pending]: no alarm cells (every live
+      // box's hooks would cost what the State does).
+      if (slot != kNoSlot && f.slot_live[slot] && !f.view) {
         for (const auto& hooks : f.state->functions[f.slot_live[slot] - 1].hooks) {
           for (const analysis::HookAt& h : hooks) {
             const analysis::OwnerIndex o = model_->hooks()[h.hook].owner;

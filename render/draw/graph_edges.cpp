@@ -120,8 +120,9 @@ void GraphView::draw_edges(Frame& f) {
   // Few live edges (a graph growing from nothing, live recording) are walked
   // without building the grid: it costs the whole model's edges per layout.
   size_t walked = 0;
-  for (const analysis::FunctionAt& fa : f.state->functions) {
-    walked += model.functions()[fa.function].edges_end - model.functions()[fa.function].edges_begin;
+  for (size_t i = 0, n = f.num_live(); i < n; ++i) {
+    const analysis::FunctionInfo& info = model.functions()[f.live_function(i)];
+    walked += info.edges_end - info.edges_begin;
     if (walked > kWalkAlways) break;
   }
   bool walk = walked <= kWalkAlways;
@@ -142,15 +143,16 @@ void GraphView::draw_edges(Frame& f) {
       }
     }
     walked = 0;
-    for (const analysis::FunctionAt& fa : f.state->functions) {
-      walked += model.functions()[fa.function].edges_end - model.functions()[fa.function].edges_begin;
+    for (size_t i = 0, n = f.num_live(); i < n; ++i) {
+      const analysis::FunctionInfo& info = model.functions()[f.live_function(i)];
+      walked += info.edges_end - info.edges_begin;
       if (walked > listed) break;
     }
     walk = walked <= listed;
   }
   if (walk) {
-    for (const analysis::FunctionAt& fa : f.state->functions) {
-      const analysis::FunctionInfo& info = model.functions()[fa.function];
+    for (size_t i = 0, n = f.num_live(); i < n; ++i) {
+      const analysis::FunctionInfo& info = model.functions()[f.live_function(i)];
       for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
         const analysis::FunctionIndex to = model.edges()[e].to;
         if (to >= model.functions().size() || !f.slot_live[scene_->slot_of(to)]) continue;

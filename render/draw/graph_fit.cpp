@@ -53,7 +53,7 @@ void GraphView::chip_row(uint32_t unit, float* left, float* right, float* top) c
     const uint32_t slot = folded_->node_of_unit[unit];
     const uint32_t live = slot < f.slot_live.size() ? f.slot_live[slot] : 0;
     const std::string title = scene_->unit_compact_title(
-        *folded_, unit, live && f.state ? f.state->functions[live - 1].function : analysis::kNoIndex,
+        *folded_, unit, live && f.state ? f.live_function(live - 1) : analysis::kNoIndex,
         f.state ? f.state->index : analysis::kNever);
     *left += text_width(m.line_height, title.c_str()) + m.kind_gap;
     *top = c.y - m.chip_height * 0.5f;

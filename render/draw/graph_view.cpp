@@ -280,15 +280,43 @@ GraphViewResult GraphView::draw(const analysis::State& state, analysis::Function
   return draw(state);
 }
 
+// Note [Graph while the state is pending]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// After a far seek on a big trace the full State comes from a worker a few
+// hundred ms later (Note [Lazy seeks in the GUI]); meanwhile the view draws
+// the new event from its StateView (Note [Lazy state]): which boxes are live
+// (StateView::live over every Function, O(1) each, once per event), the
+// tensor hooks of leaves (O(segments)), and the hooks of a live box only
+// when something asks for them (its chips, its tooltip), so a frame costs
+// the boxes in view. What needs every live Function's hooks is left out, not
+// taken from the old State: the owners' legend (a "state pending" tag
+// instead) and the alarm mark of density cells. The compact layout waits for
+// the full State (no re-layout while pending). Below the threshold the
+// full State is always there and none of this runs.
+GraphViewResult GraphView::draw(const analysis::StateView& view, analysis::FunctionIndex selected_function,
+                                analysis::OwnerIndex selected_owner) {
+  selected_function_ = selected_function;
+  selected_owner_ = selected_owner;
+  lazy_view_ = view;
+  lazy_state_ = analysis::State{};
+  lazy_state_.index = view.index();
+  lazy_ = true;
+  const GraphViewResult r = draw(lazy_state_);
+  lazy_ = false;
+  return r;
+}
+
 GraphViewResult GraphView::draw(const analysis::State& state) {
   poll_layout();
   Frame& f = *frame_;
   f.result = {};
   f.state = &state;
+  f.view = lazy_ ? &lazy_view_ : nullptr;
   drawn_at_ = static_cast<analysis::EventIndex>(state.index);
   f.dl = ImGui::GetWindowDrawList();
   f.time = ImGui::GetTime();
   stats_ = {};
+  stats_.state_pending = f.view != nullptr;
 
   // Toolbar above the canvas: commands, then the owners' legend.
   if (ImGui::SmallButton("Fit")) fit_pending_ = true;
@@ -304,6 +332,10 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     ImGui::TextDisabled("no trace");
   } else if (!layout_) {
     ImGui::TextDisabled("laying out %zu Functions...", scene_->nodes().size());
+  } else if (f.view) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::Text("state pending at #%zu: no legend yet", state.index);
+    ImGui::PopStyleColor();
   } else {
     draw_legend(state);
   }
@@ -355,7 +387,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
 
   // Note [Compact boxes]: the live set changed, lay it out again (one job at
   // a time: the frames in between draw the last layout's live boxes).
-  if (metrics_.compact && !job_ && f.keep != layout_keep_) {
+  if (metrics_.compact && !job_ && !f.view && f.keep != layout_keep_) {
     layout_keep_ = f.keep;
     fit_on_layout_ = fit_on_layout_ || at_fit_;
     start_layout(false);
@@ -450,9 +482,12 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
 // The event's own facts (the hook firing, the box running) are per frame.
 // What is still O(live Functions): a new event (the State itself is; Note
 // [Lazy state] in core/analysis/state_view.h is the way out) and, zoomed out
-// to cells, a moved view.
+// to cells, a moved view. While the full State is pending the liveness comes
+// from the StateView instead, O(Functions) per event but no hooks (Note
+// [Graph while the state is pending]).
 void GraphView::refresh_liveness(Frame& f, const analysis::State& state) {
-  const Frame::LiveKey key{generation_, &state, state.index, state.functions.size(), state.tensor_hooks.size()};
+  const Frame::LiveKey key{generation_,           &state, f.view, state.index, state.functions.size(),
+                          state.tensor_hooks.size()};
   if (f.live_stamp != 0 && key == f.live_key) return;
   f.live_key = key;
   ++f.live_stamp;
@@ -465,15 +500,41 @@ void GraphView::refresh_liveness(Frame& f, const analysis::State& state) {
   f.unit_ghost.assign(units, 0);
   f.live_units.clear();
   f.keep.assign(slots, 0);
-  for (size_t i = 0; i < state.functions.size(); ++i) {
-    const uint32_t slot = scene_->slot_of(state.functions[i].function);
+  f.lazy_functions.clear();
+  f.lazy_tensor_hooks.clear();
+  f.lazy_at.clear();
+  f.lazy_filled.clear();
+  if (f.view) {  // Note [Graph while the state is pending]
+    std::vector<analysis::HookAt> on_tensor;
+    const size_t now = state.index;
+    for (analysis::FunctionIndex fn = 0; fn < model.functions().size(); ++fn) {
+      const analysis::FunctionInfo& info = model.functions()[fn];
+      if (info.created_at <= now && now < info.released_at) {  // StateView::live, inlined
+        f.lazy_functions.push_back(fn);
+        continue;
+      }
+      // A hook moves to the tensor when its Function is released (on_tensor
+      // segments start there): none on a Function not released yet.
+      if (info.released_at > now || model.segments_of(fn).empty()) continue;
+      f.view->tensor_hooks_of(fn, on_tensor);
+      f.lazy_tensor_hooks.insert(f.lazy_tensor_hooks.end(), on_tensor.begin(), on_tensor.end());
+    }
+    // As State::tensor_hooks: by since, then hook.
+    std::stable_sort(f.lazy_tensor_hooks.begin(), f.lazy_tensor_hooks.end(),
+                     [](const analysis::HookAt& a, const analysis::HookAt& b) {
+                       return std::tie(a.since, a.hook) < std::tie(b.since, b.hook);
+                     });
+    f.lazy_filled.assign(f.lazy_functions.size(), 0);
+  }
+  for (size_t i = 0, n = f.num_live(); i < n; ++i) {
+    const uint32_t slot = scene_->slot_of(f.live_function(i));
     f.slot_live[slot] = static_cast<uint32_t>(i + 1);
     f.keep[slot] = 1;
     const uint32_t u = fg.unit_of_node[slot];
     if (u != kNoSlot && f.unit_live[u]++ == 0) f.live_units.push_back(u);
   }
   f.ghost_hooks.clear();
-  for (const analysis::HookAt& h : state.tensor_hooks) {
+  for (const analysis::HookAt& h : f.view ? f.lazy_tensor_hooks : state.tensor_hooks) {
     if (h.function >= model.functions().size()) continue;
     const uint32_t slot = scene_->slot_of(h.function);
     if (f.slot_live[slot]) continue;
@@ -501,8 +562,8 @@ void GraphView::refresh_liveness(Frame& f, const analysis::State& state) {
   }
   f.live_sources.clear();
   if (rank_sources_.size() > 1) {
-    for (const analysis::FunctionAt& fa : state.functions) {
-      const analysis::FunctionInfo& info = model.functions()[fa.function];
+    for (size_t i = 0, n = f.num_live(); i < n; ++i) {
+      const analysis::FunctionInfo& info = model.functions()[f.live_function(i)];
       const std::pair<uint16_t, uint32_t> rs{info.rank, info.source};
       if (f.live_sources.empty() || f.live_sources.back() != rs) f.live_sources.push_back(rs);
     }

@@ -14,6 +14,7 @@
 
 #include "analysis/model.h"
 #include "analysis/state.h"
+#include "analysis/state_view.h"
 #include "render/layout/graph_scene.h"
 #include "render/layout/layout.h"
 #include "render/layout/layout_job.h"
@@ -75,6 +76,7 @@ struct GraphDrawStats {
   uint32_t live_units = 0;        // boxes that are live now (drawn or not: off screen, culled)
   uint32_t layout_units = 0;      // boxes laid out (compact: the live ones only)
   uint32_t gen_labels = 0;        // boxes labelled "gen N" (Note [Module generations])
+  bool state_pending = false;     // drawn from a StateView (Note [Graph while the state is pending])
   float layout_w = 0.f, layout_h = 0.f;  // the layout's extent, world units
 };
 
@@ -105,6 +107,11 @@ class GraphView {
   // returns a click's new selection as an intent (selection_changed), which
   // the caller applies or not; the view keeps no selection of its own.
   GraphViewResult draw(const analysis::State& state, analysis::FunctionIndex selected_function,
+                       analysis::OwnerIndex selected_owner);
+  // Note [Graph while the state is pending]: the same at the event of
+  // `view` while its full State is being built (app/session.h, Note [Lazy
+  // seeks in the GUI]), in the time of the boxes in view.
+  GraphViewResult draw(const analysis::StateView& view, analysis::FunctionIndex selected_function,
                        analysis::OwnerIndex selected_owner);
 
   // ---- commands (take effect in the next draw) ----
@@ -236,6 +243,11 @@ class GraphView {
   uint32_t menu_unit_ = UINT32_MAX;
   GraphDrawStats stats_;
   std::unique_ptr<Frame> frame_;
+  // Note [Graph while the state is pending]: the view drawn from, and the
+  // empty State at its event that stands in for the full one.
+  analysis::StateView lazy_view_;
+  bool lazy_ = false;
+  analysis::State lazy_state_;
 };
 
 }  // namespace hookscope::render

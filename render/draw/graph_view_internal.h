@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <string>
 #include <vector>
+
+#include "analysis/state_view.h"
 
 #include "render/layout/colors.h"
 
@@ -33,6 +36,29 @@ struct GraphView::Chip {
 
 struct GraphView::Frame {
   const analysis::State* state = nullptr;
+  // Note [Graph while the state is pending]: set while drawing from a
+  // StateView; `state` is then an empty State at its index, the live
+  // Functions are lazy_functions, and their hooks are read on first use.
+  const analysis::StateView* view = nullptr;
+  std::vector<analysis::FunctionIndex> lazy_functions;  // live, by FunctionIndex
+  std::vector<analysis::HookAt> lazy_tensor_hooks;     // as State::tensor_hooks
+  mutable std::vector<uint32_t> lazy_filled;           // per live: 1 + its place in lazy_at, or 0
+  mutable std::deque<analysis::FunctionAt> lazy_at;    // filled from the view (stable references)
+  size_t num_live() const { return view ? lazy_functions.size() : state->functions.size(); }
+  analysis::FunctionIndex live_function(size_t i) const {
+    return view ? lazy_functions[i] : state->functions[i].function;
+  }
+  // The i-th live Function's hooks at the event (state_at's, from the view
+  // when pending: O(its hooks) the first time).
+  const analysis::FunctionAt& function_at(size_t i) const {
+    if (!view) return state->functions[i];
+    if (!lazy_filled[i]) {
+      lazy_at.emplace_back();
+      view->function_at(lazy_functions[i], lazy_at.back());
+      lazy_filled[i] = static_cast<uint32_t>(lazy_at.size());
+    }
+    return lazy_at[lazy_filled[i] - 1];
+  }
   ImDrawList* dl = nullptr;
   ImVec2 panel_min, panel_max;    // the whole canvas: header strip, content, minimap column
   ImVec2 canvas_min, canvas_max;  // the content: where boxes go (Note [Graph canvas])
@@ -56,6 +82,7 @@ struct GraphView::Frame {
   struct LiveKey {
     uint64_t generation = 0;  // GraphView::generation_: scene and layout
     const analysis::State* state = nullptr;
+    const analysis::StateView* view = nullptr;
     size_t index = 0, functions = 0, tensor_hooks = 0;
     bool operator==(const LiveKey&) const = default;
   };
