@@ -19,7 +19,7 @@ using analysis::kNoIndex;
 GraphView::GraphView(GraphViewOptions options)
     : options_(options), metrics_(options.metrics), frame_(std::make_unique<Frame>()) {}
 
-GraphView::~GraphView() = default;
+GraphView::~GraphView() { stop_live_index(); }
 
 void GraphView::set_model(const analysis::Model* model) { set_model(model, nullptr, nullptr); }
 
@@ -32,6 +32,7 @@ void GraphView::set_model(const analysis::Model* model) { set_model(model, nullp
 // model (update_model) still builds them here, where they are small.
 void GraphView::set_model(const analysis::Model* model, std::shared_ptr<GraphScene> scene,
                           std::shared_ptr<const RunStory> story) {
+  stop_live_index();
   job_.reset();
   layout_.reset();
   folded_.reset();
@@ -80,6 +81,7 @@ void GraphView::update_model(const analysis::Model* model) {
     }
   }
   std::sort(before.begin(), before.end());
+  stop_live_index();
   job_.reset();
   pending_.reset();
   model_ = model;
@@ -147,8 +149,8 @@ void GraphView::poll_layout() {
 }
 
 void GraphView::wait_for_layout() {
-  if (!job_) return;
-  land_layout();
+  if (job_) land_layout();
+  live_index(true);
 }
 
 void GraphView::land_layout() {
@@ -171,6 +173,7 @@ void GraphView::land_layout() {
     pack_layout(*layout_, folded_->graph, pack);
   }
   index_layout();
+  start_live_index();
   if (fit_on_layout_) fit_pending_ = true;
   fit_on_layout_ = false;
 }
@@ -280,38 +283,13 @@ GraphViewResult GraphView::draw(const analysis::State& state, analysis::Function
   return draw(state);
 }
 
-// Note [Graph while the state is pending]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// After a far seek on a big trace the full State comes from a worker a few
-// hundred ms later (Note [Lazy seeks in the GUI]); meanwhile the view draws
-// the new event from its StateView (Note [Lazy state]): which boxes are live
-// (StateView::live over every Function, O(1) each, once per event), the
-// tensor hooks of leaves (O(segments)), and the hooks of a live box only
-// when something asks for them (its chips, its tooltip), so a frame costs
-// the boxes in view. What needs every live Function's hooks is left out, not
-// taken from the old State: the owners' legend (a "state pending" tag
-// instead) and the alarm mark of density cells. The compact layout waits for
-// the full State (no re-layout while pending). Below the threshold the
-// full State is always there and none of this runs.
-GraphViewResult GraphView::draw(const analysis::StateView& view, analysis::FunctionIndex selected_function,
-                                analysis::OwnerIndex selected_owner) {
-  selected_function_ = selected_function;
-  selected_owner_ = selected_owner;
-  lazy_view_ = view;
-  lazy_state_ = analysis::State{};
-  lazy_state_.index = view.index();
-  lazy_ = true;
-  const GraphViewResult r = draw(lazy_state_);
-  lazy_ = false;
-  return r;
-}
-
 GraphViewResult GraphView::draw(const analysis::State& state) {
   poll_layout();
   Frame& f = *frame_;
   f.result = {};
   f.state = &state;
   f.view = lazy_ ? &lazy_view_ : nullptr;
+  f.live_index = f.view ? live_index() : nullptr;
   drawn_at_ = static_cast<analysis::EventIndex>(state.index);
   f.dl = ImGui::GetWindowDrawList();
   f.time = ImGui::GetTime();
@@ -357,7 +335,9 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   if (f.canvas_max.y < f.canvas_min.y + 20.f) f.canvas_min.y = f.canvas_max.y - 20.f;
   stats_.content = {f.canvas_min.x, f.canvas_min.y, f.canvas_max.x, f.canvas_max.y};
   stats_.minimap_shown = minimap;
-  if (!layout_ || !model_) {
+  // Note [Graph while the state is pending]: nothing until the layout's
+  // LiveIndex is built.
+  if (!layout_ || !model_ || (f.view && !f.live_index)) {
     f.result.selected_function = selected_function_;
     f.result.selected_owner = selected_owner_;
     return f.result;
@@ -416,7 +396,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     focus_pending_ = kNoIndex;
   }
   handle_input(f);
-  stats_.live_units = static_cast<uint32_t>(f.live_units.size());
+  stats_.live_units = static_cast<uint32_t>(f.live_count);
   stats_.layout_units = static_cast<uint32_t>(l.center.size());
   stats_.layout_w = l.max.x - l.min.x;
   stats_.layout_h = l.max.y - l.min.y;
@@ -457,7 +437,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   draw_banners(f);
   // The minimap's column is needed while some live box is out of view.
   // (every live box inside the view iff their bounds are)
-  minimap_needed_ = !f.live_units.empty() && !(f.live_min.x >= f.view_min.x && f.live_max.x <= f.view_max.x &&
+  minimap_needed_ = f.live_count > 0 && !(f.live_min.x >= f.view_min.x && f.live_max.x <= f.view_max.x &&
                                                f.live_min.y >= f.view_min.y && f.live_max.y <= f.view_max.y);
   if (minimap) draw_minimap(f);
   f.dl->PopClipRect();
@@ -466,110 +446,6 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   f.result.selected_function = selected_function_;
   f.result.selected_owner = selected_owner_;
   return f.result;
-}
-
-// Note [Frame caches]
-// ~~~~~~~~~~~~~~~~~~~
-// A frame's cost must follow the pixels, not the Functions: at a million
-// Functions a walk over every live one costs tens of ms. What depends only on
-// the state and the layout (which slots and units are live, their bounds,
-// the owners destroyed, the ranks' live processes) is computed when the
-// event, the scene or the layout changes and reused by every frame until
-// then; the density cells and the minimap's are recomputed only when, in
-// addition, the view moves. Edges in view come from a grid of tiles over the
-// layout (graph_edges.cpp) when the tiles in view list fewer edges than the
-// live Functions have, else from a walk over the live Functions, as before.
-// The event's own facts (the hook firing, the box running) are per frame.
-// What is still O(live Functions): a new event (the State itself is; Note
-// [Lazy state] in core/analysis/state_view.h is the way out) and, zoomed out
-// to cells, a moved view. While the full State is pending the liveness comes
-// from the StateView instead, O(Functions) per event but no hooks (Note
-// [Graph while the state is pending]).
-void GraphView::refresh_liveness(Frame& f, const analysis::State& state) {
-  const Frame::LiveKey key{generation_,           &state, f.view, state.index, state.functions.size(),
-                          state.tensor_hooks.size()};
-  if (f.live_stamp != 0 && key == f.live_key) return;
-  f.live_key = key;
-  ++f.live_stamp;
-  const Layout& l = *layout_;
-  const FoldedGraph& fg = *folded_;
-  const analysis::Model& model = *model_;
-  const size_t slots = scene_->nodes().size(), units = fg.group_of_unit.size();
-  f.slot_live.assign(slots, 0);
-  f.unit_live.assign(units, 0);
-  f.unit_ghost.assign(units, 0);
-  f.live_units.clear();
-  f.keep.assign(slots, 0);
-  f.lazy_functions.clear();
-  f.lazy_tensor_hooks.clear();
-  f.lazy_at.clear();
-  f.lazy_filled.clear();
-  if (f.view) {  // Note [Graph while the state is pending]
-    std::vector<analysis::HookAt> on_tensor;
-    const size_t now = state.index;
-    for (analysis::FunctionIndex fn = 0; fn < model.functions().size(); ++fn) {
-      const analysis::FunctionInfo& info = model.functions()[fn];
-      if (info.created_at <= now && now < info.released_at) {  // StateView::live, inlined
-        f.lazy_functions.push_back(fn);
-        continue;
-      }
-      // A hook moves to the tensor when its Function is released (on_tensor
-      // segments start there): none on a Function not released yet.
-      if (info.released_at > now || model.segments_of(fn).empty()) continue;
-      f.view->tensor_hooks_of(fn, on_tensor);
-      f.lazy_tensor_hooks.insert(f.lazy_tensor_hooks.end(), on_tensor.begin(), on_tensor.end());
-    }
-    // As State::tensor_hooks: by since, then hook.
-    std::stable_sort(f.lazy_tensor_hooks.begin(), f.lazy_tensor_hooks.end(),
-                     [](const analysis::HookAt& a, const analysis::HookAt& b) {
-                       return std::tie(a.since, a.hook) < std::tie(b.since, b.hook);
-                     });
-    f.lazy_filled.assign(f.lazy_functions.size(), 0);
-  }
-  for (size_t i = 0, n = f.num_live(); i < n; ++i) {
-    const uint32_t slot = scene_->slot_of(f.live_function(i));
-    f.slot_live[slot] = static_cast<uint32_t>(i + 1);
-    f.keep[slot] = 1;
-    const uint32_t u = fg.unit_of_node[slot];
-    if (u != kNoSlot && f.unit_live[u]++ == 0) f.live_units.push_back(u);
-  }
-  f.ghost_hooks.clear();
-  for (const analysis::HookAt& h : f.view ? f.lazy_tensor_hooks : state.tensor_hooks) {
-    if (h.function >= model.functions().size()) continue;
-    const uint32_t slot = scene_->slot_of(h.function);
-    if (f.slot_live[slot]) continue;
-    f.ghost_hooks.push_back({slot, &h});
-    f.keep[slot] = 1;
-    const uint32_t u = fg.unit_of_node[slot];
-    if (u != kNoSlot && !f.unit_live[u] && !f.unit_ghost[u]) {
-      f.unit_ghost[u] = 1;
-      f.live_units.push_back(u);
-    }
-  }
-  std::stable_sort(f.ghost_hooks.begin(), f.ghost_hooks.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  f.owner_dead.assign(model.owners().size(), 0);
-  for (size_t o = 0; o < model.owners().size(); ++o) {
-    f.owner_dead[o] = model.owners()[o].destroyed_at <= state.index;
-  }
-  f.live_min = {INFINITY, INFINITY};
-  f.live_max = {-INFINITY, -INFINITY};
-  for (uint32_t u : f.live_units) {
-    if (u >= l.center.size()) continue;
-    const Vec2 c = l.center[u], sz = l.size[u];
-    f.live_min = {std::min(f.live_min.x, c.x - sz.x * 0.5f), std::min(f.live_min.y, c.y - sz.y * 0.5f)};
-    f.live_max = {std::max(f.live_max.x, c.x + sz.x * 0.5f), std::max(f.live_max.y, c.y + sz.y * 0.5f)};
-  }
-  f.live_sources.clear();
-  if (rank_sources_.size() > 1) {
-    for (size_t i = 0, n = f.num_live(); i < n; ++i) {
-      const analysis::FunctionInfo& info = model.functions()[f.live_function(i)];
-      const std::pair<uint16_t, uint32_t> rs{info.rank, info.source};
-      if (f.live_sources.empty() || f.live_sources.back() != rs) f.live_sources.push_back(rs);
-    }
-    std::sort(f.live_sources.begin(), f.live_sources.end());
-    f.live_sources.erase(std::unique(f.live_sources.begin(), f.live_sources.end()), f.live_sources.end());
-  }
 }
 
 void GraphView::handle_input(Frame& f) {

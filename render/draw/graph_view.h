@@ -8,7 +8,9 @@
 //   GraphViewResult r = view.draw(cursor.state());
 // and reads r.selected_function / r.selected_owner for the other panels.
 
+#include <atomic>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <vector>
 
@@ -23,6 +25,8 @@
 struct ImDrawList;
 
 namespace hookscope::render {
+
+class LiveIndex;  // graph_view_live.h
 
 struct GraphViewOptions {
   BoxMetrics metrics;
@@ -150,7 +154,9 @@ class GraphView {
   void visible_rect(Vec2* min, Vec2* max) const;
 
  private:
-  struct Frame;  // per-frame scratch, graph_draw.cpp
+  struct Frame;  // per-frame scratch, graph_view_internal.h
+  friend void pending_cells(const Frame& f, Vec2 origin, float scale, float cell, int cols, int rows, bool mark,
+                            std::vector<uint32_t>& out);
   struct Chip;
 
   void start_layout(bool seeded);
@@ -160,7 +166,12 @@ class GraphView {
                    std::shared_ptr<const RunStory> story);  // takes the finished job's layout
   void index_layout();
   void index_edges();  // graph_edges.cpp
-  void refresh_liveness(Frame& f, const analysis::State& state);
+  void refresh_liveness(Frame& f, const analysis::State& state);  // graph_view_live.cpp
+  // Note [Graph while the state is pending], graph_view_pending.cpp.
+  void refresh_pending(Frame& f);
+  void start_live_index();  // for the layout drawn, off the UI thread
+  void stop_live_index();
+  const LiveIndex* live_index(bool wait = false);  // null until built
   void handle_input(Frame& f);
   void draw_edges(Frame& f);
   void draw_boxes(Frame& f);
@@ -203,8 +214,10 @@ class GraphView {
   std::vector<uint8_t> folded_groups_;
   // The layout drawn and the folded graph it belongs to; the job computes
   // the next one for pending_.
-  std::unique_ptr<FoldedGraph> folded_, pending_;
-  std::unique_ptr<Layout> layout_;
+  // Shared with the LiveIndex job, which reads them off the UI thread.
+  std::shared_ptr<FoldedGraph> folded_;
+  std::unique_ptr<FoldedGraph> pending_;
+  std::shared_ptr<Layout> layout_;
   std::unique_ptr<LayoutJob> job_;
   // Note [Stable layout]: the last place of every slot and group, so that
   // expanding a group puts its members back where they were.
@@ -248,6 +261,11 @@ class GraphView {
   analysis::StateView lazy_view_;
   bool lazy_ = false;
   analysis::State lazy_state_;
+  // Note [Liveness by intervals]: the LiveIndex of the layout drawn, built
+  // by live_job_ (cancelled by *live_cancel_).
+  std::shared_ptr<const LiveIndex> live_index_;
+  std::future<std::shared_ptr<const LiveIndex>> live_job_;
+  std::shared_ptr<std::atomic<bool>> live_cancel_;
 };
 
 }  // namespace hookscope::render
