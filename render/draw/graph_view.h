@@ -160,6 +160,7 @@ class GraphView {
   struct Chip;
 
   void start_layout(bool seeded);
+  void wait_for_box_sizes();  // Note [Box sizes off the UI thread]
   void poll_layout();
   void land_layout();
   void adopt_scene(const analysis::Model& model, std::shared_ptr<GraphScene> scene,
@@ -215,10 +216,10 @@ class GraphView {
   // The layout drawn and the folded graph it belongs to; the job computes
   // the next one for pending_.
   // Shared with the LiveIndex job, which reads them off the UI thread.
-  std::shared_ptr<FoldedGraph> folded_;
-  std::unique_ptr<FoldedGraph> pending_;
+  std::shared_ptr<FoldedGraph> folded_, pending_;
   std::shared_ptr<Layout> layout_;
   std::unique_ptr<LayoutJob> job_;
+  std::shared_future<void> box_sizes_done_;  // the job's box sizes measured (Note [Box sizes off the UI thread])
   // Note [Stable layout]: the last place of every slot and group, so that
   // expanding a group puts its members back where they were.
   std::vector<int> node_layer_, group_layer_;

@@ -150,6 +150,11 @@ struct GraphView::Frame {
 void pending_cells(const GraphView::Frame& f, Vec2 origin, float scale, float cell, int cols, int rows, bool mark,
                    std::vector<uint32_t>& out);
 
+// Every unit's box size (GraphScene::box_sizes) with `font`'s text widths at
+// metrics.line_height; any thread (Note [Box sizes off the UI thread]).
+std::vector<Vec2> box_sizes_with(const GraphScene& scene, const FoldedGraph& folded, const ImFont& font,
+                                 const BoxMetrics& metrics);
+
 // Chip text is a little smaller than the box's.
 inline float chip_font(const BoxMetrics& m) { return m.compact ? m.line_height : m.line_height * 0.85f; }
 
