@@ -101,62 +101,75 @@ void GraphView::update_model(const analysis::Model* model) {
 // Note [Box sizes off the UI thread]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Box sizes measure every box's text: ~0.4 s at a million Functions, too
-// long for the UI thread. The layout job measures them on its thread before
-// the layout (LayoutJob's prepare), with ImFont::CalcTextSizeA, which reads
+// long for the UI thread; so is the fold (~0.2 s). The layout job folds,
+// seeds and measures on its thread before the layout (LayoutJob's
+// prepare); the text with ImFont::CalcTextSizeA, which reads
 // only the font's own tables (no ImGui context), on a copy of the current
 // font made here: the copy's advance tables are the job's own, so an atlas
 // rebuilt on the UI thread meanwhile (a new font, a DPI change) changes
 // nothing it reads, and the sizes are those the UI thread would measure
-// (the same function on the same numbers; tests compare them). The job also
-// shares the scene and the folded graph it reads; the scene reads the
-// model, so a view given another model waits for the measuring to finish
-// (wait_for_box_sizes) before the old model may go. The frame goes on
+// (the same function on the same numbers; tests compare them). The job
+// owns copies of what the fold and the seed read, and shares the scene and
+// the folded graph it fills (read by the UI thread only once the layout
+// lands); the scene reads the model, so a view given another model waits
+// for the prepare to finish (wait_for_box_sizes) before the old model may
+// go. The frame goes on
 // meanwhile ("laying out the graph").
 void GraphView::start_layout(bool seeded) {
   if (!scene_) return;
-  // Note [Compact boxes]: the compact view lays out the live slots only.
-  pending_ = std::make_shared<FoldedGraph>(scene_->fold(folded_groups_, metrics_.compact ? &layout_keep_ : nullptr));
   // Before the first frame there is no current font: take the atlas's
   // default, built here if the backend has not yet.
   ImGuiIO& io = ImGui::GetIO();
   if (!io.Fonts->IsBuilt()) io.Fonts->Build();
   const ImFont* font = ImGui::GetFont() ? ImGui::GetFont() : io.FontDefault ? io.FontDefault : io.Fonts->Fonts[0];
-  auto measure_font = std::make_shared<const ImFont>(*font);
-  auto measured = std::make_shared<std::promise<void>>();
-  box_sizes_done_ = measured->get_future().share();
-  auto prepare = [scene = scene_, folded = pending_, font = std::move(measure_font), metrics = metrics_,
-                  measured = std::move(measured)] {
-    struct Done {  // set however box_sizes ends
+  auto prepared = std::make_shared<std::promise<void>>();
+  box_sizes_done_ = prepared->get_future().share();
+  // What the job reads, its own: the fold's choices and, for a seed, where
+  // every slot and group was (Note [Stable layout]).
+  struct Seeds {
+    std::vector<int> node_layer, group_layer;
+    std::vector<float> node_x, group_x, layer_height;
+  };
+  std::shared_ptr<const Seeds> seeds;
+  if (seeded && !metrics_.compact) {  // a packed layout is no seed (Note [Packed ranks])
+    seeds = std::make_shared<const Seeds>(Seeds{node_layer_, group_layer_, node_x_, group_x_, layer_height_});
+  }
+  pending_ = std::make_shared<FoldedGraph>();  // filled by the job; read once it lands
+  auto prepare = [scene = scene_, folded = pending_, font = std::make_shared<const ImFont>(*font), metrics = metrics_,
+                  groups = folded_groups_,
+                  keep = metrics_.compact ? std::make_shared<const std::vector<uint8_t>>(layout_keep_) : nullptr,
+                  seeds = std::move(seeds), seed = std::make_shared<LayoutSeed>(), prepared = std::move(prepared)] {
+    struct Done {  // set however this ends
       std::promise<void>& p;
       ~Done() { p.set_value(); }
-    } done{*measured};
+    } done{*prepared};
+    // Note [Compact boxes]: the compact view lays out the live slots only.
+    *folded = scene->fold(groups, keep.get());
     LayoutInput input;
     input.graph = folded->graph;
     input.sizes = box_sizes_with(*scene, *folded, *font, metrics);
+    if (seeds) {
+      const size_t units = folded->group_of_unit.size();
+      seed->layer.assign(units, -1);
+      seed->x.assign(units, 0.f);
+      for (size_t u = 0; u < units; ++u) {
+        const uint32_t g = folded->group_of_unit[u], v = folded->node_of_unit[u];
+        if (g == kNoGroup && seeds->node_layer[v] >= 0) {
+          seed->layer[u] = seeds->node_layer[v];
+          seed->x[u] = seeds->node_x[v];
+        } else if (g != kNoGroup && seeds->group_layer[g] >= 0) {
+          seed->layer[u] = seeds->group_layer[g];
+          seed->x[u] = seeds->group_x[g];
+        }
+      }
+      seed->layer_height = seeds->layer_height;
+      input.seed = seed.get();  // the closure, and so the seed, lives as long as the job's thread
+    }
     return input;
   };
-  std::optional<LayoutSeed> seed;
-  if (seeded && !metrics_.compact) {  // a packed layout is no seed (Note [Packed ranks])
-    LayoutSeed s;
-    const size_t units = pending_->group_of_unit.size();
-    s.layer.assign(units, -1);
-    s.x.assign(units, 0.f);
-    for (size_t u = 0; u < units; ++u) {
-      const uint32_t g = pending_->group_of_unit[u], v = pending_->node_of_unit[u];
-      if (g == kNoGroup && node_layer_[v] >= 0) {
-        s.layer[u] = node_layer_[v];
-        s.x[u] = node_x_[v];
-      } else if (g != kNoGroup && group_layer_[g] >= 0) {
-        s.layer[u] = group_layer_[g];
-        s.x[u] = group_x_[g];
-      }
-    }
-    s.layer_height = layer_height_;
-    seed = std::move(s);
-  }
   // Note [Compact boxes]: tighter gaps.
   const LayoutOptions layout_options = metrics_.compact ? compact_layout_options(options_.layout) : options_.layout;
-  job_ = std::make_unique<LayoutJob>(std::move(prepare), layout_options, std::move(seed));
+  job_ = std::make_unique<LayoutJob>(std::move(prepare), layout_options);
 }
 
 std::vector<Vec2> box_sizes_with(const GraphScene& scene, const FoldedGraph& folded, const ImFont& font,

@@ -58,8 +58,13 @@ Graveyard& graveyard() {
 }  // namespace
 
 LayoutJob::LayoutJob(LayoutInput input, LayoutOptions options, std::optional<LayoutSeed> seed)
-    : LayoutJob([in = std::make_shared<LayoutInput>(std::move(input))] { return std::move(*in); }, options,
-                std::move(seed)) {}
+    : LayoutJob(
+          [in = std::make_shared<LayoutInput>(std::move(input))] {
+            LayoutInput i = std::move(*in);
+            i.seed = nullptr;  // the job's own `seed`, if any
+            return i;
+          },
+          options, std::move(seed)) {}
 
 LayoutJob::LayoutJob(std::function<LayoutInput()> prepare, LayoutOptions options, std::optional<LayoutSeed> seed)
     : state_(std::make_shared<State>()) {
@@ -72,7 +77,7 @@ LayoutJob::LayoutJob(std::function<LayoutInput()> prepare, LayoutOptions options
   std::thread thread([state = state_, promise = std::move(promise), prepare = std::move(prepare)]() mutable {
     try {
       if (!state->cancel) state->input = prepare();  // a cancelled job's result is never read
-      state->input.seed = state->seed ? &*state->seed : nullptr;
+      if (state->seed) state->input.seed = &*state->seed;  // else prepare's (it owns it)
       const auto start = std::chrono::steady_clock::now();
       Layout l = compute_layout(state->input, state->options, &state->cancel);
       state->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
