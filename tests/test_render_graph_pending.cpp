@@ -5,6 +5,8 @@
 
 #ifdef HOOKSCOPE_RENDER_DRAW
 
+#include <atomic>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <set>
@@ -14,7 +16,10 @@
 #include "analysis/state.h"
 #include "analysis/state_view.h"
 #include "render/draw/graph_view.h"
+#include "render/draw/graph_view_live.h"
+#include "scenarios/autograd_demo.h"
 #include "testing/headless_imgui.h"
+#include "trace/recorder.h"
 #include "test_util.h"
 
 using namespace hookscope;
@@ -25,6 +30,17 @@ namespace {
 
 const analysis::Model& recovery_model() {
   static const analysis::Model m(testing::record_recovery_trace(), analysis::ModelOptions{256, 8.0});
+  return m;
+}
+
+// Leaf hooks that move to the tensor between steps (ghost boxes).
+const analysis::Model& autograd_model() {
+  static const analysis::Model m = [] {
+    trace::MemoryRecorder rec;
+    rec.start();
+    scenarios::run_autograd_demo({6, 0});
+    return analysis::Model(rec.take_trace(), analysis::ModelOptions{64, 64.0});
+  }();
   return m;
 }
 
@@ -130,6 +146,135 @@ TEST_CASE("graph view: no compact re-layout while the state is pending; the full
   imgui.frame([&] { view.draw(full); });
   CHECK(view.layout_pending());
   view.wait_for_layout();
+}
+
+TEST_CASE("graph live index: the units shown, their count per cell, bounds and ranks are the full State's") {
+  HeadlessImGui imgui(1200.f, 800.f);
+  size_t with_ghosts = 0;
+  for (const analysis::Model* m : {&recovery_model(), &autograd_model()}) {
+  const analysis::Model& model = *m;
+  for (const bool compact : {false, true}) {
+    GraphView view;
+    view.set_model(&model);
+    view.set_compact(compact);
+    view.wait_for_layout();
+    const GraphScene& scene = *view.scene();
+    const FoldedGraph& fg = *view.folded_graph();
+    const Layout& l = *view.layout();
+    const std::atomic<bool> cancel{false};
+    const std::unique_ptr<LiveIndex> index = LiveIndex::build(model, scene, fg, l, cancel);
+    REQUIRE(index);
+    std::mt19937 rng(4);
+    size_t nonempty = 0;
+    std::vector<uint32_t> counts;
+    for (int round = 0; round < 60; ++round) {
+      const auto e = static_cast<analysis::EventIndex>(round == 0 ? 0 : rng() % model.num_events());
+      const analysis::State s = model.state_at(e);
+      // As GraphView::refresh_liveness: a unit is shown with a live Function
+      // or a hook on its leaf's tensor.
+      std::vector<uint8_t> slot_live(scene.nodes().size(), 0), shown(fg.group_of_unit.size(), 0);
+      for (const analysis::FunctionAt& fa : s.functions) slot_live[scene.slot_of(fa.function)] = 1;
+      for (const analysis::FunctionAt& fa : s.functions) {
+        const uint32_t u = fg.unit_of_node[scene.slot_of(fa.function)];
+        if (u != kNoSlot) shown[u] = 1;
+      }
+      for (const analysis::HookAt& h : s.tensor_hooks) {
+        const uint32_t slot = scene.slot_of(h.function);
+        if (slot_live[slot] || fg.unit_of_node[slot] == kNoSlot) continue;
+        shown[fg.unit_of_node[slot]] = 1;
+        ++with_ghosts;
+      }
+      size_t want = 0;
+      Vec2 lo{INFINITY, INFINITY}, hi{-INFINITY, -INFINITY};
+      for (uint32_t u = 0; u < shown.size(); ++u) {
+        CHECK_MESSAGE(index->shown(u, e) == static_cast<bool>(shown[u]), "unit " << u << " at " << e);
+        if (!shown[u]) continue;
+        ++want;
+        lo = {std::min(lo.x, l.center[u].x - l.size[u].x * 0.5f), std::min(lo.y, l.center[u].y - l.size[u].y * 0.5f)};
+        hi = {std::max(hi.x, l.center[u].x + l.size[u].x * 0.5f), std::max(hi.y, l.center[u].y + l.size[u].y * 0.5f)};
+      }
+      index->count_cells(e, counts);
+      size_t got = 0;
+      for (uint32_t n : counts) got += n;
+      CHECK(got == want);
+      Vec2 glo, ghi;
+      CHECK(index->shown_bounds(e, counts, &glo, &ghi) == (want > 0));
+      if (want > 0) {
+        CHECK(glo.x == lo.x);
+        CHECK(glo.y == lo.y);
+        CHECK(ghi.x == hi.x);
+        CHECK(ghi.y == hi.y);
+        ++nonempty;
+      }
+      std::vector<std::pair<uint16_t, uint32_t>> ranks, want_ranks;
+      index->live_sources(e, ranks);
+      for (const analysis::FunctionAt& fa : s.functions) {
+        want_ranks.push_back({model.functions()[fa.function].rank, model.functions()[fa.function].source});
+      }
+      std::sort(want_ranks.begin(), want_ranks.end());
+      want_ranks.erase(std::unique(want_ranks.begin(), want_ranks.end()), want_ranks.end());
+      CHECK(ranks == want_ranks);
+    }
+    CHECK(nonempty > 30);
+  }
+  }
+  CHECK(with_ghosts > 0);  // the autograd demo's leaves' hooks wait on the tensor between steps
+}
+
+TEST_CASE("graph view: pending, ghost boxes (hooks on a leaf's tensor) and their chips as the full State's") {
+  const analysis::Model& model = autograd_model();
+  HeadlessImGui imgui(1200.f, 800.f);
+  GraphView view;
+  view.set_model(&model);
+  view.set_compact(false);
+  view.wait_for_layout();
+  const analysis::State at_last = model.state_at(model.num_events() - 1);
+  imgui.frame([&] { view.draw(at_last); });
+  imgui.frame([&] { view.draw(at_last); });
+  size_t ghosts = 0;
+  for (size_t b = 0; b < model.num_events(); b += 7) {
+    const analysis::StateView sv(model, b);
+    for (int i = 0; i < 2; ++i) imgui.frame([&] { view.draw(sv, analysis::kNoIndex, analysis::kNoIndex); });
+    const auto pending = drawn(view.stats());
+    const analysis::State full = model.state_at(b);
+    for (int i = 0; i < 2; ++i) imgui.frame([&] { view.draw(full); });
+    CHECK_MESSAGE(pending == drawn(view.stats()), "event " << b);
+    ghosts += full.tensor_hooks.size();
+  }
+  CHECK(ghosts > 0);
+}
+
+TEST_CASE("graph view: zoomed out to cells while pending, the cells and minimap are the new event's") {
+  const analysis::Model& model = recovery_model();
+  HeadlessImGui imgui(1200.f, 800.f);
+  GraphView view;
+  view.set_model(&model);
+  view.set_compact(false);
+  view.wait_for_layout();
+  const analysis::State at_last = model.state_at(model.num_events() - 1);
+  imgui.frame([&] { view.draw(at_last); });
+  // Far out: density cells (Note [Graph level of detail]).
+  view.set_view(view.center(), view.zoom() * 0.05f);
+  imgui.frame([&] { view.draw(at_last); });
+  REQUIRE(view.stats().detail == GraphDetail::kCells);
+  REQUIRE(view.stats().cells > 0);
+  // Event 0: nothing is live, so no cell may be lit (the last State had some).
+  const analysis::StateView sv0(model, 0);
+  imgui.frame([&] { view.draw(sv0, analysis::kNoIndex, analysis::kNoIndex); });
+  CHECK(view.stats().state_pending);
+  CHECK(view.stats().cells == 0);
+  CHECK(view.stats().live_units == 0);
+  // A busy event: cells lit while pending as with the full State.
+  const size_t b = model.num_events() / 2;
+  const analysis::State full = model.state_at(b);
+  REQUIRE(!full.functions.empty());
+  const analysis::StateView sv(model, b);
+  imgui.frame([&] { view.draw(sv, analysis::kNoIndex, analysis::kNoIndex); });
+  CHECK(view.stats().cells > 0);
+  const uint32_t pending_live = view.stats().live_units;
+  imgui.frame([&] { view.draw(full); });
+  CHECK(view.stats().cells > 0);
+  CHECK(pending_live == view.stats().live_units);
 }
 
 #endif

@@ -266,20 +266,21 @@ void LiveIndex::count_cells(EventIndex e, std::vector<uint32_t>& out) const {
       out[k] = 0;
       continue;
     }
-    out[k] = static_cast<uint32_t>(count_until(cell_starts_.data() + b, cell_starts_.data() + n, e) -
-                                   count_until(cell_ends_.data() + b, cell_ends_.data() + n, e));
+    const EventIndex* starts = cell_starts_.data();
+    const EventIndex* ends = cell_ends_.data();
+    if (e < starts[b] || e >= ends[n - 1]) {  // before every interval, after every one
+      out[k] = 0;
+    } else if (e >= starts[n - 1] && e < ends[b]) {  // inside every one (a graph built, kept)
+      out[k] = n - b;
+    } else {
+      out[k] = static_cast<uint32_t>(count_until(starts + b, starts + n, e) - count_until(ends + b, ends + n, e));
+    }
   }
 }
 
 bool LiveIndex::shown_bounds(EventIndex e, const std::vector<uint32_t>& counts, Vec2* lo, Vec2* hi) const {
-  Vec2 clo{INFINITY, INFINITY}, chi{-INFINITY, -INFINITY};
-  for (size_t k = 0; k < counts.size(); ++k) {
-    if (!counts[k]) continue;
-    clo = {std::min(clo.x, cell_box_min_[k].x), std::min(clo.y, cell_box_min_[k].y)};
-    chi = {std::max(chi.x, cell_box_max_[k].x), std::max(chi.y, cell_box_max_[k].y)};
-  }
-  if (!(clo.x <= chi.x)) return false;
-  float edge[4] = {clo.x, chi.x, clo.y, chi.y};  // the cells' bounds, unless a walk finds the box
+  if (std::none_of(counts.begin(), counts.end(), [](uint32_t n) { return n > 0; })) return false;
+  float edge[4] = {NAN, NAN, NAN, NAN};  // left, right, top, bottom; NAN: not found within the cap
   for (int side = 0; side < 4; ++side) {
     const std::vector<uint32_t>& order = by_edge_[side];
     for (size_t i = 0; i < order.size() && i < kEdgeWalk; ++i) {
@@ -287,6 +288,19 @@ bool LiveIndex::shown_bounds(EventIndex e, const std::vector<uint32_t>& counts, 
       if (!shown(u, e)) continue;
       edge[side] = side == 0 ? box_min_[u].x : side == 1 ? box_max_[u].x : side == 2 ? box_min_[u].y : box_max_[u].y;
       break;
+    }
+  }
+  if (std::isnan(edge[0]) || std::isnan(edge[1]) || std::isnan(edge[2]) || std::isnan(edge[3])) {
+    // Past the cap: the non-empty cells' bounds stand in (a little larger).
+    Vec2 clo{INFINITY, INFINITY}, chi{-INFINITY, -INFINITY};
+    for (size_t k = 0; k < counts.size(); ++k) {
+      if (!counts[k]) continue;
+      clo = {std::min(clo.x, cell_box_min_[k].x), std::min(clo.y, cell_box_min_[k].y)};
+      chi = {std::max(chi.x, cell_box_max_[k].x), std::max(chi.y, cell_box_max_[k].y)};
+    }
+    const float coarse[4] = {clo.x, chi.x, clo.y, chi.y};
+    for (int side = 0; side < 4; ++side) {
+      if (std::isnan(edge[side])) edge[side] = coarse[side];
     }
   }
   *lo = {edge[0], edge[2]};
