@@ -47,8 +47,6 @@ struct GraphView::Frame {
   // into state->functions, or while pending the FunctionIndex itself.
   const analysis::StateView* view = nullptr;
   const LiveIndex* live_index = nullptr;  // while pending
-  const GraphScene* scene = nullptr;
-  const FoldedGraph* folded = nullptr;
   uint32_t pending_stamp = 0;  // bumped per event drawn pending
   mutable std::vector<uint32_t> slot_stamp, unit_stamp;  // == pending_stamp: resolved at this event
   mutable std::vector<uint32_t> slot_ghost_begin, slot_ghost_end;  // into lazy_ghosts, per resolved slot

@@ -77,8 +77,6 @@ void GraphView::refresh_pending(Frame& f) {
   const analysis::Model& model = *model_;
   const size_t slots = scene_->nodes().size(), units = fg.group_of_unit.size();
   const auto e = static_cast<analysis::EventIndex>(f.view->index());
-  f.scene = scene_.get();
-  f.folded = folded_.get();
   if (f.slot_stamp.size() != slots || f.unit_stamp.size() != units || ++f.pending_stamp == 0) {
     f.slot_stamp.assign(slots, 0);
     f.unit_stamp.assign(units, 0);
