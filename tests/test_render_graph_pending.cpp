@@ -62,6 +62,7 @@ TEST_CASE("graph view: while the state is pending it draws the new event from th
   view.set_model(&model);
   view.set_compact(false);
   view.wait_for_layout();
+  view.wait_for_live_index();
   const size_t last = model.num_events() - 1;
   const analysis::State at_last = model.state_at(last);
   imgui.frame([&] { view.draw(at_last); });
@@ -109,6 +110,7 @@ TEST_CASE("graph view: the pending draw never shows the previous event's boxes")
   view.set_model(&model);
   view.set_compact(false);
   view.wait_for_layout();
+  view.wait_for_live_index();
   const analysis::State at_last = model.state_at(model.num_events() - 1);
   imgui.frame([&] { view.draw(at_last); });
   imgui.frame([&] { view.draw(at_last); });
@@ -128,10 +130,12 @@ TEST_CASE("graph view: no compact re-layout while the state is pending; the full
   view.set_model(&model);
   view.set_compact(true);
   view.wait_for_layout();
+  view.wait_for_live_index();
   const size_t last = model.num_events() - 1;
   const analysis::State at_last = model.state_at(last);
   imgui.frame([&] { view.draw(at_last); });
   view.wait_for_layout();
+  view.wait_for_live_index();
   imgui.frame([&] { view.draw(at_last); });
   REQUIRE_FALSE(view.layout_pending());
   // An event whose live set differs from the last one's.
@@ -146,6 +150,7 @@ TEST_CASE("graph view: no compact re-layout while the state is pending; the full
   imgui.frame([&] { view.draw(full); });
   CHECK(view.layout_pending());
   view.wait_for_layout();
+  view.wait_for_live_index();
 }
 
 TEST_CASE("graph live index: the units shown, their count per cell, bounds and ranks are the full State's") {
@@ -158,6 +163,7 @@ TEST_CASE("graph live index: the units shown, their count per cell, bounds and r
     view.set_model(&model);
     view.set_compact(compact);
     view.wait_for_layout();
+    view.wait_for_live_index();
     const GraphScene& scene = *view.scene();
     const FoldedGraph& fg = *view.folded_graph();
     const Layout& l = *view.layout();
@@ -228,6 +234,7 @@ TEST_CASE("graph view: pending, ghost boxes (hooks on a leaf's tensor) and their
   view.set_model(&model);
   view.set_compact(false);
   view.wait_for_layout();
+  view.wait_for_live_index();
   const analysis::State at_last = model.state_at(model.num_events() - 1);
   imgui.frame([&] { view.draw(at_last); });
   imgui.frame([&] { view.draw(at_last); });
@@ -251,6 +258,7 @@ TEST_CASE("graph view: zoomed out to cells while pending, the cells and minimap 
   view.set_model(&model);
   view.set_compact(false);
   view.wait_for_layout();
+  view.wait_for_live_index();
   const analysis::State at_last = model.state_at(model.num_events() - 1);
   imgui.frame([&] { view.draw(at_last); });
   // Far out: density cells (Note [Graph level of detail]).

@@ -139,6 +139,9 @@ class GraphView {
   bool layout_ready() const { return layout_ != nullptr; }
   bool layout_pending() const { return job_ != nullptr; }
   void wait_for_layout();  // blocks until the pending layout lands
+  // Blocks until the drawn layout's LiveIndex is built (Note [Graph while the
+  // state is pending]: until then a pending frame draws no boxes).
+  void wait_for_live_index();
   const GraphScene* scene() const { return scene_.get(); }
   const Layout* layout() const { return layout_.get(); }
   const FoldedGraph* folded_graph() const { return folded_.get(); }

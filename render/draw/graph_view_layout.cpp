@@ -191,8 +191,9 @@ void GraphView::poll_layout() {
 
 void GraphView::wait_for_layout() {
   if (job_) land_layout();
-  live_index(true);
 }
+
+void GraphView::wait_for_live_index() { live_index(true); }
 
 void GraphView::land_layout() {
   Layout layout = job_->get();
