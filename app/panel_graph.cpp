@@ -12,10 +12,17 @@ void App::draw_graph_panel() {
   if (open) {
     if (!session_.model()) {
       ImGui::TextDisabled(loader_.busy() ? "loading..." : "No trace open. File > Open (Ctrl+O), or drop a .hstrace file here.");
-    } else if (full_state_or_pending(session_)) {
+    } else {
       // The Session owns the selection: the view draws it and returns a click as an intent.
-      const render::GraphViewResult r =
-          graph_.draw(session_.state(), session_.selected_function(), session_.selected_owner());
+      // While the full State is pending, the view draws the new event from the Session's
+      // StateView (Note [Graph while the state is pending]), never the old event's State.
+      const analysis::State* full = session_.state_pending() ? nullptr : full_state_or_pending(session_);
+      render::GraphViewResult r;
+      if (full) {
+        r = graph_.draw(*full, session_.selected_function(), session_.selected_owner());
+      } else if (session_.state_pending()) {
+        r = graph_.draw(session_.view(), session_.selected_function(), session_.selected_owner());
+      }
       if (r.selection_changed) {
         session_.select_function(r.selected_function);
         session_.select_owner(r.selected_owner);

@@ -93,16 +93,17 @@ void GraphView::chips_of(const Frame& f, uint32_t unit, std::vector<Chip>& out) 
     }
   };
   auto add_slot = [&](uint32_t slot) {
-    if (const uint32_t live = f.slot_live[slot]) {
-      const analysis::FunctionAt& fa = f.state->functions[live - 1];
+    if (const uint32_t live = f.slot_live_of(slot)) {
+      const analysis::FunctionAt& fa = f.function_at(live - 1);
       for (int k = 0; k < trace::kNumHookKinds; ++k) {
         for (const analysis::HookAt& h : fa.hooks[k]) push(hook_chip(static_cast<uint8_t>(k), h));
       }
       ghosts(fa.function);
     }
-    auto it = std::lower_bound(f.ghost_hooks.begin(), f.ghost_hooks.end(), slot,
+    const auto ghosts = f.ghosts_of(slot);
+    auto it = std::lower_bound(ghosts.begin(), ghosts.end(), slot,
                                [](const auto& p, uint32_t s) { return p.first < s; });
-    for (; it != f.ghost_hooks.end() && it->first == slot; ++it) {
+    for (; it != ghosts.end() && it->first == slot; ++it) {
       push(hook_chip(static_cast<uint8_t>(model.hooks()[it->second->hook].kind), *it->second));
     }
   };
@@ -149,7 +150,7 @@ void GraphView::hover_and_click(Frame& f) {
   const uint32_t g = fg.group_of_unit[u];
   const uint32_t slot = g == kNoGroup ? fg.node_of_unit[u] : kNoSlot;
   const analysis::FunctionAt* fa =
-      slot != kNoSlot && f.slot_live[slot] ? &f.state->functions[f.slot_live[slot] - 1] : nullptr;
+      slot != kNoSlot && f.slot_live_of(slot) ? &f.function_at(f.slot_live_of(slot) - 1) : nullptr;
   chips_of(f, u, f.chips);
   float kind_x[trace::kNumHookKinds] = {};
   const Vec2 c = l.center[u];
@@ -179,7 +180,7 @@ void GraphView::hover_and_click(Frame& f) {
   ImGui::BeginTooltip();
   if (g != kNoGroup) {
     ImGui::Text("%s", scene_->unit_title(fg, u).c_str());
-    ImGui::TextDisabled("%s, %u live; double-click to expand", scene_->unit_label(fg, u).c_str(), f.unit_live[u]);
+    ImGui::TextDisabled("%s, %u live; double-click to expand", scene_->unit_label(fg, u).c_str(), f.unit_live_of(u));
   } else if (fa) {
     const analysis::FunctionInfo& info = model.functions()[fa->function];
     ImGui::Text("%s", model.function_name(fa->function).c_str());
@@ -196,12 +197,12 @@ void GraphView::hover_and_click(Frame& f) {
   // The hooks: of the badge under the mouse, else all of them.
   std::vector<std::pair<uint8_t, const analysis::HookAt*>> hooks;
   auto collect = [&](uint32_t sl) {
-    if (const uint32_t live = f.slot_live[sl]) {
+    if (const uint32_t live = f.slot_live_of(sl)) {
       for (int k = 0; k < trace::kNumHookKinds; ++k) {
-        for (const auto& h : f.state->functions[live - 1].hooks[k]) hooks.push_back({static_cast<uint8_t>(k), &h});
+        for (const auto& h : f.function_at(live - 1).hooks[k]) hooks.push_back({static_cast<uint8_t>(k), &h});
       }
     }
-    for (const auto& [gs, h] : f.ghost_hooks) {
+    for (const auto& [gs, h] : f.ghosts_of(sl)) {
       if (gs == sl) hooks.push_back({static_cast<uint8_t>(model.hooks()[h->hook].kind), h});
     }
   };

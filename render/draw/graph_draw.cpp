@@ -73,7 +73,7 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
   const uint32_t g = fg.group_of_unit[u];
   const uint32_t slot = g == kNoGroup ? fg.node_of_unit[u] : kNoSlot;
   const analysis::FunctionAt* fa =
-      slot != kNoSlot && f.slot_live[slot] ? &f.state->functions[f.slot_live[slot] - 1] : nullptr;
+      slot != kNoSlot && f.slot_live_of(slot) ? &f.function_at(f.slot_live_of(slot) - 1) : nullptr;
   const bool ghost = g == kNoGroup && !fa;
   const bool leaf = slot != kNoSlot && model.functions()[scene_->nodes()[slot].first].is_leaf_accumulator();
 
@@ -253,7 +253,7 @@ void GraphView::draw_plain_box(Frame& f, uint32_t u) {
   const ImVec2 b = f.to_screen({c.x + s.x * 0.5f, c.y + s.y * 0.5f});
   const uint32_t g = fg.group_of_unit[u];
   const uint32_t slot = g == kNoGroup ? fg.node_of_unit[u] : kNoSlot;
-  const bool ghost = g == kNoGroup && !f.slot_live[slot];
+  const bool ghost = g == kNoGroup && !f.slot_live_of(slot);
   const bool leaf = slot != kNoSlot && model.functions()[scene_->nodes()[slot].first].is_leaf_accumulator();
   chips_of(f, u, f.chips);
   bool alarm = false, owner_hit = false;
@@ -307,6 +307,8 @@ void GraphView::draw_cells(Frame& f) {
   const bool fresh = key == f.cells_key && f.density.size() == static_cast<size_t>(cols) * static_cast<size_t>(rows);
   if (!fresh) f.density.assign(static_cast<size_t>(cols) * static_cast<size_t>(rows), 0);
   f.cells_key = key;
+  // Note [Graph while the state is pending]: from the LiveIndex's grid.
+  if (!fresh && f.view) pending_cells(f, f.view_min, f.zoom, kCell, cols, rows, false, f.density);
   for (uint32_t u : fresh ? std::span<const uint32_t>() : std::span<const uint32_t>(f.live_units)) {
     const ImVec2 p = f.to_screen(l.center[u]);
     const int x = static_cast<int>((p.x - f.canvas_min.x) / kCell), y = static_cast<int>((p.y - f.canvas_min.y) / kCell);
@@ -316,7 +318,9 @@ void GraphView::draw_cells(Frame& f) {
     if (!(cell & 0x80000000u)) {  // an alarm: a hook of a destroyed owner
       const uint32_t g = folded_->group_of_unit[u];
       const uint32_t slot = g == kNoGroup ? folded_->node_of_unit[u] : kNoSlot;
-      if (slot != kNoSlot && f.slot_live[slot]) {
+      // Note [Graph while the state is pending]: no alarm cells (every live
+      // box's hooks would cost what the State does).
+      if (slot != kNoSlot && f.slot_live[slot] && !f.view) {
         for (const auto& hooks : f.state->functions[f.slot_live[slot] - 1].hooks) {
           for (const analysis::HookAt& h : hooks) {
             const analysis::OwnerIndex o = model_->hooks()[h.hook].owner;

@@ -109,7 +109,7 @@ void GraphView::draw_edges(Frame& f) {
       const analysis::EdgeInfo& e = model.edges()[edge_model_[i]];
       // Its source live itself (a slot may hold several Functions), its target's slot live.
       const analysis::FunctionInfo& from = model.functions()[e.from];
-      if (from.created_at <= now && now < from.released_at && f.slot_live[scene_->slot_of(e.to)]) {
+      if (from.created_at <= now && now < from.released_at && f.slot_live_of(scene_->slot_of(e.to))) {
         f.edge_order.push_back({edge_model_[i], le});
         return;
       }
@@ -119,12 +119,15 @@ void GraphView::draw_edges(Frame& f) {
   // when those are fewer (a view of most of a graph that is mostly not live).
   // Few live edges (a graph growing from nothing, live recording) are walked
   // without building the grid: it costs the whole model's edges per layout.
+  // While the state is pending there is no list of the live Functions to
+  // walk: the tiles (Note [Graph while the state is pending]).
   size_t walked = 0;
-  for (const analysis::FunctionAt& fa : f.state->functions) {
-    walked += model.functions()[fa.function].edges_end - model.functions()[fa.function].edges_begin;
+  for (size_t i = 0, n = f.view ? 0 : f.state->functions.size(); i < n; ++i) {
+    const analysis::FunctionInfo& info = model.functions()[f.live_function(static_cast<uint32_t>(i))];
+    walked += info.edges_end - info.edges_begin;
     if (walked > kWalkAlways) break;
   }
-  bool walk = walked <= kWalkAlways;
+  bool walk = !f.view && walked <= kWalkAlways;
   int x0 = 0, x1 = -1, y0 = 0, y1 = -1;
   if (!walk) {
     if (!edges_indexed_) {
@@ -142,18 +145,19 @@ void GraphView::draw_edges(Frame& f) {
       }
     }
     walked = 0;
-    for (const analysis::FunctionAt& fa : f.state->functions) {
-      walked += model.functions()[fa.function].edges_end - model.functions()[fa.function].edges_begin;
+    for (size_t i = 0, n = f.view ? 0 : f.state->functions.size(); i < n; ++i) {
+      const analysis::FunctionInfo& info = model.functions()[f.live_function(static_cast<uint32_t>(i))];
+      walked += info.edges_end - info.edges_begin;
       if (walked > listed) break;
     }
-    walk = walked <= listed;
+    walk = !f.view && walked <= listed;
   }
   if (walk) {
     for (const analysis::FunctionAt& fa : f.state->functions) {
       const analysis::FunctionInfo& info = model.functions()[fa.function];
       for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
         const analysis::FunctionIndex to = model.edges()[e].to;
-        if (to >= model.functions().size() || !f.slot_live[scene_->slot_of(to)]) continue;
+        if (to >= model.functions().size() || !f.slot_live[scene_->slot_of(to)]) continue;  // not pending
         const uint32_t se = scene_->edge_of(e);
         const uint32_t le = se == kNoSlot ? kNoSlot : fg.edge_of_scene_edge[se];
         if (le == kNoSlot || f.edge_stamp[le] == f.stamp) continue;

@@ -51,9 +51,9 @@ void GraphView::chip_row(uint32_t unit, float* left, float* right, float* top) c
   if (m.compact) {  // after the title, on its line
     const Frame& f = *frame_;
     const uint32_t slot = folded_->node_of_unit[unit];
-    const uint32_t live = slot < f.slot_live.size() ? f.slot_live[slot] : 0;
+    const uint32_t live = slot < f.slot_live.size() ? f.slot_live_of(slot) : 0;
     const std::string title = scene_->unit_compact_title(
-        *folded_, unit, live && f.state ? f.state->functions[live - 1].function : analysis::kNoIndex,
+        *folded_, unit, live && f.state ? f.live_function(live - 1) : analysis::kNoIndex,
         f.state ? f.state->index : analysis::kNever);
     *left += text_width(m.line_height, title.c_str()) + m.kind_gap;
     *top = c.y - m.chip_height * 0.5f;
@@ -70,12 +70,9 @@ void GraphView::select_owner(analysis::OwnerIndex owner) { selected_owner_ = own
 // the minimap shows where it is.
 void GraphView::fit_now(const Frame& f) {
   const Layout& l = *layout_;
-  Vec2 lo{INFINITY, INFINITY}, hi{-INFINITY, -INFINITY};
-  for (uint32_t u : f.live_units) {
-    lo = {std::min(lo.x, l.center[u].x - l.size[u].x * 0.5f), std::min(lo.y, l.center[u].y - l.size[u].y * 0.5f)};
-    hi = {std::max(hi.x, l.center[u].x + l.size[u].x * 0.5f), std::max(hi.y, l.center[u].y + l.size[u].y * 0.5f)};
-  }
-  if (f.live_units.empty()) {
+  // The live boxes' bounds (refresh_liveness; pending too).
+  Vec2 lo = f.live_min, hi = f.live_max;
+  if (f.live_count == 0) {
     lo = l.min;
     hi = l.max;
   }
@@ -92,7 +89,7 @@ void GraphView::fit_now(const Frame& f) {
   zoom_ = std::clamp(zoom_, 1e-6f, 1.5f);
   center_ = {(lo.x + hi.x) * 0.5f, (lo.y + hi.y) * 0.5f};
   const float readable = options_.min_text_px / chip_font(metrics_);
-  if (zoom_ >= readable || f.live_units.empty()) return;
+  if (zoom_ >= readable || f.live_count == 0) return;
   if (!metrics_.compact && auto_compact_) {  // Note [Compact boxes]: one-line boxes, then fit again
     switch_metrics(true);
     return;
@@ -155,6 +152,8 @@ void GraphView::draw_minimap(Frame& f) {
       const int cy = std::clamp(static_cast<int>((l.center[u].y - l.min.y) * scale / kCell), 0, rows - 1);
       cells[static_cast<size_t>(cy) * cols + cx] = 1;
     }
+    // Note [Graph while the state is pending]: from the LiveIndex's grid.
+    if (f.view) pending_cells(f, l.min, scale, kCell, cols, rows, true, cells);
   }
   for (int y = 0; y < rows; ++y) {
     for (int x = 0; x < cols; ++x) {

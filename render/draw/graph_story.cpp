@@ -235,7 +235,7 @@ void GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
     *hi = {std::max(hi->x, l.center[u].x + l.size[u].x * 0.5f), std::max(hi->y, l.center[u].y + l.size[u].y * 0.5f)};
   };
   const size_t nf = model_->functions().size();
-  if (selected_function_ < nf && f.slot_live[scene_->slot_of(selected_function_)]) {
+  if (selected_function_ < nf && f.slot_live_of(scene_->slot_of(selected_function_))) {
     take(fg.unit_of_node[scene_->slot_of(selected_function_)]);
     return;
   }
@@ -266,6 +266,10 @@ void GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
     }
   }
   for (uint32_t u : f.live_units) take(u);
+  if (f.view && f.live_count > 0) {  // pending: no list of the live boxes, their bounds
+    *lo = f.live_min;
+    *hi = f.live_max;
+  }
   hi->y = lo->y;  // the top
 }
 

@@ -1,5 +1,7 @@
-// The graph view's frame: layout jobs, the per-frame liveness of units,
-// pan / zoom / fit, selection, the minimap. Drawing is in graph_draw.cpp.
+// The graph view's frame: the toolbar and canvas, pan / zoom / fit input,
+// hit testing, the fold menu. Layout jobs are in graph_view_layout.cpp, the
+// liveness of units in graph_view_live.cpp, the frame drawn while the state
+// is pending in graph_view_pending.cpp, drawing in graph_draw.cpp.
 
 #include "render/draw/graph_view.h"
 
@@ -9,7 +11,6 @@
 #include <tuple>
 
 #include "render/layout/colors.h"
-#include "render/layout/graph_pack.h"
 #include "render/draw/graph_view_internal.h"
 
 namespace hookscope::render {
@@ -19,207 +20,9 @@ using analysis::kNoIndex;
 GraphView::GraphView(GraphViewOptions options)
     : options_(options), metrics_(options.metrics), frame_(std::make_unique<Frame>()) {}
 
-GraphView::~GraphView() = default;
-
-void GraphView::set_model(const analysis::Model* model) { set_model(model, nullptr, nullptr); }
-
-// Note [Scene off the UI thread]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// GraphScene (slots, groups, generations) and RunStory read the whole model:
-// at a million Functions they take seconds. The trace loader builds both on
-// its thread right after the model (app/loader.cpp) and hands them over with
-// it, so opening a file never freezes the window for them; a grown live
-// model (update_model) still builds them here, where they are small.
-void GraphView::set_model(const analysis::Model* model, std::shared_ptr<GraphScene> scene,
-                          std::shared_ptr<const RunStory> story) {
-  job_.reset();
-  layout_.reset();
-  folded_.reset();
-  pending_.reset();
-  scene_.reset();
-  model_ = model;
-  selected_function_ = kNoIndex;
-  selected_owner_ = kNoIndex;
-  fit_pending_ = true;
-  if (!model) return;
-  adopt_scene(*model, std::move(scene), std::move(story));
-  layer_height_.clear();
-  start_layout(false);
-}
-
-// The scene and story of `model` (built here when not given), and per-slot
-// state sized to the scene, every slot unplaced and every group unfolded.
-void GraphView::adopt_scene(const analysis::Model& model, std::shared_ptr<GraphScene> scene,
-                            std::shared_ptr<const RunStory> story) {
-  scene_ = scene ? std::move(scene) : std::make_shared<GraphScene>(model);
-  story_ = story ? *story : RunStory(model);
-  rank_sources_.clear();
-  for (uint32_t src = 0; src < model.num_traces(); ++src) {
-    const int32_t rank = model.trace(src).header.rank;
-    if (rank >= 0) rank_sources_.push_back({static_cast<uint16_t>(rank), src});
-  }
-  folded_groups_.assign(scene_->groups().size(), 0);
-  ++generation_;
-  layout_keep_.clear();  // every slot, until a frame knows the live ones
-  node_layer_.assign(scene_->nodes().size(), -1);
-  node_x_.assign(scene_->nodes().size(), 0.f);
-  group_layer_.assign(scene_->groups().size(), -1);
-  group_x_.assign(scene_->groups().size(), 0.f);
-}
-
-void GraphView::update_model(const analysis::Model* model) {
-  if (!model || !scene_ || !layout_) {
-    set_model(model);
-    return;
-  }
-  // Where each slot was, by (signature, instance); groups start unfolded.
-  std::vector<std::tuple<uint64_t, uint32_t, int, float>> before;
-  for (uint32_t v = 0; v < scene_->nodes().size(); ++v) {
-    if (node_layer_[v] >= 0) {
-      before.emplace_back(scene_->nodes()[v].signature, scene_->nodes()[v].instance, node_layer_[v], node_x_[v]);
-    }
-  }
-  std::sort(before.begin(), before.end());
-  job_.reset();
-  pending_.reset();
-  model_ = model;
-  adopt_scene(*model, nullptr, nullptr);
-  for (uint32_t v = 0; v < scene_->nodes().size(); ++v) {
-    const SceneNode& n = scene_->nodes()[v];
-    auto it = std::lower_bound(before.begin(), before.end(), std::make_tuple(n.signature, n.instance, INT32_MIN, -INFINITY));
-    if (it != before.end() && std::get<0>(*it) == n.signature && std::get<1>(*it) == n.instance) {
-      node_layer_[v] = std::get<2>(*it);
-      node_x_[v] = std::get<3>(*it);
-    }
-  }
-  // The drawn layout belongs to the old scene: drop it until the new one lands.
-  layout_.reset();
-  folded_.reset();
-  selected_function_ = selected_function_ < model->functions().size() ? selected_function_ : kNoIndex;
-  selected_owner_ = selected_owner_ < model->owners().size() ? selected_owner_ : kNoIndex;
-  start_layout(true);
-}
-
-// Text is measured here, on the UI thread, with the current font; the
-// layout itself runs on the job's thread.
-void GraphView::start_layout(bool seeded) {
-  if (!scene_) return;
-  // Note [Compact boxes]: the compact view lays out the live slots only.
-  pending_ = std::make_unique<FoldedGraph>(scene_->fold(folded_groups_, metrics_.compact ? &layout_keep_ : nullptr));
-  // Before the first frame there is no current font: take the atlas's
-  // default, built here if the backend has not yet.
-  ImGuiIO& io = ImGui::GetIO();
-  if (!io.Fonts->IsBuilt()) io.Fonts->Build();
-  ImFont* font = ImGui::GetFont() ? ImGui::GetFont() : io.FontDefault ? io.FontDefault : io.Fonts->Fonts[0];
-  const float size = metrics_.line_height;
-  LayoutInput input;
-  input.graph = pending_->graph;
-  input.sizes = scene_->box_sizes(*pending_, [&](std::string_view s) {
-    return font->CalcTextSizeA(size, FLT_MAX, 0.f, s.data(), s.data() + s.size()).x;
-  }, metrics_);
-  std::optional<LayoutSeed> seed;
-  if (seeded && !metrics_.compact) {  // a packed layout is no seed (Note [Packed ranks])
-    LayoutSeed s;
-    const size_t units = pending_->group_of_unit.size();
-    s.layer.assign(units, -1);
-    s.x.assign(units, 0.f);
-    for (size_t u = 0; u < units; ++u) {
-      const uint32_t g = pending_->group_of_unit[u], v = pending_->node_of_unit[u];
-      if (g == kNoGroup && node_layer_[v] >= 0) {
-        s.layer[u] = node_layer_[v];
-        s.x[u] = node_x_[v];
-      } else if (g != kNoGroup && group_layer_[g] >= 0) {
-        s.layer[u] = group_layer_[g];
-        s.x[u] = group_x_[g];
-      }
-    }
-    s.layer_height = layer_height_;
-    seed = std::move(s);
-  }
-  // Note [Compact boxes]: tighter gaps.
-  const LayoutOptions layout_options = metrics_.compact ? compact_layout_options(options_.layout) : options_.layout;
-  job_ = std::make_unique<LayoutJob>(std::move(input), layout_options, std::move(seed));
-}
-
-void GraphView::poll_layout() {
-  if (!job_ || !job_->done()) return;
-  land_layout();
-}
-
-void GraphView::wait_for_layout() {
-  if (!job_) return;
-  land_layout();
-}
-
-void GraphView::land_layout() {
-  Layout layout = job_->get();
-  job_.reset();
-  if (layout.cancelled) return;
-  layout_ = std::make_unique<Layout>(std::move(layout));
-  folded_ = std::move(pending_);
-  if (metrics_.compact) {  // Note [Packed ranks], to the canvas's shape of the last frame
-    const Frame& f = *frame_;
-    PackOptions pack;
-    const float w = f.panel_max.x - f.panel_min.x, h = f.panel_max.y - f.canvas_min.y;
-    if (options_.pack_aspect > 0.f) {
-      pack.aspect = options_.pack_aspect;
-    } else if (w > 50.f && h > 50.f) {
-      pack.aspect = w / h;
-    }
-    packed_aspect_ = pack.aspect;
-    pack.generation = unit_generations(*scene_, *folded_, drawn_at_);  // Note [Packed ranks]
-    pack_layout(*layout_, folded_->graph, pack);
-  }
-  index_layout();
-  if (fit_on_layout_) fit_pending_ = true;
-  fit_on_layout_ = false;
-}
-
-// Remembers where everything went (Note [Stable layout]) and builds the
-// culling tables.
-void GraphView::index_layout() {
-  const Layout& l = *layout_;
-  const FoldedGraph& fg = *folded_;
-  for (size_t u = 0; u < fg.group_of_unit.size(); ++u) {
-    const uint32_t g = fg.group_of_unit[u];
-    if (g == kNoGroup) {
-      node_layer_[fg.node_of_unit[u]] = l.layer[u];
-      node_x_[fg.node_of_unit[u]] = l.center[u].x;
-    } else {
-      group_layer_[g] = l.layer[u];
-      group_x_[g] = l.center[u].x;
-    }
-  }
-  if (layer_height_.size() < l.layer_height.size()) layer_height_.resize(l.layer_height.size(), 0.f);
-  for (size_t k = 0; k < l.layer_height.size(); ++k) layer_height_[k] = std::max(layer_height_[k], l.layer_height[k]);
-  layer_max_width_.assign(static_cast<size_t>(l.num_layers), 0.f);
-  for (size_t u = 0; u < l.center.size(); ++u) {
-    layer_max_width_[l.layer[u]] = std::max(layer_max_width_[l.layer[u]], l.size[u].x);
-  }
-  const size_t m = l.route_begin.size() - 1;
-  edge_min_.assign(m, {INFINITY, INFINITY});
-  edge_max_.assign(m, {-INFINITY, -INFINITY});
-  for (size_t e = 0; e < m; ++e) {
-    for (uint32_t i = l.route_begin[e]; i < l.route_begin[e + 1]; ++i) {
-      const Vec2 p = l.route[i];
-      edge_min_[e] = {std::min(edge_min_[e].x, p.x), std::min(edge_min_[e].y, p.y)};
-      edge_max_[e] = {std::max(edge_max_[e].x, p.x), std::max(edge_max_[e].y, p.y)};
-    }
-  }
-  frame_->edge_stamp.assign(m, 0);
-  frame_->stamp = 0;
-  edges_indexed_ = false;  // index_edges() on the first frame that draws edges
-  ++generation_;
-  rank_bounds_.clear();
-  for (size_t u = 0; u < l.center.size(); ++u) {
-    const uint32_t g = fg.group_of_unit[u];
-    const uint16_t rank = g == kNoGroup ? scene_->nodes()[fg.node_of_unit[u]].rank : scene_->groups()[g].rank;
-    auto it = std::find_if(rank_bounds_.begin(), rank_bounds_.end(), [&](const RankBounds& b) { return b.rank == rank; });
-    if (it == rank_bounds_.end()) it = rank_bounds_.insert(rank_bounds_.end(), {rank, {INFINITY, INFINITY}, {-INFINITY, -INFINITY}});
-    const Vec2 c = l.center[u], s = l.size[u];
-    it->min = {std::min(it->min.x, c.x - s.x * 0.5f), std::min(it->min.y, c.y - s.y * 0.5f)};
-    it->max = {std::max(it->max.x, c.x + s.x * 0.5f), std::max(it->max.y, c.y + s.y * 0.5f)};
-  }
+GraphView::~GraphView() {
+  stop_live_index();
+  wait_for_box_sizes();
 }
 
 bool GraphView::box_on_screen(analysis::FunctionIndex function, Vec2* min, Vec2* max) const {
@@ -250,20 +53,6 @@ void GraphView::set_view(Vec2 center, float zoom) {
   at_fit_ = false;
 }
 
-void GraphView::set_folded(uint32_t group, bool folded) {
-  if (group >= folded_groups_.size() || folded_groups_[group] == folded) return;
-  folded_groups_[group] = folded;
-  start_layout(true);
-}
-
-bool GraphView::folded(uint32_t group) const {
-  return group < folded_groups_.size() && folded_groups_[group];
-}
-
-void GraphView::relayout() {
-  layer_height_.clear();
-  start_layout(false);
-}
 
 // Note [Graph canvas]
 // ~~~~~~~~~~~~~~~~~~~
@@ -285,10 +74,13 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   Frame& f = *frame_;
   f.result = {};
   f.state = &state;
+  f.view = lazy_ ? &lazy_view_ : nullptr;
+  f.live_index = f.view ? live_index() : nullptr;
   drawn_at_ = static_cast<analysis::EventIndex>(state.index);
   f.dl = ImGui::GetWindowDrawList();
   f.time = ImGui::GetTime();
   stats_ = {};
+  stats_.state_pending = f.view != nullptr;
 
   // Toolbar above the canvas: commands, then the owners' legend.
   if (ImGui::SmallButton("Fit")) fit_pending_ = true;
@@ -304,6 +96,10 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     ImGui::TextDisabled("no trace");
   } else if (!layout_) {
     ImGui::TextDisabled("laying out %zu Functions...", scene_->nodes().size());
+  } else if (f.view) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::Text("state pending at #%zu: no legend yet", state.index);
+    ImGui::PopStyleColor();
   } else {
     draw_legend(state);
   }
@@ -325,7 +121,9 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   if (f.canvas_max.y < f.canvas_min.y + 20.f) f.canvas_min.y = f.canvas_max.y - 20.f;
   stats_.content = {f.canvas_min.x, f.canvas_min.y, f.canvas_max.x, f.canvas_max.y};
   stats_.minimap_shown = minimap;
-  if (!layout_ || !model_) {
+  // Note [Graph while the state is pending]: nothing until the layout's
+  // LiveIndex is built.
+  if (!layout_ || !model_ || (f.view && !f.live_index)) {
     f.result.selected_function = selected_function_;
     f.result.selected_owner = selected_owner_;
     return f.result;
@@ -355,7 +153,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
 
   // Note [Compact boxes]: the live set changed, lay it out again (one job at
   // a time: the frames in between draw the last layout's live boxes).
-  if (metrics_.compact && !job_ && f.keep != layout_keep_) {
+  if (metrics_.compact && !job_ && !f.view && f.keep != layout_keep_) {
     layout_keep_ = f.keep;
     fit_on_layout_ = fit_on_layout_ || at_fit_;
     start_layout(false);
@@ -384,7 +182,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     focus_pending_ = kNoIndex;
   }
   handle_input(f);
-  stats_.live_units = static_cast<uint32_t>(f.live_units.size());
+  stats_.live_units = static_cast<uint32_t>(f.live_count);
   stats_.layout_units = static_cast<uint32_t>(l.center.size());
   stats_.layout_w = l.max.x - l.min.x;
   stats_.layout_h = l.max.y - l.min.y;
@@ -425,7 +223,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   draw_banners(f);
   // The minimap's column is needed while some live box is out of view.
   // (every live box inside the view iff their bounds are)
-  minimap_needed_ = !f.live_units.empty() && !(f.live_min.x >= f.view_min.x && f.live_max.x <= f.view_max.x &&
+  minimap_needed_ = f.live_count > 0 && !(f.live_min.x >= f.view_min.x && f.live_max.x <= f.view_max.x &&
                                                f.live_min.y >= f.view_min.y && f.live_max.y <= f.view_max.y);
   if (minimap) draw_minimap(f);
   f.dl->PopClipRect();
@@ -434,81 +232,6 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   f.result.selected_function = selected_function_;
   f.result.selected_owner = selected_owner_;
   return f.result;
-}
-
-// Note [Frame caches]
-// ~~~~~~~~~~~~~~~~~~~
-// A frame's cost must follow the pixels, not the Functions: at a million
-// Functions a walk over every live one costs tens of ms. What depends only on
-// the state and the layout (which slots and units are live, their bounds,
-// the owners destroyed, the ranks' live processes) is computed when the
-// event, the scene or the layout changes and reused by every frame until
-// then; the density cells and the minimap's are recomputed only when, in
-// addition, the view moves. Edges in view come from a grid of tiles over the
-// layout (graph_edges.cpp) when the tiles in view list fewer edges than the
-// live Functions have, else from a walk over the live Functions, as before.
-// The event's own facts (the hook firing, the box running) are per frame.
-// What is still O(live Functions): a new event (the State itself is; Note
-// [Lazy state] in core/analysis/state_view.h is the way out) and, zoomed out
-// to cells, a moved view.
-void GraphView::refresh_liveness(Frame& f, const analysis::State& state) {
-  const Frame::LiveKey key{generation_, &state, state.index, state.functions.size(), state.tensor_hooks.size()};
-  if (f.live_stamp != 0 && key == f.live_key) return;
-  f.live_key = key;
-  ++f.live_stamp;
-  const Layout& l = *layout_;
-  const FoldedGraph& fg = *folded_;
-  const analysis::Model& model = *model_;
-  const size_t slots = scene_->nodes().size(), units = fg.group_of_unit.size();
-  f.slot_live.assign(slots, 0);
-  f.unit_live.assign(units, 0);
-  f.unit_ghost.assign(units, 0);
-  f.live_units.clear();
-  f.keep.assign(slots, 0);
-  for (size_t i = 0; i < state.functions.size(); ++i) {
-    const uint32_t slot = scene_->slot_of(state.functions[i].function);
-    f.slot_live[slot] = static_cast<uint32_t>(i + 1);
-    f.keep[slot] = 1;
-    const uint32_t u = fg.unit_of_node[slot];
-    if (u != kNoSlot && f.unit_live[u]++ == 0) f.live_units.push_back(u);
-  }
-  f.ghost_hooks.clear();
-  for (const analysis::HookAt& h : state.tensor_hooks) {
-    if (h.function >= model.functions().size()) continue;
-    const uint32_t slot = scene_->slot_of(h.function);
-    if (f.slot_live[slot]) continue;
-    f.ghost_hooks.push_back({slot, &h});
-    f.keep[slot] = 1;
-    const uint32_t u = fg.unit_of_node[slot];
-    if (u != kNoSlot && !f.unit_live[u] && !f.unit_ghost[u]) {
-      f.unit_ghost[u] = 1;
-      f.live_units.push_back(u);
-    }
-  }
-  std::stable_sort(f.ghost_hooks.begin(), f.ghost_hooks.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  f.owner_dead.assign(model.owners().size(), 0);
-  for (size_t o = 0; o < model.owners().size(); ++o) {
-    f.owner_dead[o] = model.owners()[o].destroyed_at <= state.index;
-  }
-  f.live_min = {INFINITY, INFINITY};
-  f.live_max = {-INFINITY, -INFINITY};
-  for (uint32_t u : f.live_units) {
-    if (u >= l.center.size()) continue;
-    const Vec2 c = l.center[u], sz = l.size[u];
-    f.live_min = {std::min(f.live_min.x, c.x - sz.x * 0.5f), std::min(f.live_min.y, c.y - sz.y * 0.5f)};
-    f.live_max = {std::max(f.live_max.x, c.x + sz.x * 0.5f), std::max(f.live_max.y, c.y + sz.y * 0.5f)};
-  }
-  f.live_sources.clear();
-  if (rank_sources_.size() > 1) {
-    for (const analysis::FunctionAt& fa : state.functions) {
-      const analysis::FunctionInfo& info = model.functions()[fa.function];
-      const std::pair<uint16_t, uint32_t> rs{info.rank, info.source};
-      if (f.live_sources.empty() || f.live_sources.back() != rs) f.live_sources.push_back(rs);
-    }
-    std::sort(f.live_sources.begin(), f.live_sources.end());
-    f.live_sources.erase(std::unique(f.live_sources.begin(), f.live_sources.end()), f.live_sources.end());
-  }
 }
 
 void GraphView::handle_input(Frame& f) {

@@ -8,12 +8,15 @@
 //   GraphViewResult r = view.draw(cursor.state());
 // and reads r.selected_function / r.selected_owner for the other panels.
 
+#include <atomic>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <vector>
 
 #include "analysis/model.h"
 #include "analysis/state.h"
+#include "analysis/state_view.h"
 #include "render/layout/graph_scene.h"
 #include "render/layout/layout.h"
 #include "render/layout/layout_job.h"
@@ -22,6 +25,8 @@
 struct ImDrawList;
 
 namespace hookscope::render {
+
+class LiveIndex;  // graph_view_live.h
 
 struct GraphViewOptions {
   BoxMetrics metrics;
@@ -75,6 +80,7 @@ struct GraphDrawStats {
   uint32_t live_units = 0;        // boxes that are live now (drawn or not: off screen, culled)
   uint32_t layout_units = 0;      // boxes laid out (compact: the live ones only)
   uint32_t gen_labels = 0;        // boxes labelled "gen N" (Note [Module generations])
+  bool state_pending = false;     // drawn from a StateView (Note [Graph while the state is pending])
   float layout_w = 0.f, layout_h = 0.f;  // the layout's extent, world units
 };
 
@@ -106,6 +112,11 @@ class GraphView {
   // the caller applies or not; the view keeps no selection of its own.
   GraphViewResult draw(const analysis::State& state, analysis::FunctionIndex selected_function,
                        analysis::OwnerIndex selected_owner);
+  // Note [Graph while the state is pending]: the same at the event of
+  // `view` while its full State is being built (app/session.h, Note [Lazy
+  // seeks in the GUI]), in the time of the boxes in view.
+  GraphViewResult draw(const analysis::StateView& view, analysis::FunctionIndex selected_function,
+                       analysis::OwnerIndex selected_owner);
 
   // ---- commands (take effect in the next draw) ----
   void fit();  // the live Functions (or all) fill the view
@@ -128,6 +139,9 @@ class GraphView {
   bool layout_ready() const { return layout_ != nullptr; }
   bool layout_pending() const { return job_ != nullptr; }
   void wait_for_layout();  // blocks until the pending layout lands
+  // Blocks until the drawn layout's LiveIndex is built (Note [Graph while the
+  // state is pending]: until then a pending frame draws no boxes).
+  void wait_for_live_index();
   const GraphScene* scene() const { return scene_.get(); }
   const Layout* layout() const { return layout_.get(); }
   const FoldedGraph* folded_graph() const { return folded_.get(); }
@@ -143,17 +157,25 @@ class GraphView {
   void visible_rect(Vec2* min, Vec2* max) const;
 
  private:
-  struct Frame;  // per-frame scratch, graph_draw.cpp
+  struct Frame;  // per-frame scratch, graph_view_internal.h
+  friend void pending_cells(const Frame& f, Vec2 origin, float scale, float cell, int cols, int rows, bool mark,
+                            std::vector<uint32_t>& out);
   struct Chip;
 
   void start_layout(bool seeded);
+  void wait_for_box_sizes();  // Note [Box sizes off the UI thread]
   void poll_layout();
   void land_layout();
   void adopt_scene(const analysis::Model& model, std::shared_ptr<GraphScene> scene,
                    std::shared_ptr<const RunStory> story);  // takes the finished job's layout
   void index_layout();
   void index_edges();  // graph_edges.cpp
-  void refresh_liveness(Frame& f, const analysis::State& state);
+  void refresh_liveness(Frame& f, const analysis::State& state);  // graph_view_live.cpp
+  // Note [Graph while the state is pending], graph_view_pending.cpp.
+  void refresh_pending(Frame& f);
+  void start_live_index();  // for the layout drawn, off the UI thread
+  void stop_live_index();
+  const LiveIndex* live_index(bool wait = false);  // null until built
   void handle_input(Frame& f);
   void draw_edges(Frame& f);
   void draw_boxes(Frame& f);
@@ -196,9 +218,11 @@ class GraphView {
   std::vector<uint8_t> folded_groups_;
   // The layout drawn and the folded graph it belongs to; the job computes
   // the next one for pending_.
-  std::unique_ptr<FoldedGraph> folded_, pending_;
-  std::unique_ptr<Layout> layout_;
+  // Shared with the LiveIndex job, which reads them off the UI thread.
+  std::shared_ptr<FoldedGraph> folded_, pending_;
+  std::shared_ptr<Layout> layout_;
   std::unique_ptr<LayoutJob> job_;
+  std::shared_future<void> box_sizes_done_;  // the job's box sizes measured (Note [Box sizes off the UI thread])
   // Note [Stable layout]: the last place of every slot and group, so that
   // expanding a group puts its members back where they were.
   std::vector<int> node_layer_, group_layer_;
@@ -236,6 +260,16 @@ class GraphView {
   uint32_t menu_unit_ = UINT32_MAX;
   GraphDrawStats stats_;
   std::unique_ptr<Frame> frame_;
+  // Note [Graph while the state is pending]: the view drawn from, and the
+  // empty State at its event that stands in for the full one.
+  analysis::StateView lazy_view_;
+  bool lazy_ = false;
+  analysis::State lazy_state_;
+  // Note [Liveness by intervals]: the LiveIndex of the layout drawn, built
+  // by live_job_ (cancelled by *live_cancel_).
+  std::shared_ptr<const LiveIndex> live_index_;
+  std::future<std::shared_ptr<const LiveIndex>> live_job_;
+  std::shared_ptr<std::atomic<bool>> live_cancel_;
 };
 
 }  // namespace hookscope::render

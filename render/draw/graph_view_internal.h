@@ -6,12 +6,18 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <deque>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
+
+#include "analysis/state_view.h"
 
 #include "render/layout/colors.h"
 
 #include "render/draw/graph_view.h"
+#include "render/draw/graph_view_live.h"
 
 namespace hookscope::render {
 
@@ -33,6 +39,42 @@ struct GraphView::Chip {
 
 struct GraphView::Frame {
   const analysis::State* state = nullptr;
+  // Note [Graph while the state is pending]: set while drawing from a
+  // StateView; `state` is then an empty State at its index and the
+  // liveness of a slot or unit is worked out when first asked for
+  // (resolve_slot / resolve_unit, graph_view_pending.cpp), through the
+  // accessors below. A slot's "live handle" (slot_live_of - 1) is an index
+  // into state->functions, or while pending the FunctionIndex itself.
+  const analysis::StateView* view = nullptr;
+  const LiveIndex* live_index = nullptr;  // while pending
+  uint32_t pending_stamp = 0;  // bumped per event drawn pending
+  mutable std::vector<uint32_t> slot_stamp, unit_stamp;  // == pending_stamp: resolved at this event
+  mutable std::vector<uint32_t> slot_ghost_begin, slot_ghost_end;  // into lazy_ghosts, per resolved slot
+  mutable std::vector<std::pair<uint32_t, const analysis::HookAt*>> lazy_ghosts;
+  mutable std::deque<analysis::HookAt> lazy_ghost_store;  // stable references
+  mutable std::vector<analysis::HookAt> lazy_scratch, lazy_scratch2;
+  mutable std::unordered_map<uint32_t, uint32_t> lazy_filled;  // FunctionIndex -> 1 + its place in lazy_at
+  mutable std::deque<analysis::FunctionAt> lazy_at;            // filled from the view (stable references)
+  std::vector<uint32_t> cell_counts;  // LiveIndex::count_cells at the event
+  size_t live_count = 0;              // units live or holding ghost hooks (live_units.size() when not pending)
+  void resolve_slot(uint32_t slot) const;
+  void resolve_unit(uint32_t unit) const;
+  uint32_t slot_live_of(uint32_t slot) const {
+    if (view) resolve_slot(slot);
+    return slot_live[slot];
+  }
+  uint32_t unit_live_of(uint32_t unit) const {
+    if (view) resolve_unit(unit);
+    return unit_live[unit];
+  }
+  analysis::FunctionIndex live_function(uint32_t handle) const {
+    return view ? handle : state->functions[handle].function;
+  }
+  // The live Function's hooks at the event (state_at's, from the view when
+  // pending: O(its hooks) the first time).
+  const analysis::FunctionAt& function_at(uint32_t handle) const;
+  // A leaf's hooks on its tensor, of `slot` (not live).
+  std::span<const std::pair<uint32_t, const analysis::HookAt*>> ghosts_of(uint32_t slot) const;
   ImDrawList* dl = nullptr;
   ImVec2 panel_min, panel_max;    // the whole canvas: header strip, content, minimap column
   ImVec2 canvas_min, canvas_max;  // the content: where boxes go (Note [Graph canvas])
@@ -42,20 +84,22 @@ struct GraphView::Frame {
   GraphDetail detail = GraphDetail::kFull;
   double time = 0.0;  // for the flash
   // Per slot: 1 + the index of its live Function in state->functions, or 0.
-  std::vector<uint32_t> slot_live;
+  mutable std::vector<uint32_t> slot_live;
   std::vector<uint8_t> keep;  // per slot: live or holding ghost hooks (Note [Compact boxes])
   // Per unit: live Functions in it; live_units lists the units with any.
-  std::vector<uint32_t> unit_live;
-  std::vector<uint32_t> live_units;
+  mutable std::vector<uint32_t> unit_live;
+  std::vector<uint32_t> live_units;  // empty while pending (live_count, cell_counts)
   // A leaf's hooks that live on its tensor (no AccumulateGrad now), by slot.
   std::vector<std::pair<uint32_t, const analysis::HookAt*>> ghost_hooks;  // sorted by slot
-  std::vector<uint8_t> unit_ghost;  // per unit: has ghost hooks and no live Function
+  mutable std::vector<uint8_t> unit_ghost;  // per unit: has ghost hooks and no live Function
   std::vector<uint8_t> owner_dead;  // per owner, at state->index
   // Note [Frame caches]: what the liveness above was computed for, and what
   // it gives that frames reuse.
   struct LiveKey {
     uint64_t generation = 0;  // GraphView::generation_: scene and layout
     const analysis::State* state = nullptr;
+    const analysis::StateView* view = nullptr;
+    const LiveIndex* live_index = nullptr;
     size_t index = 0, functions = 0, tensor_hooks = 0;
     bool operator==(const LiveKey&) const = default;
   };
@@ -93,8 +137,21 @@ struct GraphView::Frame {
   bool visible(Vec2 lo, Vec2 hi) const {
     return hi.x >= view_min.x && lo.x <= view_max.x && hi.y >= view_min.y && lo.y <= view_max.y;
   }
-  bool live(uint32_t unit) const { return unit_live[unit] > 0 || unit_ghost[unit]; }
+  bool live(uint32_t unit) const {
+    if (view) resolve_unit(unit);
+    return unit_live[unit] > 0 || unit_ghost[unit];
+  }
 };
+
+// Note [Graph while the state is pending]: the LiveIndex's counts into a
+// grid of cells (the minimap's, the density cells), graph_view_pending.cpp.
+void pending_cells(const GraphView::Frame& f, Vec2 origin, float scale, float cell, int cols, int rows, bool mark,
+                   std::vector<uint32_t>& out);
+
+// Every unit's box size (GraphScene::box_sizes) with `font`'s text widths at
+// metrics.line_height; any thread (Note [Box sizes off the UI thread]).
+std::vector<Vec2> box_sizes_with(const GraphScene& scene, const FoldedGraph& folded, const ImFont& font,
+                                 const BoxMetrics& metrics);
 
 // Chip text is a little smaller than the box's.
 inline float chip_font(const BoxMetrics& m) { return m.compact ? m.line_height : m.line_height * 0.85f; }

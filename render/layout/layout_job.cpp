@@ -58,18 +58,27 @@ Graveyard& graveyard() {
 }  // namespace
 
 LayoutJob::LayoutJob(LayoutInput input, LayoutOptions options, std::optional<LayoutSeed> seed)
+    : LayoutJob(
+          [in = std::make_shared<LayoutInput>(std::move(input))] {
+            LayoutInput i = std::move(*in);
+            i.seed = nullptr;  // the job's own `seed`, if any
+            return i;
+          },
+          options, std::move(seed)) {}
+
+LayoutJob::LayoutJob(std::function<LayoutInput()> prepare, LayoutOptions options, std::optional<LayoutSeed> seed)
     : state_(std::make_shared<State>()) {
   graveyard();  // constructed before any job thread, so destroyed after them
-  state_->input = std::move(input);
   state_->options = options;
   state_->seed = std::move(seed);
-  state_->input.seed = state_->seed ? &*state_->seed : nullptr;
   std::promise<Layout> promise;
   result_ = promise.get_future();
   ++g_running;
-  std::thread thread([state = state_, promise = std::move(promise)]() mutable {
-    const auto start = std::chrono::steady_clock::now();
+  std::thread thread([state = state_, promise = std::move(promise), prepare = std::move(prepare)]() mutable {
     try {
+      if (!state->cancel) state->input = prepare();  // a cancelled job's result is never read
+      if (state->seed) state->input.seed = &*state->seed;  // else prepare's (it owns it)
+      const auto start = std::chrono::steady_clock::now();
       Layout l = compute_layout(state->input, state->options, &state->cancel);
       state->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       promise.set_value(std::move(l));

@@ -4,6 +4,7 @@
 // See Note [Layout jobs].
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -26,6 +27,12 @@ class LayoutJob {
   // Starts at once. `seed`, when given, is owned by the job (Note [Stable layout]).
   explicit LayoutJob(LayoutInput input, LayoutOptions options = {},
                      std::optional<LayoutSeed> seed = std::nullopt);
+  // The same with the input made by `prepare` on the job's thread, before
+  // the layout (what is too slow for the UI thread: box sizes at a million
+  // Functions). `prepare` must own or share everything it reads; the seed
+  // its input points to, when no `seed` is given, must live as long as it.
+  LayoutJob(std::function<LayoutInput()> prepare, LayoutOptions options,
+            std::optional<LayoutSeed> seed = std::nullopt);
   // Cancels and returns without waiting (Note [Layout jobs]).
   ~LayoutJob();
   LayoutJob(const LayoutJob&) = delete;

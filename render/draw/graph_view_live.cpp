@@ -1,0 +1,322 @@
+// Which boxes are live at the event drawn: GraphView::refresh_liveness
+// (Note [Frame caches]) and the LiveIndex (Note [Liveness by intervals]).
+
+#include "render/draw/graph_view_live.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "render/draw/graph_view_internal.h"
+
+namespace hookscope::render {
+
+namespace {
+
+constexpr size_t kCells = 16384;    // about; square cells over the layout
+constexpr size_t kEdgeWalk = 1024;  // units walked per edge before the cells' bounds stand in
+
+size_t count_until(const analysis::EventIndex* begin, const analysis::EventIndex* end, analysis::EventIndex e) {
+  return static_cast<size_t>(std::upper_bound(begin, end, e) - begin);
+}
+
+}  // namespace
+
+// Note [Frame caches]
+// ~~~~~~~~~~~~~~~~~~~
+// A frame's cost must follow the pixels, not the Functions: at a million
+// Functions a walk over every live one costs tens of ms. What depends only on
+// the state and the layout (which slots and units are live, their bounds,
+// the owners destroyed, the ranks' live processes) is computed when the
+// event, the scene or the layout changes and reused by every frame until
+// then; the density cells and the minimap's are recomputed only when, in
+// addition, the view moves. Edges in view come from a grid of tiles over the
+// layout (graph_edges.cpp) when the tiles in view list fewer edges than the
+// live Functions have, else from a walk over the live Functions, as before.
+// The event's own facts (the hook firing, the box running) are per frame.
+// What is still O(live Functions): a new event (the State itself is) and,
+// zoomed out to cells, a moved view. While the full State is pending (Note
+// [Graph while the state is pending]) a new event costs what is in view:
+// the liveness of a box is worked out when a frame asks, the counts from
+// the LiveIndex.
+void GraphView::refresh_liveness(Frame& f, const analysis::State& state) {
+  const Frame::LiveKey key{generation_, &state, f.view, f.live_index, state.index, state.functions.size(),
+                          state.tensor_hooks.size()};
+  if (f.live_stamp != 0 && key == f.live_key) return;
+  f.live_key = key;
+  ++f.live_stamp;
+  if (f.view) {
+    refresh_pending(f);
+    return;
+  }
+  const Layout& l = *layout_;
+  const FoldedGraph& fg = *folded_;
+  const analysis::Model& model = *model_;
+  const size_t slots = scene_->nodes().size(), units = fg.group_of_unit.size();
+  f.slot_live.assign(slots, 0);
+  f.unit_live.assign(units, 0);
+  f.unit_ghost.assign(units, 0);
+  f.live_units.clear();
+  f.keep.assign(slots, 0);
+  for (size_t i = 0; i < state.functions.size(); ++i) {
+    const uint32_t slot = scene_->slot_of(state.functions[i].function);
+    f.slot_live[slot] = static_cast<uint32_t>(i + 1);
+    f.keep[slot] = 1;
+    const uint32_t u = fg.unit_of_node[slot];
+    if (u != kNoSlot && f.unit_live[u]++ == 0) f.live_units.push_back(u);
+  }
+  f.ghost_hooks.clear();
+  for (const analysis::HookAt& h : state.tensor_hooks) {
+    if (h.function >= model.functions().size()) continue;
+    const uint32_t slot = scene_->slot_of(h.function);
+    if (f.slot_live[slot]) continue;
+    f.ghost_hooks.push_back({slot, &h});
+    f.keep[slot] = 1;
+    const uint32_t u = fg.unit_of_node[slot];
+    if (u != kNoSlot && !f.unit_live[u] && !f.unit_ghost[u]) {
+      f.unit_ghost[u] = 1;
+      f.live_units.push_back(u);
+    }
+  }
+  std::stable_sort(f.ghost_hooks.begin(), f.ghost_hooks.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  f.live_count = f.live_units.size();
+  f.owner_dead.assign(model.owners().size(), 0);
+  for (size_t o = 0; o < model.owners().size(); ++o) {
+    f.owner_dead[o] = model.owners()[o].destroyed_at <= state.index;
+  }
+  f.live_min = {INFINITY, INFINITY};
+  f.live_max = {-INFINITY, -INFINITY};
+  for (uint32_t u : f.live_units) {
+    if (u >= l.center.size()) continue;
+    const Vec2 c = l.center[u], sz = l.size[u];
+    f.live_min = {std::min(f.live_min.x, c.x - sz.x * 0.5f), std::min(f.live_min.y, c.y - sz.y * 0.5f)};
+    f.live_max = {std::max(f.live_max.x, c.x + sz.x * 0.5f), std::max(f.live_max.y, c.y + sz.y * 0.5f)};
+  }
+  f.live_sources.clear();
+  if (rank_sources_.size() > 1) {
+    for (const analysis::FunctionAt& fa : state.functions) {
+      const analysis::FunctionInfo& info = model.functions()[fa.function];
+      const std::pair<uint16_t, uint32_t> rs{info.rank, info.source};
+      if (f.live_sources.empty() || f.live_sources.back() != rs) f.live_sources.push_back(rs);
+    }
+    std::sort(f.live_sources.begin(), f.live_sources.end());
+    f.live_sources.erase(std::unique(f.live_sources.begin(), f.live_sources.end()), f.live_sources.end());
+  }
+}
+
+std::unique_ptr<LiveIndex> LiveIndex::build(const analysis::Model& model, const GraphScene& scene,
+                                            const FoldedGraph& fg, const Layout& l,
+                                            const std::atomic<bool>& cancel) {
+  auto index = std::make_unique<LiveIndex>();
+  LiveIndex& x = *index;
+  const size_t slots = scene.nodes().size(), nf = model.functions().size();
+  const size_t units = fg.group_of_unit.size();
+  // Functions by slot, units' slots: CSR by counting.
+  x.slot_fn_begin_.assign(slots + 1, 0);
+  for (size_t fn = 0; fn < nf; ++fn) ++x.slot_fn_begin_[scene.slot_of(static_cast<uint32_t>(fn)) + 1];
+  for (size_t s = 0; s < slots; ++s) x.slot_fn_begin_[s + 1] += x.slot_fn_begin_[s];
+  x.slot_fn_.resize(nf);
+  {
+    std::vector<uint32_t> at(x.slot_fn_begin_.begin(), x.slot_fn_begin_.end() - 1);
+    for (size_t fn = 0; fn < nf; ++fn) x.slot_fn_[at[scene.slot_of(static_cast<uint32_t>(fn))]++] = static_cast<uint32_t>(fn);
+  }
+  x.unit_slot_begin_.assign(units + 1, 0);
+  for (size_t s = 0; s < slots; ++s) {
+    if (fg.unit_of_node[s] < units) ++x.unit_slot_begin_[fg.unit_of_node[s] + 1];
+  }
+  for (size_t u = 0; u < units; ++u) x.unit_slot_begin_[u + 1] += x.unit_slot_begin_[u];
+  x.unit_slot_.resize(x.unit_slot_begin_[units]);
+  {
+    std::vector<uint32_t> at(x.unit_slot_begin_.begin(), x.unit_slot_begin_.end() - 1);
+    for (size_t s = 0; s < slots; ++s) {
+      if (fg.unit_of_node[s] < units) x.unit_slot_[at[fg.unit_of_node[s]]++] = static_cast<uint32_t>(s);
+    }
+  }
+  if (cancel) return nullptr;
+
+  // Per unit: its Functions' live intervals and their tensors' hook
+  // intervals, merged.
+  x.unit_iv_begin_.assign(units + 1, 0);
+  x.iv_.reserve(nf);
+  std::vector<std::pair<EventIndex, EventIndex>> scratch;
+  for (size_t u = 0; u < units; ++u) {
+    if ((u & 0xffff) == 0 && cancel) return nullptr;
+    scratch.clear();
+    for (uint32_t s : x.slots_of_unit(static_cast<uint32_t>(u))) {
+      for (uint32_t fn : x.functions_of_slot(s)) {
+        const analysis::FunctionInfo& info = model.functions()[fn];
+        if (info.created_at < info.released_at) scratch.push_back({info.created_at, info.released_at});
+        if (info.released_at == analysis::kNever) continue;
+        for (uint32_t seg : model.segments_of(fn)) {
+          const analysis::HookSegment& hs = model.segments()[seg];
+          const EventIndex from = std::max(hs.from, info.released_at);
+          if (hs.on_tensor && from < hs.to) scratch.push_back({from, hs.to});
+        }
+      }
+    }
+    std::sort(scratch.begin(), scratch.end());
+    for (const auto& iv : scratch) {
+      if (x.iv_.size() > x.unit_iv_begin_[u] && iv.first <= x.iv_.back().second) {
+        x.iv_.back().second = std::max(x.iv_.back().second, iv.second);
+      } else {
+        x.iv_.push_back(iv);
+      }
+    }
+    x.unit_iv_begin_[u + 1] = static_cast<uint32_t>(x.iv_.size());
+  }
+
+  // The grid over the layout's units, square cells.
+  const size_t laid = std::min(units, l.center.size());
+  const float w = std::max(l.max.x - l.min.x, 1.f), h = std::max(l.max.y - l.min.y, 1.f);
+  const float side = std::sqrt(w * h / static_cast<float>(kCells));
+  x.cols_ = std::clamp(static_cast<int>(std::ceil(w / side)), 1, 4096);
+  x.rows_ = std::clamp(static_cast<int>(std::ceil(h / side)), 1, 4096);
+  const size_t cells = static_cast<size_t>(x.cols_) * static_cast<size_t>(x.rows_);
+  std::vector<uint32_t> cell_of(laid);
+  x.box_min_.resize(laid);
+  x.box_max_.resize(laid);
+  x.cell_min_.assign(cells, {INFINITY, INFINITY});
+  x.cell_max_.assign(cells, {-INFINITY, -INFINITY});
+  x.cell_box_min_.assign(cells, {INFINITY, INFINITY});
+  x.cell_box_max_.assign(cells, {-INFINITY, -INFINITY});
+  std::vector<uint32_t> per_cell(cells + 1, 0);
+  for (size_t u = 0; u < laid; ++u) {
+    const Vec2 c = l.center[u], s = l.size[u];
+    const int cx = std::clamp(static_cast<int>((c.x - l.min.x) / w * static_cast<float>(x.cols_)), 0, x.cols_ - 1);
+    const int cy = std::clamp(static_cast<int>((c.y - l.min.y) / h * static_cast<float>(x.rows_)), 0, x.rows_ - 1);
+    const size_t k = static_cast<size_t>(cy) * x.cols_ + cx;
+    cell_of[u] = static_cast<uint32_t>(k);
+    x.box_min_[u] = {c.x - s.x * 0.5f, c.y - s.y * 0.5f};
+    x.box_max_[u] = {c.x + s.x * 0.5f, c.y + s.y * 0.5f};
+    x.cell_min_[k] = {std::min(x.cell_min_[k].x, c.x), std::min(x.cell_min_[k].y, c.y)};
+    x.cell_max_[k] = {std::max(x.cell_max_[k].x, c.x), std::max(x.cell_max_[k].y, c.y)};
+    x.cell_box_min_[k] = {std::min(x.cell_box_min_[k].x, x.box_min_[u].x), std::min(x.cell_box_min_[k].y, x.box_min_[u].y)};
+    x.cell_box_max_[k] = {std::max(x.cell_box_max_[k].x, x.box_max_[u].x), std::max(x.cell_box_max_[k].y, x.box_max_[u].y)};
+    per_cell[k + 1] += x.unit_iv_begin_[u + 1] - x.unit_iv_begin_[u];
+  }
+  for (size_t k = 0; k < cells; ++k) per_cell[k + 1] += per_cell[k];
+  x.cell_begin_ = per_cell;
+  x.cell_starts_.resize(per_cell[cells]);
+  x.cell_ends_.resize(per_cell[cells]);
+  for (size_t u = 0; u < laid; ++u) {
+    for (uint32_t i = x.unit_iv_begin_[u]; i < x.unit_iv_begin_[u + 1]; ++i) {
+      const uint32_t at = per_cell[cell_of[u]]++;
+      x.cell_starts_[at] = x.iv_[i].first;
+      x.cell_ends_[at] = x.iv_[i].second;
+    }
+  }
+  for (size_t k = 0; k < cells; ++k) {
+    std::sort(x.cell_starts_.begin() + x.cell_begin_[k], x.cell_starts_.begin() + x.cell_begin_[k + 1]);
+    std::sort(x.cell_ends_.begin() + x.cell_begin_[k], x.cell_ends_.begin() + x.cell_begin_[k + 1]);
+  }
+  if (cancel) return nullptr;
+
+  // Units by each edge of their box, outermost first.
+  for (int side_k = 0; side_k < 4; ++side_k) {
+    std::vector<uint32_t>& order = x.by_edge_[side_k];
+    order.resize(laid);
+    for (size_t u = 0; u < laid; ++u) order[u] = static_cast<uint32_t>(u);
+    auto key = [&](uint32_t u) {
+      switch (side_k) {
+        case 0: return x.box_min_[u].x;
+        case 1: return -x.box_max_[u].x;
+        case 2: return x.box_min_[u].y;
+        default: return -x.box_max_[u].y;
+      }
+    };
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    if (cancel) return nullptr;
+  }
+
+  // Live Functions per (rank, source), for the ranks' banners.
+  for (size_t fn = 0; fn < nf; ++fn) {
+    const analysis::FunctionInfo& info = model.functions()[fn];
+    const std::pair<uint16_t, uint32_t> rs{info.rank, info.source};
+    auto it = std::lower_bound(x.sources_.begin(), x.sources_.end(), rs);
+    const size_t k = static_cast<size_t>(it - x.sources_.begin());
+    if (it == x.sources_.end() || *it != rs) {
+      x.sources_.insert(it, rs);
+      x.source_starts_.insert(x.source_starts_.begin() + static_cast<long>(k), std::vector<EventIndex>());
+      x.source_ends_.insert(x.source_ends_.begin() + static_cast<long>(k), std::vector<EventIndex>());
+    }
+    if (info.created_at < info.released_at) {
+      x.source_starts_[k].push_back(info.created_at);
+      x.source_ends_[k].push_back(info.released_at);
+    }
+  }
+  for (auto& v : x.source_starts_) std::sort(v.begin(), v.end());
+  for (auto& v : x.source_ends_) std::sort(v.begin(), v.end());
+  return index;
+}
+
+bool LiveIndex::shown(uint32_t unit, EventIndex e) const {
+  const auto* begin = iv_.data() + unit_iv_begin_[unit];
+  const auto* end = iv_.data() + unit_iv_begin_[unit + 1];
+  // The last interval starting at or before e.
+  const auto* it = std::upper_bound(begin, end, e, [](EventIndex v, const auto& iv) { return v < iv.first; });
+  return it != begin && e < (it - 1)->second;
+}
+
+void LiveIndex::count_cells(EventIndex e, std::vector<uint32_t>& out) const {
+  const size_t cells = cell_begin_.size() - 1;
+  out.resize(cells);
+  for (size_t k = 0; k < cells; ++k) {
+    const uint32_t b = cell_begin_[k], n = cell_begin_[k + 1];
+    if (b == n) {
+      out[k] = 0;
+      continue;
+    }
+    const EventIndex* starts = cell_starts_.data();
+    const EventIndex* ends = cell_ends_.data();
+    if (e < starts[b] || e >= ends[n - 1]) {  // before every interval, after every one
+      out[k] = 0;
+    } else if (e >= starts[n - 1] && e < ends[b]) {  // inside every one (a graph built, kept)
+      out[k] = n - b;
+    } else {
+      out[k] = static_cast<uint32_t>(count_until(starts + b, starts + n, e) - count_until(ends + b, ends + n, e));
+    }
+  }
+}
+
+bool LiveIndex::shown_bounds(EventIndex e, const std::vector<uint32_t>& counts, Vec2* lo, Vec2* hi) const {
+  if (std::none_of(counts.begin(), counts.end(), [](uint32_t n) { return n > 0; })) return false;
+  float edge[4] = {NAN, NAN, NAN, NAN};  // left, right, top, bottom; NAN: not found within the cap
+  for (int side = 0; side < 4; ++side) {
+    const std::vector<uint32_t>& order = by_edge_[side];
+    for (size_t i = 0; i < order.size() && i < kEdgeWalk; ++i) {
+      const uint32_t u = order[i];
+      if (!shown(u, e)) continue;
+      edge[side] = side == 0 ? box_min_[u].x : side == 1 ? box_max_[u].x : side == 2 ? box_min_[u].y : box_max_[u].y;
+      break;
+    }
+  }
+  if (std::isnan(edge[0]) || std::isnan(edge[1]) || std::isnan(edge[2]) || std::isnan(edge[3])) {
+    // Past the cap: the non-empty cells' bounds stand in (a little larger).
+    Vec2 clo{INFINITY, INFINITY}, chi{-INFINITY, -INFINITY};
+    for (size_t k = 0; k < counts.size(); ++k) {
+      if (!counts[k]) continue;
+      clo = {std::min(clo.x, cell_box_min_[k].x), std::min(clo.y, cell_box_min_[k].y)};
+      chi = {std::max(chi.x, cell_box_max_[k].x), std::max(chi.y, cell_box_max_[k].y)};
+    }
+    const float coarse[4] = {clo.x, chi.x, clo.y, chi.y};
+    for (int side = 0; side < 4; ++side) {
+      if (std::isnan(edge[side])) edge[side] = coarse[side];
+    }
+  }
+  *lo = {edge[0], edge[2]};
+  *hi = {edge[1], edge[3]};
+  return true;
+}
+
+void LiveIndex::live_sources(EventIndex e, std::vector<std::pair<uint16_t, uint32_t>>& out) const {
+  out.clear();
+  for (size_t k = 0; k < sources_.size(); ++k) {
+    const auto& s = source_starts_[k];
+    const auto& t = source_ends_[k];
+    if (count_until(s.data(), s.data() + s.size(), e) > count_until(t.data(), t.data() + t.size(), e)) {
+      out.push_back(sources_[k]);
+    }
+  }
+}
+
+}  // namespace hookscope::render
