@@ -231,6 +231,9 @@ class App {
   char filter_text_[256] = "";
   std::chrono::steady_clock::time_point last_frame_{};
 
+  // --bench-frames: each frame's CPU time; the first kBenchWarmupFrames (fonts,
+  // the first layout) are not counted.
+  static constexpr size_t kBenchWarmupFrames = 5;
   std::vector<double> frame_ms_;
   bool quit_ = false;
   int exit_code_ = 0;
