@@ -94,6 +94,19 @@ Event random_event(std::mt19937_64& rng, int style, size_t i) {
       e.kind = static_cast<trace::EventKind>(wild()), e.sub = static_cast<uint8_t>(wild());
       e.rank = static_cast<uint16_t>(wild()), e.thread = static_cast<uint32_t>(wild());
       break;
+    case 5: {  // few wild values per field (dictionaries), more in later blocks
+      const uint64_t distinct = 2 + (i / PackedEvents::kBlock) * 7 % 90;
+      auto pick = [&] {
+        uint64_t x = (rng() % distinct + 1) * 0x9E3779B97F4A7C15ull;
+        return x ^ (x >> 29);
+      };
+      e.t_ns = 1000 + i;
+      e.node = pick(), e.key = pick(), e.arg = rng() % 2 ? 0 : pick();
+      e.owner = static_cast<uint32_t>(pick()), e.actor = static_cast<uint32_t>(pick());
+      e.kind = static_cast<trace::EventKind>(pick()), e.sub = static_cast<uint8_t>(pick());
+      e.rank = static_cast<uint16_t>(pick()), e.thread = static_cast<uint32_t>(pick());
+      break;
+    }
     default: {  // trace-like: rising time, ids near a base, zeros for some kinds
       e.t_ns = 1'000'000'000 + i * 37 + rng() % 20;
       const bool named = rng() % 3 != 0;
@@ -120,7 +133,7 @@ std::vector<Event> random_events(size_t n, int style, uint64_t seed) {
 
 TEST_CASE("packed events: every event back exactly, extremes and block boundaries included") {
   const size_t sizes[] = {0, 1, 2, 255, 256, 257, 511, 512, 513, 1000, 4097};
-  for (int style = 0; style <= 4; ++style) {
+  for (int style = 0; style <= 5; ++style) {
     for (size_t n : sizes) {
       CAPTURE(style);
       CAPTURE(n);
@@ -131,7 +144,7 @@ TEST_CASE("packed events: every event back exactly, extremes and block boundarie
   SUBCASE("mixed styles within one block, each field alone wild") {
     std::mt19937_64 rng(3);
     std::vector<Event> events;
-    for (size_t i = 0; i < 3000; ++i) events.push_back(random_event(rng, static_cast<int>(rng() % 5), i));
+    for (size_t i = 0; i < 3000; ++i) events.push_back(random_event(rng, static_cast<int>(rng() % 6), i));
     check_store(PackedEvents::pack(events), events);
     for (int f = 0; f < 10; ++f) {
       std::vector<Event> one(700);
@@ -162,6 +175,9 @@ TEST_CASE("packed events: small values take few bytes, wild ones at most 82 byte
   CHECK(PackedEvents::pack(zeros).memory_bytes() <= zeros.size() * 1);  // headers only
   const std::vector<Event> like = random_events(25600, 4, 1);
   CHECK(PackedEvents::pack(like).memory_bytes() <= like.size() * 16);
+  // Few distinct values (hook keys, string ids) take a dictionary.
+  const std::vector<Event> few = random_events(256 * 3, 5, 1);  // 2, 9, 16 values a field
+  CHECK(PackedEvents::pack(few).memory_bytes() <= few.size() * 10);
   const std::vector<Event> wild = random_events(25600, 3, 1);
   CHECK(PackedEvents::pack(wild).memory_bytes() <= wild.size() * 82);
 }

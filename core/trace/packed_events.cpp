@@ -15,19 +15,26 @@ namespace {
 constexpr size_t kFields = 10;
 constexpr size_t kArenaBytes = size_t{1} << 20;
 
-// A block's bytes: this header, then the records (record_bits each, from
-// bit 0 of the byte after the header), then kPad zero bytes so that a field
-// is always read with one unaligned 8-byte load and one more byte.
+// A block's bytes: this header, the dictionaries (8 bytes a value, field
+// after field), then from byte data_at the records (record_bits each), then
+// kPad zero bytes so that a field is always read with one unaligned 8-byte
+// load and one more byte.
 struct BlockHeader {
-  uint64_t base[kFields];
+  uint64_t base[kFields];    // dictionary fields: the byte offset of the dictionary
   uint16_t offset[kFields];  // bit offset of each field within a record
   uint8_t width[kFields];
   uint16_t zero_escaped;     // bit f: field f codes 0 as 0 (Note [Packed events])
+  uint16_t dict;             // bit f: field f is an index into its dictionary
   uint16_t record_bits;
+  uint16_t data_at;
 };
 constexpr size_t kHeaderBytes = (sizeof(BlockHeader) + 7) & ~size_t{7};
+static_assert(kHeaderBytes == 120);
+// A field takes a dictionary when its values are this few.
+constexpr size_t kMaxDict = 64;
 constexpr size_t kPad = 16;
-constexpr size_t kMaxBlockBytes = kHeaderBytes + PackedEvents::kBlock * kFields * 8 + kPad + 8;
+// Dictionaries are only taken where they make the block smaller.
+constexpr size_t kMaxBlockBytes = kHeaderBytes + PackedEvents::kBlock * kFields * 8 + kPad + 64;
 
 template <size_t F>
 inline uint64_t field(const Event& e) {
@@ -78,7 +85,12 @@ inline uint64_t read_bits(const uint8_t* data, uint64_t pos, unsigned width) {
   return width == 64 ? v : v & ((uint64_t{1} << width) - 1);
 }
 
-inline uint64_t value_of(const BlockHeader& h, size_t f, uint64_t code) {
+inline uint64_t value_of(const uint8_t* block, const BlockHeader& h, size_t f, uint64_t code) {
+  if ((h.dict >> f) & 1) {
+    uint64_t v;
+    std::memcpy(&v, block + h.base[f] + 8 * code, 8);
+    return v;
+  }
   if ((h.zero_escaped >> f) & 1) return code == 0 ? 0 : h.base[f] + (code - 1);
   return h.base[f] + code;
 }
@@ -110,6 +122,39 @@ struct BitWriter {
   }
 };
 
+uint64_t field_at(const Event& e, size_t f) {
+  uint64_t v = 0;
+  for_fields([&](auto fc) {
+    if (decltype(fc)::value == f) v = field<decltype(fc)::value>(e);
+  });
+  return v;
+}
+
+// The distinct values of field f of events[0..n) into values[0..size) and
+// each event's index into index[]; false when there are more than kMaxDict.
+bool build_dict(const Event* events, size_t n, size_t f, uint64_t* values, size_t& size,
+                uint8_t* index) {
+  constexpr size_t kSlots = 2 * kMaxDict;  // open addressing, half full at most
+  uint64_t key[kSlots];
+  uint8_t slot_of[kSlots];
+  bool used[kSlots] = {};
+  size = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t v = field_at(events[i], f);
+    size_t s = static_cast<size_t>((v * 0x9E3779B97F4A7C15ull) >> 57);  // 7 bits
+    while (used[s] && key[s] != v) s = (s + 1) % kSlots;
+    if (!used[s]) {
+      if (size == kMaxDict) return false;
+      used[s] = true;
+      key[s] = v;
+      slot_of[s] = static_cast<uint8_t>(size);
+      values[size++] = v;
+    }
+    index[i] = slot_of[s];
+  }
+  return true;
+}
+
 }  // namespace
 
 namespace detail {
@@ -130,6 +175,12 @@ size_t pack_block(const Event* events, size_t n, std::vector<uint8_t>& arena) {
   }
   BlockHeader h{};
   uint64_t sub[kFields];  // code = v - sub (zero-escaped: 0 for 0)
+  // Dictionaries: the distinct values of a field (at most kMaxDict) and each
+  // event's index among them.
+  uint64_t dict_values[kFields][kMaxDict];
+  size_t dict_size[kFields] = {};
+  uint8_t dict_index[kFields][PackedEvents::kBlock];
+  size_t dict_bytes = 0;
   for (size_t f = 0; f < kFields; ++f) {
     unsigned width = bits_for(hi[f] - lo[f]);
     h.base[f] = lo[f];
@@ -143,23 +194,41 @@ size_t pack_block(const Event* events, size_t n, std::vector<uint8_t>& arena) {
         sub[f] = lo_nz[f];
       }
     }
+    // Hook keys (serial << 24 | slot), string ids, sizes: few values spread
+    // wide. Time rises through the block: never a dictionary.
+    if (f != 0 && width >= 8 && n >= 16 &&
+        build_dict(events, n, f, dict_values[f], dict_size[f], dict_index[f])) {
+      const unsigned index_bits = bits_for(dict_size[f] - 1);
+      if (index_bits * n + 64 * dict_size[f] < width * n) {
+        width = index_bits;
+        h.dict = static_cast<uint16_t>(h.dict | (1u << f));
+        h.zero_escaped = static_cast<uint16_t>(h.zero_escaped & ~(1u << f));
+        h.base[f] = kHeaderBytes + dict_bytes;
+        dict_bytes += 8 * dict_size[f];
+      }
+    }
     h.width[f] = static_cast<uint8_t>(width);
     h.offset[f] = h.record_bits;
     h.record_bits = static_cast<uint16_t>(h.record_bits + width);
   }
+  h.data_at = static_cast<uint16_t>(kHeaderBytes + dict_bytes);
   const size_t payload = (static_cast<size_t>(h.record_bits) * n + 7) / 8;
   const size_t at = arena.size();
-  const size_t bytes = (kHeaderBytes + payload + kPad + 7) & ~size_t{7};
+  const size_t bytes = (h.data_at + payload + kPad + 7) & ~size_t{7};
   arena.resize(at + bytes);  // zeroed
   uint8_t* block = arena.data() + at;
   std::memcpy(block, &h, sizeof h);
-  BitWriter w{block + kHeaderBytes};
-  const uint16_t escaped = h.zero_escaped;
+  for (size_t f = 0; f < kFields; ++f) {
+    if ((h.dict >> f) & 1) std::memcpy(block + h.base[f], dict_values[f], 8 * dict_size[f]);
+  }
+  BitWriter w{block + h.data_at};
+  const uint16_t escaped = h.zero_escaped, dict = h.dict;
   for (size_t i = 0; i < n; ++i) {
     for_fields([&](auto fc) {
       constexpr size_t f = decltype(fc)::value;
       const unsigned width = h.width[f];
       if (width == 0) return;
+      if ((dict >> f) & 1) return w.put(dict_index[f][i], width);
       const uint64_t v = field<f>(events[i]);
       w.put(((escaped >> f) & 1) && v == 0 ? 0 : v - sub[f], width);
     });
@@ -175,51 +244,48 @@ size_t pack_block(const Event* events, size_t n, std::vector<uint8_t>& arena) {
 Event PackedEvents::at(size_t i) const {
   const uint8_t* b = block(i / kBlock);
   const BlockHeader h = header_at(b);
-  const uint8_t* data = b + kHeaderBytes;
+  const uint8_t* data = b + h.data_at;
   const uint64_t pos = static_cast<uint64_t>(i % kBlock) * h.record_bits;
   Event e;
   for_fields([&](auto fc) {
     constexpr size_t f = decltype(fc)::value;
-    set_field<f>(e, value_of(h, f, read_bits(data, pos + h.offset[f], h.width[f])));
+    set_field<f>(e, value_of(b, h, f, read_bits(data, pos + h.offset[f], h.width[f])));
   });
   return e;
 }
 
 uint64_t PackedEvents::t_ns(size_t i) const {
   const uint8_t* b = block(i / kBlock);
-  uint64_t base;
-  uint8_t width;
-  uint16_t record_bits;
-  std::memcpy(&base, b + offsetof(BlockHeader, base), 8);  // field 0, never zero-escaped below
-  std::memcpy(&width, b + offsetof(BlockHeader, width), 1);
-  std::memcpy(&record_bits, b + offsetof(BlockHeader, record_bits), 2);
-  uint16_t escaped;
-  std::memcpy(&escaped, b + offsetof(BlockHeader, zero_escaped), 2);
+  const BlockHeader h = header_at(b);
   const uint64_t code =
-      read_bits(b + kHeaderBytes, static_cast<uint64_t>(i % kBlock) * record_bits, width);
-  if (escaped & 1) return code == 0 ? 0 : base + (code - 1);
-  return base + code;
+      read_bits(b + h.data_at, static_cast<uint64_t>(i % kBlock) * h.record_bits, h.width[0]);
+  return value_of(b, h, 0, code);
 }
 
 size_t PackedEvents::decode_block(size_t b, Event* out) const {
   const size_t n = std::min(kBlock, size_ - b * kBlock);
   const uint8_t* bytes = block(b);
   const BlockHeader h = header_at(bytes);
-  const uint8_t* data = bytes + kHeaderBytes;
+  const uint8_t* data = bytes + h.data_at;
   for (size_t i = 0; i < n; ++i) out[i] = Event{};
   for_fields([&](auto fc) {
     constexpr size_t f = decltype(fc)::value;
     const unsigned width = h.width[f];
     const uint64_t base = h.base[f];
-    if (width == 0) {  // the same value throughout the block (never zero-escaped)
-      if (base != 0) {
-        for (size_t i = 0; i < n; ++i) set_field<f>(out[i], base);
+    if (width == 0) {  // the same value throughout the block
+      const uint64_t v = value_of(bytes, h, f, 0);
+      if (v != 0) {
+        for (size_t i = 0; i < n; ++i) set_field<f>(out[i], v);
       }
       return;
     }
     uint64_t pos = h.offset[f];
     const unsigned record = h.record_bits;
-    if ((h.zero_escaped >> f) & 1) {
+    if ((h.dict >> f) & 1) {
+      for (size_t i = 0; i < n; ++i, pos += record) {
+        set_field<f>(out[i], value_of(bytes, h, f, read_bits(data, pos, width)));
+      }
+    } else if ((h.zero_escaped >> f) & 1) {
       for (size_t i = 0; i < n; ++i, pos += record) {
         const uint64_t code = read_bits(data, pos, width);
         set_field<f>(out[i], code == 0 ? 0 : base + (code - 1));
@@ -250,13 +316,13 @@ void PackedEvents::count_kinds(uint64_t* counts) const {
     const size_t n = std::min(kBlock, size_ - b * kBlock);
     const uint8_t* bytes = block(b);
     const BlockHeader h = header_at(bytes);
-    if (h.width[kKind] == 0 && !((h.zero_escaped >> kKind) & 1)) {
+    if (h.width[kKind] == 0 && !((h.zero_escaped >> kKind) & 1) && !((h.dict >> kKind) & 1)) {
       counts[static_cast<uint8_t>(h.base[kKind])] += n;
       continue;
     }
     uint64_t pos = h.offset[kKind];
     for (size_t i = 0; i < n; ++i, pos += h.record_bits) {
-      const uint64_t v = value_of(h, kKind, read_bits(bytes + kHeaderBytes, pos, h.width[kKind]));
+      const uint64_t v = value_of(bytes, h, kKind, read_bits(bytes + h.data_at, pos, h.width[kKind]));
       ++counts[static_cast<uint8_t>(v)];
     }
   }
