@@ -101,21 +101,22 @@ inline BlockHeader header_at(const uint8_t* block) {
   return h;
 }
 
-// Writes codes of 1..64 bits, least significant bit first.
+// Writes codes of 1..64 bits, least significant bit first, without a branch
+// on whether a word filled up (the buffer has 8 bytes of room past the end).
 struct BitWriter {
   uint8_t* out;
   uint64_t acc = 0;
-  unsigned fill = 0;
+  unsigned fill = 0;  // bits in acc, < 64
   void put(uint64_t v, unsigned w) {
-    if (w == 0) return;
     acc |= v << fill;
-    fill += w;
-    if (fill >= 64) {
-      std::memcpy(out, &acc, 8);
-      out += 8;
-      fill -= 64;
-      acc = fill ? v >> (w - fill) : 0;
-    }
+    std::memcpy(out, &acc, 8);
+    const unsigned total = fill + w;
+    const unsigned full = total >> 6;  // 1 when acc filled up
+    fill = total & 63;
+    // The bits of v that did not fit: v >> (w - fill), 0 when none are left.
+    const uint64_t rest = (v >> 1) >> ((w - fill - 1 + (fill == 0)) & 63);
+    acc = full ? (fill ? rest : 0) : acc;
+    out += full * 8;
   }
   void flush() {
     if (fill) std::memcpy(out, &acc, 8);
@@ -131,9 +132,10 @@ uint64_t field_at(const Event& e, size_t f) {
 }
 
 // The distinct values of field f of events[0..n) into values[0..size) and
-// each event's index into index[]; false when there are more than kMaxDict.
-bool build_dict(const Event* events, size_t n, size_t f, uint64_t* values, size_t& size,
-                uint8_t* index) {
+// each event's index into index[]; false when there are more than `limit`
+// (<= kMaxDict).
+bool build_dict(const Event* events, size_t n, size_t f, size_t limit, uint64_t* values,
+                size_t& size, uint8_t* index) {
   constexpr size_t kSlots = 2 * kMaxDict;  // open addressing, half full at most
   uint64_t key[kSlots];
   uint8_t slot_of[kSlots];
@@ -144,7 +146,7 @@ bool build_dict(const Event* events, size_t n, size_t f, uint64_t* values, size_
     size_t s = static_cast<size_t>((v * 0x9E3779B97F4A7C15ull) >> 57);  // 7 bits
     while (used[s] && key[s] != v) s = (s + 1) % kSlots;
     if (!used[s]) {
-      if (size == kMaxDict) return false;
+      if (size == limit) return false;
       used[s] = true;
       key[s] = v;
       slot_of[s] = static_cast<uint8_t>(size);
@@ -162,17 +164,27 @@ namespace detail {
 size_t pack_block(const Event* events, size_t n, std::vector<uint8_t>& arena) {
   // One pass for every field's least, greatest and least nonzero value less
   // one (0 wraps to UINT64_MAX, so zeros do not count).
+  // Five fields a pass keep every running value in a register.
   uint64_t lo[kFields], hi[kFields], lo_nz[kFields];
   for (size_t f = 0; f < kFields; ++f) lo[f] = lo_nz[f] = UINT64_MAX, hi[f] = 0;
-  for (size_t i = 0; i < n; ++i) {
-    for_fields([&](auto fc) {
-      constexpr size_t f = decltype(fc)::value;
-      const uint64_t v = field<f>(events[i]);
-      lo[f] = std::min(lo[f], v);
-      hi[f] = std::max(hi[f], v);
-      lo_nz[f] = std::min(lo_nz[f], v - 1);
-    });
-  }
+  auto range = [&]<size_t... F>(std::index_sequence<F...>) {
+    uint64_t l[] = {(F, UINT64_MAX)...}, g[] = {(F, uint64_t{0})...};
+    for (size_t i = 0; i < n; ++i) {
+      size_t k = 0;
+      ((l[k] = std::min(l[k], field<F>(events[i])), g[k] = std::max(g[k], field<F>(events[i])), ++k), ...);
+    }
+    size_t k = 0;
+    ((lo[F] = l[k], hi[F] = g[k], ++k), ...);
+  };
+  range(std::index_sequence<0, 1, 2, 3, 4>{});
+  range(std::index_sequence<5, 6, 7, 8, 9>{});
+  for_fields([&](auto fc) {  // only where there are both zeros and other values
+    constexpr size_t f = decltype(fc)::value;
+    if (lo[f] != 0 || hi[f] == 0) return;
+    uint64_t m = UINT64_MAX;
+    for (size_t i = 0; i < n; ++i) m = std::min(m, field<f>(events[i]) - 1);
+    lo_nz[f] = m;
+  });
   BlockHeader h{};
   uint64_t sub[kFields];  // code = v - sub (zero-escaped: 0 for 0)
   // Dictionaries: the distinct values of a field (at most kMaxDict) and each
@@ -196,8 +208,12 @@ size_t pack_block(const Event* events, size_t n, std::vector<uint8_t>& arena) {
     }
     // Hook keys (serial << 24 | slot), string ids, sizes: few values spread
     // wide. Time rises through the block: never a dictionary.
-    if (f != 0 && width >= 8 && n >= 16 &&
-        build_dict(events, n, f, dict_values[f], dict_size[f], dict_index[f])) {
+    // The most values a dictionary may hold and still be smaller.
+    size_t limit = 0;
+    for (size_t d = 2; f != 0 && width >= 8 && n >= 16 && d <= kMaxDict; ++d) {
+      if (bits_for(d - 1) * n + 64 * d < width * n) limit = d;
+    }
+    if (limit >= 2 && build_dict(events, n, f, limit, dict_values[f], dict_size[f], dict_index[f])) {
       const unsigned index_bits = bits_for(dict_size[f] - 1);
       if (index_bits * n + 64 * dict_size[f] < width * n) {
         width = index_bits;
