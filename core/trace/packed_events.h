@@ -21,10 +21,15 @@ namespace hookscope::trace {
 // nothing and only reads (a loaded model is read by several threads at once).
 // A field coded "zero-escaped" stores 0 for the value 0 and v - base + 1 for
 // any other v: node, key and arg are 0 for many kinds and large for the rest,
-// and a plain base would have to be 0. Each block picks, per field, whichever
-// of the two codes is narrower; a block of wild values simply takes 64 bits
-// per field, so packing never fails and never loses a bit: at(i) is exactly
-// the event appended.
+// and a plain base would have to be 0. A field of few distinct values spread
+// wide (hook keys are serial << 24 | slot, string ids, byte counts) stores
+// an index into the block's dictionary of them (at most 64 values, only
+// where that is smaller). Each block picks, per field, the narrowest code; a
+// block of wild values simply takes 64 bits per field, so packing never fails
+// and never loses a bit: at(i) is exactly the event appended.
+// Measured (bytes per event, block headers included): 5.3 on the 100M-event
+// scale trace and make_gui_trace's, 10.5 to 10.7 on DDP recovery recordings,
+// 7.4 on the autograd demo; at most about 81 for wild values.
 // Blocks live in arenas of about 1 MiB that never move, so a store is filled
 // by appending (PackedEventsBuilder), several builders can fill parts of one
 // store on different threads, and joining them moves arenas, never events.
