@@ -45,29 +45,8 @@ void ModelBuilder::run() {
   m_.unknown_string_ = 1;
   slots_left_ = 4 * static_cast<uint64_t>(m_.num_events_) + 4096;
   reserve_tables();
-  // Note [Packed events]: the model keeps every trace's events packed. Traces
-  // given as Event arrays are packed after the walk, which reads the arrays;
-  // big ones on a second thread meanwhile (both only read them).
-  auto pack_arrays = [this] {
-    std::vector<trace::PackedEvents> packed(m_.traces_.size());
-    for (size_t s = 0; s < packed.size(); ++s) {
-      if (!m_.traces_[s].events.empty()) packed[s] = trace::PackedEvents::pack(m_.traces_[s].events);
-    }
-    return packed;
-  };
-  std::future<std::vector<trace::PackedEvents>> packing;
-  if (m_.options_.threads >= 2 && m_.num_events_ >= kTwoThreadEvents) {
-    packing = std::async(std::launch::async, pack_arrays);
-  }
-  walk();
+  walk();  // packs traces given as Event arrays (Note [Packed events])
   finish();
-  std::vector<trace::PackedEvents> packed = packing.valid() ? packing.get() : pack_arrays();
-  for (size_t s = 0; s < packed.size(); ++s) {
-    trace::TraceData& t = m_.traces_[s];
-    if (t.events.empty()) continue;
-    t.packed = std::move(packed[s]);
-    std::vector<Event>().swap(t.events);
-  }
 }
 
 void ModelBuilder::merge() {

@@ -93,6 +93,7 @@ void ModelBuilder::walk() {
     for (EventIndex i = 0; i < n; ++i) {
       if (i + kAhead < n) prefetch(0, r.get(i + kAhead));
       step(i, 0, r.get(i));
+      r.passed(i);
     }
   } else {
     auto event_at = [&](EventIndex i, uint32_t& source) -> const Event& {
@@ -107,7 +108,15 @@ void ModelBuilder::walk() {
       }
       const Event& e = event_at(i, source);
       step(i, source, e);
+      readers[source].passed(m_.order_[i] & ((1ull << 40) - 1));
     }
+  }
+  // Note [Packed events]: the model keeps events packed, never as arrays.
+  for (size_t s = 0; s < readers.size(); ++s) {
+    trace::TraceData& t = m_.traces_[s];
+    if (t.events.empty()) continue;
+    t.packed = readers[s].take_packed();
+    std::vector<Event>().swap(t.events);
   }
 }
 

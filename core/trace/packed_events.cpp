@@ -123,26 +123,19 @@ struct BitWriter {
   }
 };
 
-uint64_t field_at(const Event& e, size_t f) {
-  uint64_t v = 0;
-  for_fields([&](auto fc) {
-    if (decltype(fc)::value == f) v = field<decltype(fc)::value>(e);
-  });
-  return v;
-}
-
-// The distinct values of field f of events[0..n) into values[0..size) and
+// The distinct values of field F of events[0..n) into values[0..size) and
 // each event's index into index[]; false when there are more than `limit`
 // (<= kMaxDict).
-bool build_dict(const Event* events, size_t n, size_t f, size_t limit, uint64_t* values,
-                size_t& size, uint8_t* index) {
+template <size_t F>
+bool build_dict(const Event* events, size_t n, size_t limit, uint64_t* values, size_t& size,
+                uint8_t* index) {
   constexpr size_t kSlots = 2 * kMaxDict;  // open addressing, half full at most
   uint64_t key[kSlots];
   uint8_t slot_of[kSlots];
   bool used[kSlots] = {};
   size = 0;
   for (size_t i = 0; i < n; ++i) {
-    const uint64_t v = field_at(events[i], f);
+    const uint64_t v = field<F>(events[i]);
     size_t s = static_cast<size_t>((v * 0x9E3779B97F4A7C15ull) >> 57);  // 7 bits
     while (used[s] && key[s] != v) s = (s + 1) % kSlots;
     if (!used[s]) {
@@ -157,6 +150,25 @@ bool build_dict(const Event* events, size_t n, size_t f, size_t limit, uint64_t*
   return true;
 }
 
+// lo[F] and hi[F] of five fields, in one pass over events[0..n).
+template <size_t A, size_t B, size_t C, size_t D, size_t E>
+void range5(const Event* events, size_t n, uint64_t* lo, uint64_t* hi) {
+  uint64_t la = UINT64_MAX, lb = UINT64_MAX, lc = UINT64_MAX, ld = UINT64_MAX, le = UINT64_MAX;
+  uint64_t ga = 0, gb = 0, gc = 0, gd = 0, ge = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Event& e = events[i];
+    const uint64_t a = field<A>(e), b = field<B>(e), c = field<C>(e), d = field<D>(e),
+                   x = field<E>(e);
+    la = std::min(la, a), ga = std::max(ga, a);
+    lb = std::min(lb, b), gb = std::max(gb, b);
+    lc = std::min(lc, c), gc = std::max(gc, c);
+    ld = std::min(ld, d), gd = std::max(gd, d);
+    le = std::min(le, x), ge = std::max(ge, x);
+  }
+  lo[A] = la, lo[B] = lb, lo[C] = lc, lo[D] = ld, lo[E] = le;
+  hi[A] = ga, hi[B] = gb, hi[C] = gc, hi[D] = gd, hi[E] = ge;
+}
+
 }  // namespace
 
 namespace detail {
@@ -167,17 +179,8 @@ size_t pack_block(const Event* events, size_t n, std::vector<uint8_t>& arena) {
   // Five fields a pass keep every running value in a register.
   uint64_t lo[kFields], hi[kFields], lo_nz[kFields];
   for (size_t f = 0; f < kFields; ++f) lo[f] = lo_nz[f] = UINT64_MAX, hi[f] = 0;
-  auto range = [&]<size_t... F>(std::index_sequence<F...>) {
-    uint64_t l[] = {(F, UINT64_MAX)...}, g[] = {(F, uint64_t{0})...};
-    for (size_t i = 0; i < n; ++i) {
-      size_t k = 0;
-      ((l[k] = std::min(l[k], field<F>(events[i])), g[k] = std::max(g[k], field<F>(events[i])), ++k), ...);
-    }
-    size_t k = 0;
-    ((lo[F] = l[k], hi[F] = g[k], ++k), ...);
-  };
-  range(std::index_sequence<0, 1, 2, 3, 4>{});
-  range(std::index_sequence<5, 6, 7, 8, 9>{});
+  range5<0, 1, 2, 3, 4>(events, n, lo, hi);
+  range5<5, 6, 7, 8, 9>(events, n, lo, hi);
   for_fields([&](auto fc) {  // only where there are both zeros and other values
     constexpr size_t f = decltype(fc)::value;
     if (lo[f] != 0 || hi[f] == 0) return;
@@ -193,7 +196,8 @@ size_t pack_block(const Event* events, size_t n, std::vector<uint8_t>& arena) {
   size_t dict_size[kFields] = {};
   uint8_t dict_index[kFields][PackedEvents::kBlock];
   size_t dict_bytes = 0;
-  for (size_t f = 0; f < kFields; ++f) {
+  for_fields([&](auto fc) {
+    constexpr size_t f = decltype(fc)::value;
     unsigned width = bits_for(hi[f] - lo[f]);
     h.base[f] = lo[f];
     sub[f] = lo[f];
@@ -213,7 +217,7 @@ size_t pack_block(const Event* events, size_t n, std::vector<uint8_t>& arena) {
     for (size_t d = 2; f != 0 && width >= 8 && n >= 16 && d <= kMaxDict; ++d) {
       if (bits_for(d - 1) * n + 64 * d < width * n) limit = d;
     }
-    if (limit >= 2 && build_dict(events, n, f, limit, dict_values[f], dict_size[f], dict_index[f])) {
+    if (limit >= 2 && build_dict<f>(events, n, limit, dict_values[f], dict_size[f], dict_index[f])) {
       const unsigned index_bits = bits_for(dict_size[f] - 1);
       if (index_bits * n + 64 * dict_size[f] < width * n) {
         width = index_bits;
@@ -226,7 +230,7 @@ size_t pack_block(const Event* events, size_t n, std::vector<uint8_t>& arena) {
     h.width[f] = static_cast<uint8_t>(width);
     h.offset[f] = h.record_bits;
     h.record_bits = static_cast<uint16_t>(h.record_bits + width);
-  }
+  });
   h.data_at = static_cast<uint16_t>(kHeaderBytes + dict_bytes);
   const size_t payload = (static_cast<size_t>(h.record_bits) * n + 7) / 8;
   const size_t at = arena.size();
