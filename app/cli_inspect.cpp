@@ -45,6 +45,7 @@ Model load_model(const std::vector<std::string>& files, bool quiet) {
   for (const auto& f : files) {
     if (!std::filesystem::exists(f)) throw CliError(kExitUsage, f + ": no such file");
     trace::ReadOptions opts;
+    opts.packed = true;  // the model keeps them packed (Note [Packed events])
     if (tty && !quiet) {
       opts.progress = [&f](uint64_t done, uint64_t total) {
         fmt::print(stderr, "\rloading {}: {:3d}%", f, total ? static_cast<int>(100 * done / total) : 100);
@@ -87,7 +88,7 @@ int run_info(const std::vector<std::string>& files) {
     text += fmt::format("  rank {} of world {}, host {}, pid {}, clock {}\n",
                         h.rank < 0 ? std::string("(all, as threads)") : std::to_string(h.rank),
                         h.world_size, h.host, h.pid, h.clock);
-    text += fmt::format("  {} events, {} strings{}\n", t.events.size(), t.strings.size(),
+    text += fmt::format("  {} events, {} strings{}\n", t.num_events(), t.strings.size(),
                         t.truncation.empty() ? "" : "; " + t.truncation);
   }
   print_safe(text);

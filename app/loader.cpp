@@ -30,6 +30,7 @@ LoadResult load_traces(const std::vector<std::string>& files,
                                   : fmt::format("reading {}", files[i]);
     if (progress) progress(kReadShare * static_cast<float>(i) / files.size(), stage);
     trace::ReadOptions options;
+    options.packed = true;  // the model keeps them packed (Note [Packed events])
     if (progress || cancel) {
       options.progress = [&, i](uint64_t done, uint64_t total) {
         if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled{};

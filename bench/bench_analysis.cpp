@@ -8,7 +8,9 @@
 //  * BM_Load/P/policy/T     s to load and index the trace on T threads (events_per_s per CPU
 //                           second, events_per_wall_s per wall second),
 //                           checkpoint and model memory (ckpt_MiB, model_MiB,
-//                           model_B_per_event: besides the events' own 48 bytes)
+//                           model_B_per_event: besides the events, event_B_per_event:
+//                           the events packed); from Event arrays, packed as it walks
+//  * BM_LoadPacked/P/policy/T  the same from events read packed (as files load)
 //  * BM_SeekRandom/P/policy one state_at() to a random event; also the median
 //                           and p99 of 1000 single timed seeks (median_ms, p99_ms)
 //  * BM_CursorStep/P/policy one Cursor::next() then prev() at a random place
@@ -68,10 +70,18 @@ const an::Model& model_for(const benchmark::State& state) {
   return *c.model;
 }
 
-void BM_Load(benchmark::State& state) {
+// BM_Load: the model built from Event arrays (tests, live runs), which it
+// packs as it walks them. BM_LoadPacked: from events already packed, as the
+// GUI and CLI read files (ReadOptions::packed; Note [Packed events]).
+void load(benchmark::State& state, bool packed) {
   cache() = Cached{};
-  const hookscope::trace::TraceData trace = an::make_synthetic_trace(options_for(state));
-  size_t ckpt = 0, mem = 0, blocks = 0;
+  hookscope::trace::TraceData trace = an::make_synthetic_trace(options_for(state));
+  const size_t n_events = trace.events.size();
+  if (packed) {
+    trace.packed = hookscope::trace::PackedEvents::pack(trace.events);
+    std::vector<hookscope::trace::Event>().swap(trace.events);
+  }
+  size_t ckpt = 0, mem = 0, blocks = 0, event_bytes = 0;
   double wall_s = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -84,24 +94,29 @@ void BM_Load(benchmark::State& state) {
     wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ckpt = m.checkpoint_bytes();
     mem = m.memory_bytes();
+    event_bytes = m.event_bytes();
     blocks = m.num_checkpoints();
     benchmark::DoNotOptimize(m.num_events());
     state.PauseTiming();  // freeing the model is not loading it
     { an::Model gone = std::move(m); }
     state.ResumeTiming();
   }
-  state.counters["events"] = static_cast<double>(trace.events.size());
+  state.counters["events"] = static_cast<double>(n_events);
   state.counters["events_per_s"] = benchmark::Counter(
-      static_cast<double>(trace.events.size()), benchmark::Counter::kIsIterationInvariantRate);
+      static_cast<double>(n_events), benchmark::Counter::kIsIterationInvariantRate);
   // events_per_s is per CPU second (the machine may be shared); this one per wall second.
   state.counters["events_per_wall_s"] =
-      static_cast<double>(trace.events.size()) * static_cast<double>(state.iterations()) / wall_s;
+      static_cast<double>(n_events) * static_cast<double>(state.iterations()) / wall_s;
   state.counters["ckpt_MiB"] = static_cast<double>(ckpt) / (1 << 20);
   state.counters["model_MiB"] = static_cast<double>(mem) / (1 << 20);
   // Model memory per event besides the events themselves (issue 16: <= 12).
-  state.counters["model_B_per_event"] = static_cast<double>(mem) / trace.events.size();
+  state.counters["model_B_per_event"] = static_cast<double>(mem) / n_events;
   state.counters["checkpoints"] = static_cast<double>(blocks);
+  state.counters["event_B_per_event"] = static_cast<double>(event_bytes) / n_events;
 }
+
+void BM_Load(benchmark::State& state) { load(state, false); }
+void BM_LoadPacked(benchmark::State& state) { load(state, true); }
 
 void BM_SeekRandom(benchmark::State& state) {
   const an::Model& m = model_for(state);
@@ -168,10 +183,12 @@ void BM_Diagnose(benchmark::State& state) {
 //   BM_Load/64/0/1     368 -> 204 ms CPU (27 -> 49M events/s), 448 -> 240 ms wall
 //   BM_Load/1024/1/1   245 -> 197 ms CPU (41 -> 51M events/s), 294 -> 241 ms wall
 BENCHMARK(BM_Load)->Args({64, 0, 1})->Args({64, 0, 2})->Unit(benchmark::kMillisecond)->Iterations(1)->MeasureProcessCPUTime();
+BENCHMARK(BM_LoadPacked)->Args({64, 0, 1})->Unit(benchmark::kMillisecond)->Iterations(1)->MeasureProcessCPUTime();
 BENCHMARK(BM_SeekRandom)->Args({64, 0})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CursorStep)->Args({64, 0})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Diagnose)->Args({64, 0})->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Load)->Args({1024, 1, 1})->Args({1024, 1, 2})->Unit(benchmark::kMillisecond)->Iterations(1)->MeasureProcessCPUTime();
+BENCHMARK(BM_LoadPacked)->Args({1024, 1, 1})->Unit(benchmark::kMillisecond)->Iterations(1)->MeasureProcessCPUTime();
 BENCHMARK(BM_SeekRandom)->Args({1024, 1})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CursorStep)->Args({1024, 1})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Diagnose)->Args({1024, 1})->Unit(benchmark::kMillisecond)->Iterations(1);

@@ -15,6 +15,9 @@
 //                                    90M with 2); CPU is the whole process's
 //                                    (all decoding threads), so on a busy
 //                                    machine CPU / T bounds the wall time
+//  * BM_LoadTracePacked_.../T        the same with ReadOptions::packed (what the
+//                                    GUI and CLI load: Note [Packed events]);
+//                                    counter packed_B_per_event
 //
 // Files go to $TMPDIR (default /dev/shm when present, to time CPU, not disk).
 
@@ -119,14 +122,21 @@ void BM_DemoBytesPerEvent(benchmark::State& state) {
 BENCHMARK(BM_DemoBytesPerEvent)->Iterations(1);
 
 // Reads `path` with state.range(0) decoding threads (0: the reader's choice).
-void load(benchmark::State& state, const std::string& path) {
+void load(benchmark::State& state, const std::string& path, bool packed = false) {
   tr::ReadOptions options;
   options.threads = static_cast<unsigned>(state.range(0));
+  options.packed = packed;
   uint64_t events = 0;
+  size_t packed_bytes = 0;
   for (auto _ : state) {
     tr::TraceData d = tr::read_trace(path, options);
-    events += d.events.size();
+    events += d.num_events();
+    packed_bytes = d.packed.memory_bytes();
     benchmark::DoNotOptimize(d.events.data());
+  }
+  if (packed && events) {
+    state.counters["packed_B_per_event"] =
+        static_cast<double>(packed_bytes) * state.iterations() / static_cast<double>(events);
   }
   state.counters["events/s"] =
       benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
@@ -165,11 +175,32 @@ struct TwoThreadTrace {
   ~TwoThreadTrace() { fs::remove(path); }
 };
 
-void BM_LoadTrace_TwoThreads4M(benchmark::State& state) {
+const std::string& two_thread_trace() {
   static TwoThreadTrace trace;
-  load(state, trace.path);
+  return trace.path;
 }
+
+void BM_LoadTrace_TwoThreads4M(benchmark::State& state) { load(state, two_thread_trace()); }
 BENCHMARK(BM_LoadTrace_TwoThreads4M)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
+void BM_LoadTracePacked_Demo2000(benchmark::State& state) { load(state, demo_trace(2000), true); }
+BENCHMARK(BM_LoadTracePacked_Demo2000)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
+void BM_LoadTracePacked_TwoThreads4M(benchmark::State& state) {
+  load(state, two_thread_trace(), true);
+}
+BENCHMARK(BM_LoadTracePacked_TwoThreads4M)
     ->Arg(1)
     ->Arg(2)
     ->Arg(0)

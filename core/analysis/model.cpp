@@ -33,7 +33,7 @@ trace::Event Model::event(size_t index) const {
   check_index(index, "event");
   const uint32_t s = source(index);
   const trace::TraceData& t = traces_[s];
-  trace::Event e = order_.empty() ? t.events[index] : t.events[order_[index] & ((1ull << 40) - 1)];
+  trace::Event e = t.packed.at(order_.empty() ? index : order_[index] & ((1ull << 40) - 1));
   if (t.header.rank >= 0) e.rank = static_cast<uint16_t>(t.header.rank);
   if (event_arg_is_string(e.kind)) {
     const auto& map = string_map_[s];
@@ -44,6 +44,30 @@ trace::Event Model::event(size_t index) const {
   return e;
 }
 
+void Model::events(size_t begin, size_t end, trace::Event* out, int64_t* times) const {
+  if (begin >= end) return;
+  check_index(end - 1, "events");
+  if (order_.empty()) {
+    traces_[0].packed.decode(begin, end, out);
+  } else {
+    for (size_t i = begin; i < end; ++i) {
+      const uint64_t o = order_[i];
+      out[i - begin] = traces_[o >> 40].packed.at(o & ((1ull << 40) - 1));
+    }
+  }
+  for (size_t i = begin; i < end; ++i) {
+    trace::Event& e = out[i - begin];
+    const uint32_t s = source(i);
+    if (times) times[i - begin] = static_cast<int64_t>(e.t_ns + static_cast<uint64_t>(clock_offset_[s]));
+    if (traces_[s].header.rank >= 0) e.rank = static_cast<uint16_t>(traces_[s].header.rank);
+    if (event_arg_is_string(e.kind)) {
+      const auto& map = string_map_[s];
+      const uint32_t id = e.arg < map.size() ? map[e.arg] : kNoIndex;
+      e.arg = id != kNoIndex ? id : unknown_string_;
+    }
+  }
+}
+
 const std::string& Model::str(uint32_t id) const {
   static const std::string unknown = "?";
   return id < strings_.size() ? strings_[id] : unknown;
@@ -52,10 +76,10 @@ const std::string& Model::str(uint32_t id) const {
 int64_t Model::time_ns(size_t index) const {
   check_index(index, "time_ns");
   const uint32_t s = source(index);
-  const auto& ev = traces_[s].events;
-  const trace::Event& e = order_.empty() ? ev[index] : ev[order_[index] & ((1ull << 40) - 1)];
+  const uint64_t t_ns =
+      traces_[s].packed.t_ns(order_.empty() ? index : order_[index] & ((1ull << 40) - 1));
   // Modulo 2^64 (Note [Merging traces]): hostile times must not overflow.
-  return static_cast<int64_t>(e.t_ns + static_cast<uint64_t>(clock_offset_[s]));
+  return static_cast<int64_t>(t_ns + static_cast<uint64_t>(clock_offset_[s]));
 }
 
 const std::vector<EventIndex>& Model::events_of_kind(EventKind kind) const {
@@ -232,6 +256,12 @@ std::string Model::describe(size_t index) const {
 size_t Model::checkpoint_bytes() const {
   return live_functions_.checkpoint_bytes() + live_segments_.checkpoint_bytes() +
          block_starts_.capacity() * sizeof(EventIndex);
+}
+
+size_t Model::event_bytes() const {
+  size_t n = 0;
+  for (const auto& t : traces_) n += t.packed.memory_bytes();
+  return n;
 }
 
 size_t Model::memory_bytes() const {

@@ -197,7 +197,8 @@ struct Malformation {
 
 // Note [Model memory bound]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~
-// Besides the traces' own arrays (48 bytes per event), the model's tables
+// Besides the events themselves (packed, at most 82 bytes per event for the
+// wildest values: Note [Packed events]), the model's tables
 // grow by at most a constant per event: each event adds at most one Function,
 // hook, segment per hook it moves, owner, edge, collective, malformation and
 // index entry. Ids from the file are never used as sizes; parameter and
@@ -238,10 +239,16 @@ class Model {
   // ---- timeline ----
   size_t num_events() const { return num_events_; }
   size_t num_traces() const { return traces_.size(); }
+  // A loaded trace's header, strings and reader notes; its events are in
+  // trace(s).packed (Note [Packed events]), never in trace(s).events.
   const trace::TraceData& trace(size_t source) const { return traces_.at(source); }
   // The event at `index`, with its string ids (arg) remapped into str() and
   // its rank resolved.
   trace::Event event(size_t index) const;
+  // event(i) for every i in [begin, end), into out[0..): a block of the
+  // packed events decoded at a time, much faster than event(i) per event
+  // for walks over many events; times[k] = time_ns(begin + k) when given.
+  void events(size_t begin, size_t end, trace::Event* out, int64_t* times = nullptr) const;
   uint32_t source(size_t index) const;
   const std::string& str(uint32_t id) const;
   // Time of an event on the common clock (ns; Note [Merging traces] in model_build.cpp).
@@ -290,8 +297,12 @@ class Model {
   State state_at(size_t index) const;
   size_t num_checkpoints() const { return block_starts_.size(); }
   size_t checkpoint_bytes() const;
-  // Everything the model holds besides the traces' own event arrays.
+  // Everything the model holds besides the events themselves (not included:
+  // see event_bytes()).
   size_t memory_bytes() const;
+  // The events, kept packed (Note [Packed events]): bytes of all traces'
+  // packed stores.
+  size_t event_bytes() const;
 
  private:
   friend class ModelBuilder;

@@ -45,13 +45,13 @@ void ModelBuilder::run() {
   m_.unknown_string_ = 1;
   slots_left_ = 4 * static_cast<uint64_t>(m_.num_events_) + 4096;
   reserve_tables();
-  walk();
+  walk();  // packs traces given as Event arrays (Note [Packed events])
   finish();
 }
 
 void ModelBuilder::merge() {
   size_t total = 0;
-  for (const auto& t : m_.traces_) total += t.events.size();
+  for (const auto& t : m_.traces_) total += t.num_events();
   if (total >= kNever) {
     throw std::invalid_argument(fmt::format(
         "cannot analyse {} events at once: the analysis model holds at most {} events; "
@@ -75,20 +75,22 @@ void ModelBuilder::merge() {
   m_.order_.reserve(total);
   std::vector<size_t> pos(m_.traces_.size(), 0);
   auto time_of = [&](size_t s) {
-    return static_cast<int64_t>(m_.traces_[s].events[pos[s]].t_ns +
+    const auto& t = m_.traces_[s];
+    const uint64_t t_ns = t.events.empty() ? t.packed.t_ns(pos[s]) : t.events[pos[s]].t_ns;
+    return static_cast<int64_t>(t_ns +
                                 static_cast<uint64_t>(m_.clock_offset_[s]));
   };
   // A min-heap of (time, trace): n log(traces), ties to the earlier trace.
   using Head = std::pair<int64_t, size_t>;
   std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
   for (size_t s = 0; s < m_.traces_.size(); ++s) {
-    if (!m_.traces_[s].events.empty()) heads.emplace(time_of(s), s);
+    if (m_.traces_[s].num_events() != 0) heads.emplace(time_of(s), s);
   }
   while (!heads.empty()) {
     const size_t best = heads.top().second;
     heads.pop();
     m_.order_.push_back(static_cast<uint64_t>(best) << 40 | pos[best]++);
-    if (pos[best] < m_.traces_[best].events.size()) heads.emplace(time_of(best), best);
+    if (pos[best] < m_.traces_[best].num_events()) heads.emplace(time_of(best), best);
   }
 }
 

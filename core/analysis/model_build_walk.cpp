@@ -86,17 +86,20 @@ void ModelBuilder::walk() {
     }
   };
   const auto n = static_cast<EventIndex>(m_.num_events_);
+  std::vector<EventReader> readers;
+  for (const auto& t : m_.traces_) readers.emplace_back(t);
   if (m_.order_.empty()) {
-    const Event* events = m_.traces_[0].events.data();
+    EventReader& r = readers[0];
     for (EventIndex i = 0; i < n; ++i) {
-      if (i + kAhead < n) prefetch(0, events[i + kAhead]);
-      step(i, 0, events[i]);
+      if (i + kAhead < n) prefetch(0, r.get(i + kAhead));
+      step(i, 0, r.get(i));
+      r.passed(i);
     }
   } else {
     auto event_at = [&](EventIndex i, uint32_t& source) -> const Event& {
       const uint64_t o = m_.order_[i];
       source = static_cast<uint32_t>(o >> 40);
-      return m_.traces_[source].events[o & ((1ull << 40) - 1)];
+      return readers[source].get(o & ((1ull << 40) - 1));
     };
     for (EventIndex i = 0; i < n; ++i) {
       uint32_t source = 0;
@@ -105,7 +108,15 @@ void ModelBuilder::walk() {
       }
       const Event& e = event_at(i, source);
       step(i, source, e);
+      readers[source].passed(m_.order_[i] & ((1ull << 40) - 1));
     }
+  }
+  // Note [Packed events]: the model keeps events packed, never as arrays.
+  for (size_t s = 0; s < readers.size(); ++s) {
+    trace::TraceData& t = m_.traces_[s];
+    if (t.events.empty()) continue;
+    t.packed = readers[s].take_packed();
+    std::vector<Event>().swap(t.events);
   }
 }
 

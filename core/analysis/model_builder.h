@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <new>
 #include <string>
 #include <string_view>
@@ -222,6 +223,53 @@ class StringIds {
   std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t size_ = 0;
+};
+
+// One trace's events read in order by the load pass (a few events ahead for
+// prefetching, never further back than that): from its packed store a block
+// at a time, the two blocks around the current event kept decoded (Note
+// [Packed events]). A trace given as an Event array is read from the array
+// and packed as the walk passes each block (the block is in cache then):
+// passed(pos) after the event at `pos` is done, take_packed() at the end.
+class EventReader {
+ public:
+  explicit EventReader(const trace::TraceData& t)
+      : direct_(t.events.empty() ? nullptr : t.events.data()),
+        size_(t.num_events()),
+        packed_(&t.packed) {
+    if (!direct_) buf_.reset(new trace::Event[2 * trace::PackedEvents::kBlock]);
+  }
+  const trace::Event& get(size_t pos) {
+    if (direct_) return direct_[pos];
+    constexpr size_t kBlock = trace::PackedEvents::kBlock;
+    const size_t b = pos / kBlock;
+    trace::Event* slot = buf_.get() + (b & 1) * kBlock;
+    if (held_[b & 1] != b) {
+      packed_->decode_block(b, slot);
+      held_[b & 1] = b;
+    }
+    return slot[pos % kBlock];
+  }
+  void passed(size_t pos) {
+    constexpr size_t kBlock = trace::PackedEvents::kBlock;
+    if (direct_ && (pos + 1) % kBlock == 0) builder_.append(direct_ + pos + 1 - kBlock, kBlock);
+  }
+  // The array's events packed (after every event was passed); empty for a
+  // trace read packed.
+  trace::PackedEvents take_packed() {
+    if (!direct_) return {};
+    const size_t done = builder_.count();
+    builder_.append(direct_ + done, size_ - done);
+    return builder_.finish();
+  }
+
+ private:
+  const trace::Event* direct_;
+  size_t size_;
+  const trace::PackedEvents* packed_;
+  std::unique_ptr<trace::Event[]> buf_;
+  size_t held_[2] = {SIZE_MAX, SIZE_MAX};
+  trace::PackedEventsBuilder builder_;
 };
 
 class ModelBuilder {

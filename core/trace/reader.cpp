@@ -48,7 +48,7 @@ class TraceReader {
     decode_chunks();
     if (stopped_) {
       out_.truncation = "truncated at byte " + std::to_string(stop_offset_) + ": " + stop_reason_ +
-                        "; " + std::to_string(out_.events.size()) + " events recovered";
+                        "; " + std::to_string(out_.num_events()) + " events recovered";
     }
     if (options_.progress) options_.progress(size_, size_);
     return std::move(out_);
@@ -159,6 +159,32 @@ class TraceReader {
   // into its place, by as many threads; then, in file order, the first bad
   // chunk ends the valid prefix, and the threads' events are merged.
   void decode_chunks() {
+    if (options_.packed) {
+      // Merged straight into the packed store; else the way below, then packed.
+      if (!chunks_.empty() && try_decode_packed()) return;
+      decode_events();
+      out_.packed = PackedEvents::pack(out_.events);
+      std::vector<Event>().swap(out_.events);
+      return;
+    }
+    decode_events();
+  }
+
+  bool try_decode_packed() {
+    uint64_t total = 0;
+    for (const ChunkRef& c : chunks_) total += c.header.count;
+    uint64_t next_progress = kProgressEvery;
+    const uint64_t first = chunks_[0].offset;
+    auto progress = [&](uint64_t decoded) {
+      if (options_.progress && first + decoded >= next_progress) {
+        options_.progress(first + decoded, size_);
+        next_progress = first + decoded + kProgressEvery;
+      }
+    };
+    return detail::decode_merged(chunks_, decode_threads(total), out_.packed, progress);
+  }
+
+  void decode_events() {
     const size_t n = chunks_.size();
     std::vector<size_t> pos(n);
     uint64_t total = 0;

@@ -35,6 +35,11 @@ struct ReadOptions {
   // for traces under a million events, else up to 8 threads (the
   // hardware's). 1: the calling thread only.
   unsigned threads = 0;
+  // Decode into TraceData::packed, leaving `events` empty (Note [Packed
+  // events]): memory then holds the packed events and a chunk or two per
+  // decoding thread, never an Event array of the whole trace (except on the
+  // slow path for damaged or clock-going-back traces, which is packed after).
+  bool packed = false;
 };
 
 // Reads a whole trace file. Throws std::runtime_error when the file cannot

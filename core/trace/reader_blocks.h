@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "trace/file_columns.h"
+#include "trace/packed_events.h"
 #include "trace/reader.h"
 
 namespace hookscope::trace::detail {
@@ -78,6 +79,11 @@ struct ChunkRef {
 // reserved for every event. reader_ranges.cpp
 bool decode_merged(const std::vector<ChunkRef>& chunks, unsigned threads,
                    std::vector<Event>& events, const std::function<void(uint64_t)>& progress);
+// The same into a packed store (Note [Packed events]): each range's thread
+// packs its slice as it merges, and the slices are joined; `events` is left
+// empty on giving up. Also right for a single writer thread. reader_ranges.cpp
+bool decode_merged(const std::vector<ChunkRef>& chunks, unsigned threads, PackedEvents& events,
+                   const std::function<void(uint64_t)>& progress);
 
 // The merge order of events (Note [Event record]): by t_ns, ties by thread.
 inline bool merge_before(const Event& a, const Event& b) {

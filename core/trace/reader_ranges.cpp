@@ -191,10 +191,51 @@ void find_starts(Plan& plan, uint64_t cut, uint64_t* starts) {
   }
 }
 
-}  // namespace
+// The events of decode_merged go to an array (VectorOut) or a packed store
+// (PackedOut). Out: prefault(j, begin, end) while the ranges are found;
+// start(offset) with each range's first index (parts + 1 of them, the last
+// the total); writer(j) for range j's thread, a callable (const Event*, n);
+// append(p, n) with a single range; finish() after; clear() on giving up.
+struct VectorOut {
+  std::vector<Event>& events;
+  void prefault(unsigned, uint64_t begin, uint64_t end) { prefault_events(events, begin, end); }
+  void start(const std::vector<uint64_t>& offset) { events.resize(offset.back()); }
+  auto writer(unsigned j, const std::vector<uint64_t>& offset) {
+    return [out = events.data() + offset[j]](const Event* p, size_t n) mutable {
+      std::memcpy(static_cast<void*>(out), p, n * sizeof(Event));
+      out += n;
+    };
+  }
+  void append(const Event* p, size_t n) { events.insert(events.end(), p, p + n); }
+  void finish() {}
+  void clear() { events.clear(); }
+};
 
-bool decode_merged(const std::vector<ChunkRef>& chunks, unsigned threads,
-                   std::vector<Event>& events, const std::function<void(uint64_t)>& progress) {
+struct PackedOut {
+  PackedEvents& packed;
+  std::vector<PackedEventsBuilder> parts{};
+  void prefault(unsigned, uint64_t, uint64_t) {}
+  void start(const std::vector<uint64_t>& offset) {
+    parts.clear();
+    for (size_t j = 0; j + 1 < offset.size(); ++j) parts.emplace_back(offset[j]);
+  }
+  auto writer(unsigned j, const std::vector<uint64_t>&) {
+    return [b = &parts[j]](const Event* p, size_t n) { b->append(p, n); };
+  }
+  void append(const Event* p, size_t n) {
+    if (parts.empty()) parts.emplace_back(0);
+    parts[0].append(p, n);
+  }
+  void finish() { packed = join_packed(parts); }
+  void clear() {
+    parts.clear();
+    packed = PackedEvents();
+  }
+};
+
+template <class Out>
+bool decode_merged_into(const std::vector<ChunkRef>& chunks, unsigned threads, Out& sink,
+                        const std::function<void(uint64_t)>& progress) {
   Plan plan(chunks);
   std::unordered_map<uint32_t, size_t> slot;
   uint64_t total = 0;
@@ -222,12 +263,12 @@ bool decode_merged(const std::vector<ChunkRef>& chunks, unsigned threads,
   std::vector<uint64_t> lo((parts + 1) * n_streams, 0);
   for (size_t s = 0; s < n_streams; ++s) lo[parts * n_streams + s] = plan.streams[s].start.back();
   auto give_up = [&] {
-    events.clear();
+    sink.clear();
     return false;
   };
 
   if (parts == 1) {
-    auto append = [&](const Event* p, size_t n) { events.insert(events.end(), p, p + n); };
+    auto append = [&](const Event* p, size_t n) { sink.append(p, n); };
     if (!merge_range(plan, lo.data(), lo.data() + n_streams, &progress, append)) return give_up();
   } else {
     const std::vector<uint64_t> cuts = time_cuts(chunks, total, parts);
@@ -235,7 +276,7 @@ bool decode_merged(const std::vector<ChunkRef>& chunks, unsigned threads,
         parts,
         [&](unsigned j) {
           const uint64_t part = total / parts;
-          prefault_events(events, part * j, j + 1 == parts ? total : part * (j + 1));
+          sink.prefault(j, part * j, j + 1 == parts ? total : part * (j + 1));
           if (j > 0) find_starts(plan, cuts[j - 1], &lo[j * n_streams]);
         },
         &plan.failed);
@@ -248,23 +289,31 @@ bool decode_merged(const std::vector<ChunkRef>& chunks, unsigned threads,
         offset[j] += at;
       }
     }
-    events.resize(total);
+    sink.start(offset);
+    // Each range's first and last event, to check that ranges follow each other.
+    std::vector<Event> first(parts), last(parts);
     run_parallel(
         parts,
         [&](unsigned j) {
-          Event* out = events.data() + offset[j];
+          auto out = sink.writer(j, offset);
+          bool any = false;
           auto write = [&](const Event* p, size_t n) {
-            std::memcpy(static_cast<void*>(out), p, n * sizeof(Event));
-            out += n;
+            if (n == 0) return;
+            if (!any) first[j] = p[0];
+            any = true;
+            last[j] = p[n - 1];
+            out(p, n);
           };
           merge_range(plan, &lo[j * n_streams], &lo[(j + 1) * n_streams],
                       j == 0 ? &progress : nullptr, write);
         },
         &plan.failed);
     if (plan.failed.load()) return give_up();
-    for (unsigned j = 1; j < parts; ++j) {
-      const uint64_t at = offset[j];
-      if (at > 0 && at < total && merge_before(events[at], events[at - 1])) return give_up();
+    const Event* before = nullptr;  // the last event of the ranges so far
+    for (unsigned j = 0; j < parts; ++j) {
+      if (offset[j + 1] == offset[j]) continue;  // an empty range
+      if (before != nullptr && merge_before(first[j], *before)) return give_up();
+      before = &last[j];
     }
   }
   // No thread's clock goes back from one of its chunks to the next.
@@ -276,7 +325,23 @@ bool decode_merged(const std::vector<ChunkRef>& chunks, unsigned threads,
       }
     }
   }
+  sink.finish();
   return true;
 }
+
+}  // namespace
+
+bool decode_merged(const std::vector<ChunkRef>& chunks, unsigned threads,
+                   std::vector<Event>& events, const std::function<void(uint64_t)>& progress) {
+  VectorOut out{events};
+  return decode_merged_into(chunks, threads, out, progress);
+}
+
+bool decode_merged(const std::vector<ChunkRef>& chunks, unsigned threads, PackedEvents& events,
+                   const std::function<void(uint64_t)>& progress) {
+  PackedOut out{events};
+  return decode_merged_into(chunks, threads, out, progress);
+}
+
 
 }  // namespace hookscope::trace::detail

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trace/event.h"
+#include "trace/packed_events.h"
 
 namespace hookscope::trace {
 
@@ -33,6 +34,9 @@ struct TraceData {
   std::vector<std::string> strings;
   // Events merged in order (Note [Event record]): index = sequence number.
   std::vector<Event> events;
+  // The same events packed (Note [Packed events]) instead, when read with
+  // ReadOptions::packed (then `events` is empty): what the analysis model keeps.
+  PackedEvents packed;
   // Set by the reader when the file ended early or a chunk was bad: what was
   // recovered is in `events`, and this says where and why it stopped.
   std::string truncation;          // empty when the file was complete
@@ -44,6 +48,9 @@ struct TraceData {
   uint32_t clock_back_thread = 0;
   uint64_t clock_back_t_ns = 0;
   std::string source;              // file path (or "memory")
+
+  // Events held, in `events` or `packed`.
+  size_t num_events() const { return events.empty() ? packed.size() : events.size(); }
 
   // Text of a string id, "?" when out of range.
   const std::string& str(uint64_t id) const {
