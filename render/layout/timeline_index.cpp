@@ -1,5 +1,6 @@
 #include "render/layout/timeline_index.h"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <set>
@@ -202,71 +203,80 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
   // Consecutive events mostly share a track: look the map up on a change only.
   std::tuple<uint16_t, uint32_t, uint32_t> last_key{};
   Building* last = nullptr;
-  for (size_t i = 0; i < n; ++i) {
-    const trace::Event e = model.event(i);
-    const uint32_t source = model.source(i);
-    const std::tuple<uint16_t, uint32_t, uint32_t> key{e.rank, source, e.thread};
-    if (!last || key != last_key) {
-      last = &by_key[key];
-      last_key = key;
-    }
-    Building& b = *last;
-    const int64_t t = model.time_ns(i);
-    TimelineTrack& track = b.track;
-    const size_t k = track.events_.size();
-    if (k % TimelineTrack::kTimeSample == 0) track.sample_.push_back(t);
-    track.events_.push_back(static_cast<uint32_t>(i));
-    b.sorted &= t >= b.last_time;
-    b.last_time = t;
-    b.bits |= static_cast<uint8_t>(1u << static_cast<int>(tick_class(e.kind)));
-    if ((k + 1) % kSummaryFan == 0) {
-      if (track.summary.empty()) track.summary.emplace_back();
-      track.summary[0].push_back(b.bits);
-      b.bits = 0;
-    }
-    auto open = [&](SpanKind kind, uint32_t depth) {
-      b.spans.push_back({t, t, static_cast<uint32_t>(i), UINT32_MAX, kind, false});
-      b.depth.push_back(depth);
-      return b.spans.size() - 1;
-    };
-    auto close = [&](Building& owner, size_t span) {
-      owner.spans[span].end = std::max(t, owner.spans[span].begin);
-      owner.spans[span].end_event = static_cast<uint32_t>(i);
-    };
-    switch (e.kind) {
-      case EventKind::kBackwardBegin:
-        b.backward.push_back(open(SpanKind::kBackward, 0));
-        break;
-      case EventKind::kBackwardEnd:
-        if (!b.backward.empty()) {
-          close(b, b.backward.back());
-          b.backward.pop_back();
-        }
-        break;
-      case EventKind::kApplyBegin:
-        b.apply.push_back(open(SpanKind::kApply, static_cast<uint32_t>(b.apply.size())));
-        break;
-      case EventKind::kApplyEnd:
-        if (!b.apply.empty()) {
-          close(b, b.apply.back());
-          b.apply.pop_back();
-        }
-        break;
-      case EventKind::kCollectiveBegin:
-        collectives[{source, e.rank, e.key}] = {&b, open(SpanKind::kCollective, 0)};
-        b.spans.back().op = e.sub;
-        break;
-      case EventKind::kCollectiveEnd: {
-        auto it = collectives.find({source, e.rank, e.key});
-        if (it != collectives.end()) {
-          close(*it->second.first, it->second.second);
-          it->second.first->spans[it->second.second].failed = e.sub != 0;
-          collectives.erase(it);
-        }
-        break;
+  // Decoded a block at a time (Model::events): event(i) per event costs a
+  // packed lookup each (Note [Packed events]).
+  constexpr size_t kChunk = 4096;
+  std::vector<trace::Event> chunk(std::min(n, kChunk));
+  std::vector<int64_t> chunk_times(chunk.size());
+  for (size_t begin = 0; begin < n; begin += kChunk) {
+    const size_t end = std::min(n, begin + kChunk);
+    model.events(begin, end, chunk.data(), chunk_times.data());
+    for (size_t i = begin; i < end; ++i) {
+      const trace::Event& e = chunk[i - begin];
+      const uint32_t source = model.source(i);
+      const std::tuple<uint16_t, uint32_t, uint32_t> key{e.rank, source, e.thread};
+      if (!last || key != last_key) {
+        last = &by_key[key];
+        last_key = key;
       }
-      default:
-        break;
+      Building& b = *last;
+      const int64_t t = chunk_times[i - begin];
+      TimelineTrack& track = b.track;
+      const size_t k = track.events_.size();
+      if (k % TimelineTrack::kTimeSample == 0) track.sample_.push_back(t);
+      track.events_.push_back(static_cast<uint32_t>(i));
+      b.sorted &= t >= b.last_time;
+      b.last_time = t;
+      b.bits |= static_cast<uint8_t>(1u << static_cast<int>(tick_class(e.kind)));
+      if ((k + 1) % kSummaryFan == 0) {
+        if (track.summary.empty()) track.summary.emplace_back();
+        track.summary[0].push_back(b.bits);
+        b.bits = 0;
+      }
+      auto open = [&](SpanKind kind, uint32_t depth) {
+        b.spans.push_back({t, t, static_cast<uint32_t>(i), UINT32_MAX, kind, false});
+        b.depth.push_back(depth);
+        return b.spans.size() - 1;
+      };
+      auto close = [&](Building& owner, size_t span) {
+        owner.spans[span].end = std::max(t, owner.spans[span].begin);
+        owner.spans[span].end_event = static_cast<uint32_t>(i);
+      };
+      switch (e.kind) {
+        case EventKind::kBackwardBegin:
+          b.backward.push_back(open(SpanKind::kBackward, 0));
+          break;
+        case EventKind::kBackwardEnd:
+          if (!b.backward.empty()) {
+            close(b, b.backward.back());
+            b.backward.pop_back();
+          }
+          break;
+        case EventKind::kApplyBegin:
+          b.apply.push_back(open(SpanKind::kApply, static_cast<uint32_t>(b.apply.size())));
+          break;
+        case EventKind::kApplyEnd:
+          if (!b.apply.empty()) {
+            close(b, b.apply.back());
+            b.apply.pop_back();
+          }
+          break;
+        case EventKind::kCollectiveBegin:
+          collectives[{source, e.rank, e.key}] = {&b, open(SpanKind::kCollective, 0)};
+          b.spans.back().op = e.sub;
+          break;
+        case EventKind::kCollectiveEnd: {
+          auto it = collectives.find({source, e.rank, e.key});
+          if (it != collectives.end()) {
+            close(*it->second.first, it->second.second);
+            it->second.first->spans[it->second.second].failed = e.sub != 0;
+            collectives.erase(it);
+          }
+          break;
+        }
+        default:
+          break;
+      }
     }
   }
   // Names: "rank 1"; "rank 1 · pid 4242" when a rank's events come from
