@@ -166,14 +166,18 @@ class GraphView {
   void wait_for_box_sizes();  // Note [Box sizes off the UI thread]
   void poll_layout();
   void land_layout();
+  // Note [Landing a layout off the UI thread]: what a finished layout needs
+  // before it is drawn, built by finish_ (graph_view_land.cpp).
+  struct Landed;
+  void start_finish();
+  void drop_finish();  // waits for finish_, discards it
+  void take_landed(Landed& x);
   void adopt_scene(const analysis::Model& model, std::shared_ptr<GraphScene> scene,
                    std::shared_ptr<const RunStory> story);  // takes the finished job's layout
-  void index_layout();
   void index_edges();  // graph_edges.cpp
   void refresh_liveness(Frame& f, const analysis::State& state);  // graph_view_live.cpp
   // Note [Graph while the state is pending], graph_view_pending.cpp.
   void refresh_pending(Frame& f);
-  void start_live_index();  // for the layout drawn, off the UI thread
   void stop_live_index();
   const LiveIndex* live_index(bool wait = false);  // null until built
   void handle_input(Frame& f);
@@ -221,7 +225,8 @@ class GraphView {
   // Shared with the LiveIndex job, which reads them off the UI thread.
   std::shared_ptr<FoldedGraph> folded_, pending_;
   std::shared_ptr<Layout> layout_;
-  std::unique_ptr<LayoutJob> job_;
+  std::unique_ptr<LayoutJob> job_;  // until its layout lands (finish_ included)
+  std::future<std::shared_ptr<Landed>> finish_;
   std::shared_future<void> box_sizes_done_;  // the job's box sizes measured (Note [Box sizes off the UI thread])
   // Note [Stable layout]: the last place of every slot and group, so that
   // expanding a group puts its members back where they were.

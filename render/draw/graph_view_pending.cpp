@@ -44,16 +44,6 @@ GraphViewResult GraphView::draw(const analysis::StateView& view, analysis::Funct
   return r;
 }
 
-void GraphView::start_live_index() {
-  stop_live_index();
-  if (!model_ || !scene_ || !folded_ || !layout_) return;
-  auto cancel = std::make_shared<std::atomic<bool>>(false);
-  live_cancel_ = cancel;
-  live_job_ = std::async(std::launch::async, [model = model_, scene = scene_, fg = folded_, l = layout_, cancel] {
-    return std::shared_ptr<const LiveIndex>(LiveIndex::build(*model, *scene, *fg, *l, *cancel));
-  });
-}
-
 void GraphView::stop_live_index() {
   if (live_cancel_) *live_cancel_ = true;
   if (live_job_.valid()) live_job_.wait();
@@ -163,6 +153,9 @@ void GraphView::Frame::resolve_unit(uint32_t unit) const {
 
 const analysis::FunctionAt& GraphView::Frame::function_at(uint32_t handle) const {
   if (!view) return state->functions[handle];
+  if (full) {  // Note [Graph at a million Functions]
+    if (const analysis::FunctionAt* fa = state->find(handle)) return *fa;
+  }
   auto [it, added] = lazy_filled.try_emplace(handle, 0);
   if (added) {
     lazy_at.emplace_back();
