@@ -42,6 +42,10 @@ struct GraphViewOptions {
   // (Note [Packed ranks]); 0 = the shape of the canvas drawn last. A second
   // view of the same graph (the whole-graph export) sets the first's.
   float pack_aspect = 0.f;
+  // Note [Graph at a million Functions]: above this many Functions a frame
+  // at a new event reads the liveness from the layout's LiveIndex, not from
+  // the State's every live Function (the app sets Session::lazy_threshold()).
+  size_t indexed_functions = 200000;
 };
 
 struct GraphViewResult {
@@ -81,6 +85,7 @@ struct GraphDrawStats {
   uint32_t layout_units = 0;      // boxes laid out (compact: the live ones only)
   uint32_t gen_labels = 0;        // boxes labelled "gen N" (Note [Module generations])
   bool state_pending = false;     // drawn from a StateView (Note [Graph while the state is pending])
+  bool indexed = false;           // liveness from the LiveIndex (Note [Graph at a million Functions])
   float layout_w = 0.f, layout_h = 0.f;  // the layout's extent, world units
 };
 
@@ -117,6 +122,9 @@ class GraphView {
   // seeks in the GUI]), in the time of the boxes in view.
   GraphViewResult draw(const analysis::StateView& view, analysis::FunctionIndex selected_function,
                        analysis::OwnerIndex selected_owner);
+
+  // Note [Graph at a million Functions]: GraphViewOptions::indexed_functions.
+  void set_indexed_functions(size_t functions) { options_.indexed_functions = functions; }
 
   // ---- commands (take effect in the next draw) ----
   void fit();  // the live Functions (or all) fill the view
@@ -269,6 +277,12 @@ class GraphView {
   // empty State at its event that stands in for the full one.
   analysis::StateView lazy_view_;
   bool lazy_ = false;
+  // Note [Graph at a million Functions]: a StateView at the full State's
+  // event, and the event the compact layout's live slots are of (kNever:
+  // not known, lay out again).
+  analysis::StateView indexed_view_;
+  analysis::EventIndex layout_keep_at_ = analysis::kNever;
+  std::shared_ptr<std::vector<uint8_t>> pending_keep_;  // the job's live slots, filled by its prepare
   analysis::State lazy_state_;
   // Note [Liveness by intervals]: the LiveIndex of the layout drawn, built
   // by live_job_ (cancelled by *live_cancel_).

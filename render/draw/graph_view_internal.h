@@ -52,6 +52,7 @@ struct GraphView::Frame {
   // its event for the tensor hooks; a live Function's hooks come from
   // state->find. False while pending.
   bool full = true;
+  bool indexed = false;  // view && full
   uint32_t pending_stamp = 0;  // bumped per event drawn pending
   mutable std::vector<uint32_t> slot_stamp, unit_stamp;  // == pending_stamp: resolved at this event
   mutable std::vector<uint32_t> slot_ghost_begin, slot_ghost_end;  // into lazy_ghosts, per resolved slot
@@ -172,6 +173,11 @@ struct GraphView::Landed {
 // grid of cells (the minimap's, the density cells), graph_view_pending.cpp.
 void pending_cells(const GraphView::Frame& f, Vec2 origin, float scale, float cell, int cols, int rows, bool mark,
                    std::vector<uint32_t>& out);
+
+// Note [Graph at a million Functions]: per slot of `scene`, whether it is
+// live or holds tensor hooks right after event `at` (what refresh_liveness
+// puts in Frame::keep), from the model: O(Functions), for the layout job.
+std::vector<uint8_t> keep_at(const analysis::Model& model, const GraphScene& scene, analysis::EventIndex at);
 
 // Every unit's box size (GraphScene::box_sizes) with `font`'s text widths at
 // metrics.line_height; any thread (Note [Box sizes off the UI thread]).

@@ -107,7 +107,9 @@ void GraphView::Landed::index(const GraphScene& scene, const FoldedGraph& fg, co
 void GraphView::take_landed(Landed& x) {
   job_.reset();
   live_cancel_.reset();
+  std::shared_ptr<std::vector<uint8_t>> keep = std::move(pending_keep_);
   if (x.cancelled) return;
+  if (keep) layout_keep_ = std::move(*keep);  // Note [Graph at a million Functions]
   stop_live_index();
   layout_ = std::move(x.layout);
   folded_ = std::move(pending_);

@@ -137,16 +137,23 @@ void GraphView::start_layout(bool seeded) {
     seeds = std::make_shared<const Seeds>(Seeds{node_layer_, group_layer_, node_x_, group_x_, layer_height_});
   }
   pending_ = std::make_shared<FoldedGraph>();  // filled by the job; read once it lands
+  // Note [Graph at a million Functions]: the last frame had no list of the
+  // live slots; the job works them out at its event.
+  const bool keep_from_model = metrics_.compact && frame_->indexed;
+  pending_keep_ = keep_from_model ? std::make_shared<std::vector<uint8_t>>() : nullptr;
+  if (keep_from_model) layout_keep_at_ = drawn_at_;
   auto prepare = [scene = scene_, folded = pending_, font = std::make_shared<const ImFont>(*font), metrics = metrics_,
                   groups = folded_groups_,
-                  keep = metrics_.compact ? std::make_shared<const std::vector<uint8_t>>(layout_keep_) : nullptr,
+                  keep = metrics_.compact && !keep_from_model ? std::make_shared<const std::vector<uint8_t>>(layout_keep_) : nullptr,
+                  model_keep = keep_from_model ? pending_keep_ : nullptr, model = model_, at = drawn_at_,
                   seeds = std::move(seeds), seed = std::make_shared<LayoutSeed>(), prepared = std::move(prepared)] {
     struct Done {  // set however this ends
       std::promise<void>& p;
       ~Done() { p.set_value(); }
     } done{*prepared};
     // Note [Compact boxes]: the compact view lays out the live slots only.
-    *folded = scene->fold(groups, keep.get());
+    if (model_keep) *model_keep = keep_at(*model, *scene, at);  // Note [Graph at a million Functions]
+    *folded = scene->fold(groups, model_keep ? model_keep.get() : keep.get());
     LayoutInput input;
     input.graph = folded->graph;
     input.sizes = box_sizes_with(*scene, *folded, *font, metrics);
