@@ -17,6 +17,7 @@ void App::draw_graph_panel() {
       // While the full State is pending, the view draws the new event from the Session's
       // StateView (Note [Graph while the state is pending]), never the old event's State.
       const analysis::State* full = session_.state_pending() ? nullptr : full_state_or_pending(session_);
+      graph_.set_indexed_functions(Session::lazy_threshold());  // Note [Graph at a million Functions]
       render::GraphViewResult r;
       if (full) {
         r = graph_.draw(*full, session_.selected_function(), session_.selected_owner());

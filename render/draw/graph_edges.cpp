@@ -21,68 +21,84 @@ constexpr size_t kWalkAlways = 4096;
 }  // namespace
 
 void GraphView::index_edges() {
-  const Layout& l = *layout_;
-  const FoldedGraph& fg = *folded_;
-  const analysis::Model& model = *model_;
+  Landed x;
+  x.edge_min = std::move(edge_min_);
+  x.edge_max = std::move(edge_max_);
+  Landed::index_edges(*model_, *scene_, *folded_, *layout_, x);
+  edge_min_ = std::move(x.edge_min);
+  edge_max_ = std::move(x.edge_max);
+  edge_model_begin_ = std::move(x.edge_model_begin);
+  edge_model_ = std::move(x.edge_model);
+  edge_cols_ = x.edge_cols;
+  edge_rows_ = x.edge_rows;
+  edge_tile_ = x.edge_tile;
+  tile_edge_begin_ = std::move(x.tile_edge_begin);
+  tile_edges_ = std::move(x.tile_edges);
+  long_edges_ = std::move(x.long_edges);
+}
+
+// Any thread: reads t.edge_min / edge_max, fills the rest of the edge tables.
+void GraphView::Landed::index_edges(const analysis::Model& model, const GraphScene& scene, const FoldedGraph& fg,
+                                    const Layout& l, Landed& t) {
   const size_t m = l.route_begin.size() - 1;
   // The model edges of each layout edge, ascending (edges are sorted by
   // their source Function, so this is the order the live Functions give).
-  edge_model_begin_.assign(m + 1, 0);
-  edge_model_.clear();
+  t.edge_model_begin.assign(m + 1, 0);
+  t.edge_model.clear();
   const size_t nf = model.functions().size();
   auto layout_edge = [&](uint32_t e) -> uint32_t {
     const analysis::EdgeInfo& info = model.edges()[e];
     if (info.from >= nf || info.to >= nf) return kNoSlot;
-    const uint32_t se = scene_->edge_of(e);
+    const uint32_t se = scene.edge_of(e);
     return se == kNoSlot ? kNoSlot : fg.edge_of_scene_edge[se];
   };
   const auto num_model_edges = static_cast<uint32_t>(model.edges().size());
   for (uint32_t e = 0; e < num_model_edges; ++e) {
     const uint32_t le = layout_edge(e);
-    if (le < m) ++edge_model_begin_[le + 1];
+    if (le < m) ++t.edge_model_begin[le + 1];
   }
-  for (size_t i = 0; i < m; ++i) edge_model_begin_[i + 1] += edge_model_begin_[i];
-  edge_model_.resize(edge_model_begin_[m]);
+  for (size_t i = 0; i < m; ++i) t.edge_model_begin[i + 1] += t.edge_model_begin[i];
+  t.edge_model.resize(t.edge_model_begin[m]);
   {
-    std::vector<uint32_t> fill(edge_model_begin_.begin(), edge_model_begin_.end() - 1);
+    std::vector<uint32_t> fill(t.edge_model_begin.begin(), t.edge_model_begin.end() - 1);
     for (uint32_t e = 0; e < num_model_edges; ++e) {
       const uint32_t le = layout_edge(e);
-      if (le < m) edge_model_[fill[le]++] = e;
+      if (le < m) t.edge_model[fill[le]++] = e;
     }
   }
   // Tiles: about four edges each, at most 256 a side.
   const int side = std::clamp(static_cast<int>(std::sqrt(static_cast<double>(m) / 4.0)), 1, 256);
-  edge_cols_ = edge_rows_ = side;
-  edge_tile_ = {std::max((l.max.x - l.min.x) / static_cast<float>(side), 1e-3f),
+  t.edge_cols = t.edge_rows = side;
+  t.edge_tile = {std::max((l.max.x - l.min.x) / static_cast<float>(side), 1e-3f),
                 std::max((l.max.y - l.min.y) / static_cast<float>(side), 1e-3f)};
   auto tiles = [&](size_t e, int* x0, int* y0, int* x1, int* y1) {
-    auto cx = [&](float x) { return std::clamp(static_cast<int>((x - l.min.x) / edge_tile_.x), 0, edge_cols_ - 1); };
-    auto cy = [&](float y) { return std::clamp(static_cast<int>((y - l.min.y) / edge_tile_.y), 0, edge_rows_ - 1); };
-    *x0 = cx(edge_min_[e].x), *x1 = cx(edge_max_[e].x), *y0 = cy(edge_min_[e].y), *y1 = cy(edge_max_[e].y);
+    auto cx = [&](float x) { return std::clamp(static_cast<int>((x - l.min.x) / t.edge_tile.x), 0, t.edge_cols - 1); };
+    auto cy = [&](float y) { return std::clamp(static_cast<int>((y - l.min.y) / t.edge_tile.y), 0, t.edge_rows - 1); };
+    *x0 = cx(t.edge_min[e].x), *x1 = cx(t.edge_max[e].x), *y0 = cy(t.edge_min[e].y), *y1 = cy(t.edge_max[e].y);
     return (*x1 - *x0 + 1) * (*y1 - *y0 + 1);
   };
-  const size_t num_tiles = static_cast<size_t>(edge_cols_) * static_cast<size_t>(edge_rows_);
-  tile_edge_begin_.assign(num_tiles + 1, 0);
-  long_edges_.clear();
+  const size_t num_tiles = static_cast<size_t>(t.edge_cols) * static_cast<size_t>(t.edge_rows);
+  t.tile_edge_begin.assign(num_tiles + 1, 0);
+  t.long_edges.clear();
   int x0, y0, x1, y1;
   for (size_t e = 0; e < m; ++e) {
     if (l.route_begin[e + 1] - l.route_begin[e] < 4) continue;  // not drawn
     if (tiles(e, &x0, &y0, &x1, &y1) > kMaxTilesPerEdge) {
-      long_edges_.push_back(static_cast<uint32_t>(e));
+      t.long_edges.push_back(static_cast<uint32_t>(e));
       continue;
     }
     for (int y = y0; y <= y1; ++y) {
-      for (int x = x0; x <= x1; ++x) ++tile_edge_begin_[static_cast<size_t>(y) * edge_cols_ + x + 1];
+      for (int x = x0; x <= x1; ++x) ++t.tile_edge_begin[static_cast<size_t>(y) * t.edge_cols + x + 1];
     }
   }
-  for (size_t t = 0; t < num_tiles; ++t) tile_edge_begin_[t + 1] += tile_edge_begin_[t];
-  tile_edges_.resize(tile_edge_begin_[num_tiles]);
-  std::vector<uint32_t> fill(tile_edge_begin_.begin(), tile_edge_begin_.end() - 1);
+  for (size_t k = 0; k < num_tiles; ++k) t.tile_edge_begin[k + 1] += t.tile_edge_begin[k];
+  t.tile_edges.resize(t.tile_edge_begin[num_tiles]);
+  std::vector<uint32_t> fill(t.tile_edge_begin.begin(), t.tile_edge_begin.end() - 1);
   for (size_t e = 0; e < m; ++e) {
     if (l.route_begin[e + 1] - l.route_begin[e] < 4) continue;
     if (tiles(e, &x0, &y0, &x1, &y1) > kMaxTilesPerEdge) continue;
     for (int y = y0; y <= y1; ++y) {
-      for (int x = x0; x <= x1; ++x) tile_edges_[fill[static_cast<size_t>(y) * edge_cols_ + x]++] = static_cast<uint32_t>(e);
+      for (int x = x0; x <= x1; ++x) t.tile_edges[fill[static_cast<size_t>(y) * t.edge_cols + x]++] = static_cast<uint32_t>(e);
     }
   }
 }

@@ -32,7 +32,10 @@ void GraphView::set_compact(bool compact) {
 void GraphView::switch_metrics(bool compact) {
   if (metrics_.compact == compact) return;
   metrics_ = compact ? compact_metrics(options_.metrics) : options_.metrics;
-  if (compact) layout_keep_ = frame_->keep;  // the live slots of the last frame (all before one)
+  if (compact && !frame_->indexed) {  // the live slots of the last frame (all before one)
+    layout_keep_ = frame_->keep;
+    layout_keep_at_ = frame_->keep.empty() ? analysis::kNever : drawn_at_;
+  }
   // Positions of the other box shape mean nothing for this one: from scratch, then fit.
   std::fill(node_layer_.begin(), node_layer_.end(), -1);
   std::fill(group_layer_.begin(), group_layer_.end(), -1);

@@ -74,13 +74,27 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   Frame& f = *frame_;
   f.result = {};
   f.state = &state;
+  f.full = !lazy_;
   f.view = lazy_ ? &lazy_view_ : nullptr;
   f.live_index = f.view ? live_index() : nullptr;
+  // Note [Graph at a million Functions]: the full State read as while
+  // pending, once the layout's LiveIndex is there.
+  f.indexed = false;
+  if (!lazy_ && model_ && layout_ && model_->functions().size() > options_.indexed_functions &&
+      state.index < model_->num_events()) {
+    if (const LiveIndex* x = live_index()) {
+      indexed_view_ = analysis::StateView(*model_, state.index);
+      f.view = &indexed_view_;
+      f.live_index = x;
+      f.indexed = true;
+    }
+  }
   drawn_at_ = static_cast<analysis::EventIndex>(state.index);
   f.dl = ImGui::GetWindowDrawList();
   f.time = ImGui::GetTime();
   stats_ = {};
-  stats_.state_pending = f.view != nullptr;
+  stats_.state_pending = lazy_;
+  stats_.indexed = f.view != nullptr;
 
   // Toolbar above the canvas: commands, then the owners' legend.
   if (ImGui::SmallButton("Fit")) fit_pending_ = true;
@@ -96,7 +110,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     ImGui::TextDisabled("no trace");
   } else if (!layout_) {
     ImGui::TextDisabled("laying out %zu Functions...", scene_->nodes().size());
-  } else if (f.view) {
+  } else if (lazy_) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     ImGui::Text("state pending at #%zu: no legend yet", state.index);
     ImGui::PopStyleColor();
@@ -155,6 +169,11 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   // a time: the frames in between draw the last layout's live boxes).
   if (metrics_.compact && !job_ && !f.view && f.keep != layout_keep_) {
     layout_keep_ = f.keep;
+    layout_keep_at_ = drawn_at_;
+    fit_on_layout_ = fit_on_layout_ || at_fit_;
+    start_layout(false);
+  } else if (metrics_.compact && !job_ && f.indexed && f.live_index->keep_changed(layout_keep_at_, drawn_at_)) {
+    // Note [Graph at a million Functions]: the job works the live slots out.
     fit_on_layout_ = fit_on_layout_ || at_fit_;
     start_layout(false);
   }

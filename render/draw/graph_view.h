@@ -42,6 +42,10 @@ struct GraphViewOptions {
   // (Note [Packed ranks]); 0 = the shape of the canvas drawn last. A second
   // view of the same graph (the whole-graph export) sets the first's.
   float pack_aspect = 0.f;
+  // Note [Graph at a million Functions]: above this many Functions a frame
+  // at a new event reads the liveness from the layout's LiveIndex, not from
+  // the State's every live Function (the app sets Session::lazy_threshold()).
+  size_t indexed_functions = 200000;
 };
 
 struct GraphViewResult {
@@ -81,6 +85,7 @@ struct GraphDrawStats {
   uint32_t layout_units = 0;      // boxes laid out (compact: the live ones only)
   uint32_t gen_labels = 0;        // boxes labelled "gen N" (Note [Module generations])
   bool state_pending = false;     // drawn from a StateView (Note [Graph while the state is pending])
+  bool indexed = false;           // liveness from the LiveIndex (Note [Graph at a million Functions])
   float layout_w = 0.f, layout_h = 0.f;  // the layout's extent, world units
 };
 
@@ -117,6 +122,9 @@ class GraphView {
   // seeks in the GUI]), in the time of the boxes in view.
   GraphViewResult draw(const analysis::StateView& view, analysis::FunctionIndex selected_function,
                        analysis::OwnerIndex selected_owner);
+
+  // Note [Graph at a million Functions]: GraphViewOptions::indexed_functions.
+  void set_indexed_functions(size_t functions) { options_.indexed_functions = functions; }
 
   // ---- commands (take effect in the next draw) ----
   void fit();  // the live Functions (or all) fill the view
@@ -166,14 +174,18 @@ class GraphView {
   void wait_for_box_sizes();  // Note [Box sizes off the UI thread]
   void poll_layout();
   void land_layout();
+  // Note [Landing a layout off the UI thread]: what a finished layout needs
+  // before it is drawn, built by finish_ (graph_view_land.cpp).
+  struct Landed;
+  void start_finish();
+  void drop_finish();  // waits for finish_, discards it
+  void take_landed(Landed& x);
   void adopt_scene(const analysis::Model& model, std::shared_ptr<GraphScene> scene,
                    std::shared_ptr<const RunStory> story);  // takes the finished job's layout
-  void index_layout();
   void index_edges();  // graph_edges.cpp
   void refresh_liveness(Frame& f, const analysis::State& state);  // graph_view_live.cpp
   // Note [Graph while the state is pending], graph_view_pending.cpp.
   void refresh_pending(Frame& f);
-  void start_live_index();  // for the layout drawn, off the UI thread
   void stop_live_index();
   const LiveIndex* live_index(bool wait = false);  // null until built
   void handle_input(Frame& f);
@@ -221,7 +233,8 @@ class GraphView {
   // Shared with the LiveIndex job, which reads them off the UI thread.
   std::shared_ptr<FoldedGraph> folded_, pending_;
   std::shared_ptr<Layout> layout_;
-  std::unique_ptr<LayoutJob> job_;
+  std::unique_ptr<LayoutJob> job_;  // until its layout lands (finish_ included)
+  std::future<std::shared_ptr<Landed>> finish_;
   std::shared_future<void> box_sizes_done_;  // the job's box sizes measured (Note [Box sizes off the UI thread])
   // Note [Stable layout]: the last place of every slot and group, so that
   // expanding a group puts its members back where they were.
@@ -264,6 +277,12 @@ class GraphView {
   // empty State at its event that stands in for the full one.
   analysis::StateView lazy_view_;
   bool lazy_ = false;
+  // Note [Graph at a million Functions]: a StateView at the full State's
+  // event, and the event the compact layout's live slots are of (kNever:
+  // not known, lay out again).
+  analysis::StateView indexed_view_;
+  analysis::EventIndex layout_keep_at_ = analysis::kNever;
+  std::shared_ptr<std::vector<uint8_t>> pending_keep_;  // the job's live slots, filled by its prepare
   analysis::State lazy_state_;
   // Note [Liveness by intervals]: the LiveIndex of the layout drawn, built
   // by live_job_ (cancelled by *live_cancel_).

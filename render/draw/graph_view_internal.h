@@ -46,7 +46,13 @@ struct GraphView::Frame {
   // accessors below. A slot's "live handle" (slot_live_of - 1) is an index
   // into state->functions, or while pending the FunctionIndex itself.
   const analysis::StateView* view = nullptr;
-  const LiveIndex* live_index = nullptr;  // while pending
+  const LiveIndex* live_index = nullptr;  // while pending, or indexed
+  // Note [Graph at a million Functions]: the full State is there (`state`)
+  // but the liveness is indexed as while pending: `view` is a StateView at
+  // its event for the tensor hooks; a live Function's hooks come from
+  // state->find. False while pending.
+  bool full = true;
+  bool indexed = false;  // view && full
   uint32_t pending_stamp = 0;  // bumped per event drawn pending
   mutable std::vector<uint32_t> slot_stamp, unit_stamp;  // == pending_stamp: resolved at this event
   mutable std::vector<uint32_t> slot_ghost_begin, slot_ghost_end;  // into lazy_ghosts, per resolved slot
@@ -143,10 +149,35 @@ struct GraphView::Frame {
   }
 };
 
+// Note [Landing a layout off the UI thread]: a finished layout, packed, with
+// the tables frames read (culling, edges by tile, the LiveIndex).
+struct GraphView::Landed {
+  bool cancelled = false;
+  std::shared_ptr<Layout> layout;
+  std::vector<float> layer_max_width;
+  std::vector<Vec2> edge_min, edge_max;
+  std::vector<RankBounds> rank_bounds;
+  std::vector<uint32_t> edge_model_begin, edge_model;
+  int edge_cols = 0, edge_rows = 0;
+  Vec2 edge_tile{1.f, 1.f};
+  std::vector<uint32_t> tile_edge_begin, tile_edges, long_edges;
+  std::shared_ptr<const LiveIndex> live;  // null when cancelled
+  // The culling tables and edge bounds of `l` (graph_view_land.cpp).
+  static void index(const GraphScene& scene, const FoldedGraph& fg, const Layout& l, Landed& t);
+  // The edges by tile, from t.edge_min / edge_max (graph_edges.cpp).
+  static void index_edges(const analysis::Model& model, const GraphScene& scene, const FoldedGraph& fg,
+                          const Layout& l, Landed& t);
+};
+
 // Note [Graph while the state is pending]: the LiveIndex's counts into a
 // grid of cells (the minimap's, the density cells), graph_view_pending.cpp.
 void pending_cells(const GraphView::Frame& f, Vec2 origin, float scale, float cell, int cols, int rows, bool mark,
                    std::vector<uint32_t>& out);
+
+// Note [Graph at a million Functions]: per slot of `scene`, whether it is
+// live or holds tensor hooks right after event `at` (what refresh_liveness
+// puts in Frame::keep), from the model: O(Functions), for the layout job.
+std::vector<uint8_t> keep_at(const analysis::Model& model, const GraphScene& scene, analysis::EventIndex at);
 
 // Every unit's box size (GraphScene::box_sizes) with `font`'s text widths at
 // metrics.line_height; any thread (Note [Box sizes off the UI thread]).

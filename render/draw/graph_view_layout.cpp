@@ -26,6 +26,7 @@ void GraphView::set_model(const analysis::Model* model) { set_model(model, nullp
 // model (update_model) still builds them here, where they are small.
 void GraphView::set_model(const analysis::Model* model, std::shared_ptr<GraphScene> scene,
                           std::shared_ptr<const RunStory> story) {
+  drop_finish();
   stop_live_index();
   wait_for_box_sizes();  // the old model may go once this returns
   job_.reset();
@@ -76,6 +77,7 @@ void GraphView::update_model(const analysis::Model* model) {
     }
   }
   std::sort(before.begin(), before.end());
+  drop_finish();
   stop_live_index();
   wait_for_box_sizes();
   job_.reset();
@@ -135,16 +137,23 @@ void GraphView::start_layout(bool seeded) {
     seeds = std::make_shared<const Seeds>(Seeds{node_layer_, group_layer_, node_x_, group_x_, layer_height_});
   }
   pending_ = std::make_shared<FoldedGraph>();  // filled by the job; read once it lands
+  // Note [Graph at a million Functions]: the last frame had no list of the
+  // live slots; the job works them out at its event.
+  const bool keep_from_model = metrics_.compact && frame_->indexed;
+  pending_keep_ = keep_from_model ? std::make_shared<std::vector<uint8_t>>() : nullptr;
+  if (keep_from_model) layout_keep_at_ = drawn_at_;
   auto prepare = [scene = scene_, folded = pending_, font = std::make_shared<const ImFont>(*font), metrics = metrics_,
                   groups = folded_groups_,
-                  keep = metrics_.compact ? std::make_shared<const std::vector<uint8_t>>(layout_keep_) : nullptr,
+                  keep = metrics_.compact && !keep_from_model ? std::make_shared<const std::vector<uint8_t>>(layout_keep_) : nullptr,
+                  model_keep = keep_from_model ? pending_keep_ : nullptr, model = model_, at = drawn_at_,
                   seeds = std::move(seeds), seed = std::make_shared<LayoutSeed>(), prepared = std::move(prepared)] {
     struct Done {  // set however this ends
       std::promise<void>& p;
       ~Done() { p.set_value(); }
     } done{*prepared};
     // Note [Compact boxes]: the compact view lays out the live slots only.
-    *folded = scene->fold(groups, keep.get());
+    if (model_keep) *model_keep = keep_at(*model, *scene, at);  // Note [Graph at a million Functions]
+    *folded = scene->fold(groups, model_keep ? model_keep.get() : keep.get());
     LayoutInput input;
     input.graph = folded->graph;
     input.sizes = box_sizes_with(*scene, *folded, *font, metrics);
@@ -169,6 +178,7 @@ void GraphView::start_layout(bool seeded) {
   };
   // Note [Compact boxes]: tighter gaps.
   const LayoutOptions layout_options = metrics_.compact ? compact_layout_options(options_.layout) : options_.layout;
+  drop_finish();  // it reads the job this replaces
   job_ = std::make_unique<LayoutJob>(std::move(prepare), layout_options);
 }
 
@@ -184,9 +194,16 @@ void GraphView::wait_for_box_sizes() {
   if (box_sizes_done_.valid()) box_sizes_done_.wait();
 }
 
+// Note [Landing a layout off the UI thread]: a finished job's layout is
+// finished by finish_, then swapped in by the first frame that finds it
+// ready.
 void GraphView::poll_layout() {
-  if (!job_ || !job_->done()) return;
-  land_layout();
+  if (!job_) return;
+  if (!finish_.valid()) {
+    if (job_->done()) start_finish();
+    return;
+  }
+  if (finish_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) land_layout();
 }
 
 void GraphView::wait_for_layout() {
@@ -196,75 +213,10 @@ void GraphView::wait_for_layout() {
 void GraphView::wait_for_live_index() { live_index(true); }
 
 void GraphView::land_layout() {
-  Layout layout = job_->get();
-  job_.reset();
-  if (layout.cancelled) return;
-  layout_ = std::make_unique<Layout>(std::move(layout));
-  folded_ = std::move(pending_);
-  if (metrics_.compact) {  // Note [Packed ranks], to the canvas's shape of the last frame
-    const Frame& f = *frame_;
-    PackOptions pack;
-    const float w = f.panel_max.x - f.panel_min.x, h = f.panel_max.y - f.canvas_min.y;
-    if (options_.pack_aspect > 0.f) {
-      pack.aspect = options_.pack_aspect;
-    } else if (w > 50.f && h > 50.f) {
-      pack.aspect = w / h;
-    }
-    packed_aspect_ = pack.aspect;
-    pack.generation = unit_generations(*scene_, *folded_, drawn_at_);  // Note [Packed ranks]
-    pack_layout(*layout_, folded_->graph, pack);
-  }
-  index_layout();
-  start_live_index();
-  if (fit_on_layout_) fit_pending_ = true;
-  fit_on_layout_ = false;
-}
-
-// Remembers where everything went (Note [Stable layout]) and builds the
-// culling tables.
-void GraphView::index_layout() {
-  const Layout& l = *layout_;
-  const FoldedGraph& fg = *folded_;
-  for (size_t u = 0; u < fg.group_of_unit.size(); ++u) {
-    const uint32_t g = fg.group_of_unit[u];
-    if (g == kNoGroup) {
-      node_layer_[fg.node_of_unit[u]] = l.layer[u];
-      node_x_[fg.node_of_unit[u]] = l.center[u].x;
-    } else {
-      group_layer_[g] = l.layer[u];
-      group_x_[g] = l.center[u].x;
-    }
-  }
-  if (layer_height_.size() < l.layer_height.size()) layer_height_.resize(l.layer_height.size(), 0.f);
-  for (size_t k = 0; k < l.layer_height.size(); ++k) layer_height_[k] = std::max(layer_height_[k], l.layer_height[k]);
-  layer_max_width_.assign(static_cast<size_t>(l.num_layers), 0.f);
-  for (size_t u = 0; u < l.center.size(); ++u) {
-    layer_max_width_[l.layer[u]] = std::max(layer_max_width_[l.layer[u]], l.size[u].x);
-  }
-  const size_t m = l.route_begin.size() - 1;
-  edge_min_.assign(m, {INFINITY, INFINITY});
-  edge_max_.assign(m, {-INFINITY, -INFINITY});
-  for (size_t e = 0; e < m; ++e) {
-    for (uint32_t i = l.route_begin[e]; i < l.route_begin[e + 1]; ++i) {
-      const Vec2 p = l.route[i];
-      edge_min_[e] = {std::min(edge_min_[e].x, p.x), std::min(edge_min_[e].y, p.y)};
-      edge_max_[e] = {std::max(edge_max_[e].x, p.x), std::max(edge_max_[e].y, p.y)};
-    }
-  }
-  frame_->edge_stamp.assign(m, 0);
-  frame_->stamp = 0;
-  edges_indexed_ = false;  // index_edges() on the first frame that draws edges
-  ++generation_;
-  rank_bounds_.clear();
-  for (size_t u = 0; u < l.center.size(); ++u) {
-    const uint32_t g = fg.group_of_unit[u];
-    const uint16_t rank = g == kNoGroup ? scene_->nodes()[fg.node_of_unit[u]].rank : scene_->groups()[g].rank;
-    auto it = std::find_if(rank_bounds_.begin(), rank_bounds_.end(), [&](const RankBounds& b) { return b.rank == rank; });
-    if (it == rank_bounds_.end()) it = rank_bounds_.insert(rank_bounds_.end(), {rank, {INFINITY, INFINITY}, {-INFINITY, -INFINITY}});
-    const Vec2 c = l.center[u], s = l.size[u];
-    it->min = {std::min(it->min.x, c.x - s.x * 0.5f), std::min(it->min.y, c.y - s.y * 0.5f)};
-    it->max = {std::max(it->max.x, c.x + s.x * 0.5f), std::max(it->max.y, c.y + s.y * 0.5f)};
-  }
+  if (!finish_.valid()) start_finish();
+  std::shared_ptr<Landed> x = finish_.get();  // rethrows the job's error
+  finish_ = {};
+  take_landed(*x);
 }
 
 void GraphView::set_folded(uint32_t group, bool folded) {

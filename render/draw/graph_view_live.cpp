@@ -33,8 +33,9 @@ size_t count_until(const analysis::EventIndex* begin, const analysis::EventIndex
 // layout (graph_edges.cpp) when the tiles in view list fewer edges than the
 // live Functions have, else from a walk over the live Functions, as before.
 // The event's own facts (the hook firing, the box running) are per frame.
-// What is still O(live Functions): a new event (the State itself is) and,
-// zoomed out to cells, a moved view. While the full State is pending (Note
+// What is still O(live Functions), below GraphViewOptions::indexed_functions:
+// a new event (the State itself is) and, zoomed out to cells, a moved view;
+// above it, Note [Graph at a million Functions]. While the full State is pending (Note
 // [Graph while the state is pending]) a new event costs what is in view:
 // the liveness of a box is worked out when a frame asks, the counts from
 // the LiveIndex.
@@ -246,7 +247,47 @@ std::unique_ptr<LiveIndex> LiveIndex::build(const analysis::Model& model, const 
   }
   for (auto& v : x.source_starts_) std::sort(v.begin(), v.end());
   for (auto& v : x.source_ends_) std::sort(v.begin(), v.end());
+
+  // Note [Graph at a million Functions]: every event where a slot's keep may change.
+  for (size_t fn = 0; fn < nf; ++fn) {
+    const analysis::FunctionInfo& info = model.functions()[fn];
+    x.keep_changes_.push_back(info.created_at);
+    if (info.released_at != analysis::kNever) x.keep_changes_.push_back(info.released_at);
+    for (uint32_t seg : model.segments_of(static_cast<uint32_t>(fn))) {
+      const analysis::HookSegment& hs = model.segments()[seg];
+      if (!hs.on_tensor) continue;
+      x.keep_changes_.push_back(hs.from);
+      if (hs.to != analysis::kNever) x.keep_changes_.push_back(hs.to);
+    }
+  }
+  if (cancel) return nullptr;
+  std::sort(x.keep_changes_.begin(), x.keep_changes_.end());
+  x.keep_changes_.erase(std::unique(x.keep_changes_.begin(), x.keep_changes_.end()), x.keep_changes_.end());
+  x.keep_changes_.shrink_to_fit();
   return index;
+}
+
+bool LiveIndex::keep_changed(EventIndex a, EventIndex b) const {
+  if (a == analysis::kNever || b == analysis::kNever) return a != b;
+  if (a > b) std::swap(a, b);
+  // A change at event c shows right after c: one in (a, b].
+  const auto it = std::upper_bound(keep_changes_.begin(), keep_changes_.end(), a);
+  return it != keep_changes_.end() && *it <= b;
+}
+
+std::vector<uint8_t> keep_at(const analysis::Model& model, const GraphScene& scene, analysis::EventIndex e) {
+  std::vector<uint8_t> keep(scene.nodes().size(), 0);
+  const size_t nf = model.functions().size();
+  for (size_t fn = 0; fn < nf; ++fn) {
+    const auto f = static_cast<analysis::FunctionIndex>(fn);
+    const analysis::FunctionInfo& info = model.functions()[fn];
+    if (info.created_at <= e && e < info.released_at) keep[scene.slot_of(f)] = 1;
+    for (uint32_t seg : model.segments_of(f)) {  // as State::tensor_hooks: by the hook's function
+      const analysis::HookSegment& hs = model.segments()[seg];
+      if (hs.on_tensor && hs.from <= e && e < hs.to && hs.function < nf) keep[scene.slot_of(hs.function)] = 1;
+    }
+  }
+  return keep;
 }
 
 bool LiveIndex::shown(uint32_t unit, EventIndex e) const {

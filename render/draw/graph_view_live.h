@@ -58,6 +58,11 @@ class LiveIndex {
   Vec2 cell_max(size_t c) const { return cell_max_[c]; }
   // Bounds of the boxes shown at e, given count_cells(e); false when none.
   bool shown_bounds(EventIndex e, const std::vector<uint32_t>& counts, Vec2* lo, Vec2* hi) const;
+  // Note [Graph at a million Functions]: whether a slot (laid out or not)
+  // may be live or hold tensor hooks after event a and not after b, or the
+  // other way round: some Function is created or released, or some tensor
+  // hook comes or goes, in (min, max].
+  bool keep_changed(EventIndex a, EventIndex b) const;
   // The (rank, source) pairs with a live Function at e, sorted.
   void live_sources(EventIndex e, std::vector<std::pair<uint16_t, uint32_t>>& out) const;
 
@@ -74,6 +79,7 @@ class LiveIndex {
   std::vector<uint32_t> by_edge_[4];                    // units by left, right, top, bottom edge, outermost first
   std::vector<Vec2> cell_box_min_, cell_box_max_;       // per cell: its boxes' bounds
   std::vector<std::pair<uint16_t, uint32_t>> sources_;  // sorted
+  std::vector<EventIndex> keep_changes_;                // sorted, unique
   std::vector<std::vector<EventIndex>> source_starts_, source_ends_;
 };
 

@@ -31,6 +31,24 @@ namespace hookscope::render {
 // layout waits for the full State (no re-layout while pending). Until the
 // layout's LiveIndex is built the canvas stays empty. Below the lazy
 // threshold the full State is always there and none of this runs.
+// Note [Graph at a million Functions]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// With the full State the walk over its live Functions (refresh_liveness)
+// costs tens of ms at a million, at every new event: while playing, every
+// frame. Above GraphViewOptions::indexed_functions (the app: the lazy
+// threshold, Note [Lazy seeks in the GUI]) a frame with the full State
+// reads the liveness as a pending one does, once the layout's LiveIndex is
+// there (it lands with the layout, Note [Landing a layout off the UI
+// thread]): a box in view is worked out when asked for, through a StateView
+// at the State's event (its tensor hooks), a live Function's hooks from
+// State::find; counts, bounds, minimap and density cells from the
+// LiveIndex. Unlike pending, the legend is drawn (the State has the
+// owners) and the compact view lays out again when the live set may have
+// changed: the LiveIndex lists every event where some slot's keep can
+// change (keep_changed), and the layout job works the live slots out from
+// the model at its event (keep_at), where the walk compared Frame::keep.
+// Left out, as while pending: the alarm mark of density cells and fit's
+// focus on alarm boxes. Below the threshold nothing of this runs.
 GraphViewResult GraphView::draw(const analysis::StateView& view, analysis::FunctionIndex selected_function,
                                 analysis::OwnerIndex selected_owner) {
   selected_function_ = selected_function;
@@ -42,16 +60,6 @@ GraphViewResult GraphView::draw(const analysis::StateView& view, analysis::Funct
   const GraphViewResult r = draw(lazy_state_);
   lazy_ = false;
   return r;
-}
-
-void GraphView::start_live_index() {
-  stop_live_index();
-  if (!model_ || !scene_ || !folded_ || !layout_) return;
-  auto cancel = std::make_shared<std::atomic<bool>>(false);
-  live_cancel_ = cancel;
-  live_job_ = std::async(std::launch::async, [model = model_, scene = scene_, fg = folded_, l = layout_, cancel] {
-    return std::shared_ptr<const LiveIndex>(LiveIndex::build(*model, *scene, *fg, *l, *cancel));
-  });
 }
 
 void GraphView::stop_live_index() {
@@ -163,6 +171,9 @@ void GraphView::Frame::resolve_unit(uint32_t unit) const {
 
 const analysis::FunctionAt& GraphView::Frame::function_at(uint32_t handle) const {
   if (!view) return state->functions[handle];
+  if (full) {  // Note [Graph at a million Functions]
+    if (const analysis::FunctionAt* fa = state->find(handle)) return *fa;
+  }
   auto [it, added] = lazy_filled.try_emplace(handle, 0);
   if (added) {
     lazy_at.emplace_back();
