@@ -4,13 +4,15 @@
 // the input, reading must not crash, hang or allocate without bound, must
 // either throw TraceFormatError or return a trace whose events all pass the
 // checks the reader promises, the same with three decoding threads as with
-// one, and the index reader must agree with it.
+// one, the same read packed (as the model reads) as unpacked, and the index
+// reader must agree with it.
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "trace/reader.h"
 
@@ -62,6 +64,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       p.dropped_events != d.dropped_events || p.clock_went_back != d.clock_went_back ||
       p.clock_back_thread != d.clock_back_thread || p.clock_back_t_ns != d.clock_back_t_ns) {
     fail("three decoding threads read another trace than one");
+  }
+  // Read packed (as the analysis model reads, Note [Packed events]), on one
+  // thread and on three: the same events, messages and strings.
+  for (uint32_t threads : {1u, 3u}) {
+    tr::ReadOptions packed = options;
+    packed.threads = threads;
+    packed.packed = true;
+    const tr::TraceData k = tr::read_trace_buffer(data, size, "fuzz", packed);
+    if (!k.events.empty()) fail("a packed read filled the Event array");
+    if (k.packed.size() != d.events.size()) fail("a packed read holds another number of events");
+    const std::vector<tr::Event> unpacked = k.packed.unpack();
+    if (!unpacked.empty() &&
+        std::memcmp(unpacked.data(), d.events.data(), unpacked.size() * sizeof(tr::Event)) != 0) {
+      fail("a packed read holds other events than an unpacked one");
+    }
+    for (size_t i = 0; i < unpacked.size(); i += 97) {  // random access too, not only whole blocks
+      const tr::Event one = k.packed.at(i);
+      if (std::memcmp(&one, &d.events[i], sizeof(tr::Event)) != 0) fail("packed at(i) differs");
+    }
+    if (k.truncation != d.truncation || k.strings != d.strings ||
+        k.dropped_events != d.dropped_events || k.clock_went_back != d.clock_went_back) {
+      fail("a packed read read another trace than an unpacked one");
+    }
   }
   // The index, when there is one, describes exactly what was read.
   auto index = tr::read_trace_index_buffer(data, size, "fuzz");

@@ -33,8 +33,9 @@ HOOKSCOPE_TRACE_CORPUS="$FUZZ_DIR/seeds" "$BUILD_DIR/tests/hookscope_tests" -tc=
 echo "fuzz: $(ls "$FUZZ_DIR/seeds" | wc -l) seed traces in $FUZZ_DIR/seeds"
 
 # 2. The fuzzers: the sources they need, no CMake.
-reader_sources=(core/trace/reader.cpp core/trace/reader_blocks.cpp core/trace/reader_merge.cpp
-                core/trace/reader_ranges.cpp core/trace/file_format.cpp core/trace/file_columns.cpp)
+# (the reader's files by pattern: a new reader_*.cpp or packed_events_*.cpp must not break the link)
+reader_sources=(core/trace/reader*.cpp core/trace/packed_events*.cpp core/trace/file_format.cpp
+                core/trace/file_columns.cpp)
 model_sources=("${reader_sources[@]}" core/trace/event.cpp core/export/chrome.cpp core/export/jsonl.cpp
                core/export/text_safety.cpp)
 for f in core/analysis/*.cpp; do [[ "$f" == */synthetic.cpp ]] || model_sources+=("$f"); done
