@@ -25,6 +25,10 @@ void GraphView::index_edges() {
   x.edge_min = std::move(edge_min_);
   x.edge_max = std::move(edge_max_);
   Landed::index_edges(*model_, *scene_, *folded_, *layout_, x);
+  take_edge_tables(x);
+}
+
+void GraphView::take_edge_tables(Landed& x) {
   edge_min_ = std::move(x.edge_min);
   edge_max_ = std::move(x.edge_max);
   edge_model_begin_ = std::move(x.edge_model_begin);

@@ -180,6 +180,7 @@ class GraphView {
   void start_finish();
   void drop_finish();  // waits for finish_, discards it
   void take_landed(Landed& x);
+  void take_edge_tables(Landed& x);  // the edge index part of take_landed
   void adopt_scene(const analysis::Model& model, std::shared_ptr<GraphScene> scene,
                    std::shared_ptr<const RunStory> story);  // takes the finished job's layout
   void index_edges();  // graph_edges.cpp

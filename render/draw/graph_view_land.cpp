@@ -129,17 +129,8 @@ void GraphView::take_landed(Landed& x) {
   if (layer_height_.size() < l.layer_height.size()) layer_height_.resize(l.layer_height.size(), 0.f);
   for (size_t k = 0; k < l.layer_height.size(); ++k) layer_height_[k] = std::max(layer_height_[k], l.layer_height[k]);
   layer_max_width_ = std::move(x.layer_max_width);
-  edge_min_ = std::move(x.edge_min);
-  edge_max_ = std::move(x.edge_max);
   rank_bounds_ = std::move(x.rank_bounds);
-  edge_model_begin_ = std::move(x.edge_model_begin);
-  edge_model_ = std::move(x.edge_model);
-  edge_cols_ = x.edge_cols;
-  edge_rows_ = x.edge_rows;
-  edge_tile_ = x.edge_tile;
-  tile_edge_begin_ = std::move(x.tile_edge_begin);
-  tile_edges_ = std::move(x.tile_edges);
-  long_edges_ = std::move(x.long_edges);
+  take_edge_tables(x);
   edges_indexed_ = true;
   frame_->edge_stamp.assign(edge_min_.size(), 0);
   frame_->stamp = 0;
