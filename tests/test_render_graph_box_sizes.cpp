@@ -13,6 +13,7 @@
 #include "render/draw/graph_view.h"
 #include "render/layout/graph_scene.h"
 #include "testing/headless_imgui.h"
+#include "graph_test_models.h"
 #include "test_util.h"
 
 using namespace hookscope;
@@ -21,10 +22,7 @@ using hookscope::testing::HeadlessImGui;
 
 namespace {
 
-const analysis::Model& recovery_model() {
-  static const analysis::Model m(testing::record_recovery_trace(), analysis::ModelOptions{256, 8.0});
-  return m;
-}
+const analysis::Model& recovery_model() { return testing::graph_recovery_model(); }
 
 // The sizes as start_layout measured them before: on this thread, ImGui's
 // current font (its default one outside a frame).

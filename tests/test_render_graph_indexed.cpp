@@ -15,9 +15,8 @@
 #include "analysis/model.h"
 #include "analysis/state.h"
 #include "render/draw/graph_view.h"
-#include "scenarios/autograd_demo.h"
 #include "testing/headless_imgui.h"
-#include "trace/recorder.h"
+#include "graph_test_models.h"
 #include "test_util.h"
 
 using namespace hookscope;
@@ -26,19 +25,10 @@ using hookscope::testing::HeadlessImGui;
 
 namespace {
 
-const analysis::Model& recovery_model() {
-  static const analysis::Model m(testing::record_recovery_trace(), analysis::ModelOptions{256, 8.0});
-  return m;
-}
+const analysis::Model& recovery_model() { return testing::graph_recovery_model(); }
 
 const analysis::Model& autograd_model() {  // leaf hooks move to the tensor between steps
-  static const analysis::Model m = [] {
-    trace::MemoryRecorder rec;
-    rec.start();
-    scenarios::run_autograd_demo({6, 0});
-    return analysis::Model(rec.take_trace(), analysis::ModelOptions{64, 64.0});
-  }();
-  return m;
+  return testing::graph_autograd_model();
 }
 
 auto drawn(const GraphDrawStats& s) {

@@ -170,18 +170,21 @@ class TraceReader {
     decode_events();
   }
 
+  // Progress while decode_merged runs: the bytes of chunks decoded so far,
+  // past the first chunk's offset, every kProgressEvery bytes.
+  std::function<void(uint64_t)> merge_progress() {
+    return [this, next = uint64_t{kProgressEvery}, first = chunks_[0].offset](uint64_t decoded) mutable {
+      if (options_.progress && first + decoded >= next) {
+        options_.progress(first + decoded, size_);
+        next = first + decoded + kProgressEvery;
+      }
+    };
+  }
+
   bool try_decode_packed() {
     uint64_t total = 0;
     for (const ChunkRef& c : chunks_) total += c.header.count;
-    uint64_t next_progress = kProgressEvery;
-    const uint64_t first = chunks_[0].offset;
-    auto progress = [&](uint64_t decoded) {
-      if (options_.progress && first + decoded >= next_progress) {
-        options_.progress(first + decoded, size_);
-        next_progress = first + decoded + kProgressEvery;
-      }
-    };
-    return detail::decode_merged(chunks_, decode_threads(total), out_.packed, progress);
+    return detail::decode_merged(chunks_, decode_threads(total), out_.packed, merge_progress());
   }
 
   void decode_events() {
@@ -197,15 +200,7 @@ class TraceReader {
     const unsigned threads = decode_threads(total);
     detail::reserve_events(out_.events, total);  // bounded by max_events_, checked in pass 1
     if (several_writers) {
-      uint64_t next_progress = kProgressEvery;
-      const uint64_t first = chunks_[0].offset;
-      auto progress = [&](uint64_t decoded) {
-        if (options_.progress && first + decoded >= next_progress) {
-          options_.progress(first + decoded, size_);
-          next_progress = first + decoded + kProgressEvery;
-        }
-      };
-      if (detail::decode_merged(chunks_, threads, out_.events, progress)) return;
+      if (detail::decode_merged(chunks_, threads, out_.events, merge_progress())) return;
     }
     if (threads > 1 && total >= kParallelEvents) {  // only big arrays are worth the threads
       detail::run_parallel(threads, [&](unsigned t) {
