@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <any>
 #include <functional>
 #include <random>
@@ -225,4 +226,59 @@ TEST_CASE("shape errors name the shapes") {
     CHECK_THROWS_WITH_AS(Tensor::zeros({2}, Device::kCUDA).to_vector(), doctest::Contains("cuda"),
                          std::runtime_error);
   }
+}
+
+// Note [Gradients nobody asked for]: an input that needs no gradient gets
+// none computed; the others get the same gradient as when all need one.
+TEST_CASE("linear and matmul compute only the gradients their inputs need") {
+  Tensor x = Tensor::uniform({5, 7}, -1.f, 1.f, 1);
+  Tensor w = Tensor::uniform({3, 7}, -1.f, 1.f, 2);
+  Tensor b = Tensor::uniform({3}, -1.f, 1.f, 3);
+  auto grads = [&](bool need_x) {
+    Tensor xi = x.detach(), wi = w.detach(), bi = b.detach();
+    xi.set_requires_grad(need_x);
+    wi.set_requires_grad(true);
+    bi.set_requires_grad(true);
+    Tensor out = weighted(linear(xi, wi, bi), 7);
+    variable_list inputs = need_x ? variable_list{wi, bi, xi} : variable_list{wi, bi};
+    return autograd::grad({out}, inputs);
+  };
+  variable_list all = grads(true), some = grads(false);
+  REQUIRE(some.size() == 2);
+  CHECK(some[0].to_vector() == all[0].to_vector());
+  CHECK(some[1].to_vector() == all[1].to_vector());
+  CHECK(all[2].defined());
+  // Through the whole graph: the data's AddmmBackward0 returns no grad_input,
+  // and backward() still fills the parameters' .grad.
+  Tensor wl = w.detach();
+  wl.set_requires_grad(true);
+  sum(matmul(x, transpose(wl))).backward();
+  REQUIRE(wl.grad().defined());
+  std::vector<float> g = wl.grad().to_vector(), xs = x.to_vector();
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t c = 0; c < 7; ++c) {
+      float col = 0.f;  // d/dW[r][c] of sum(x W^T) = sum over rows of x[:, c]
+      for (int64_t n = 0; n < 5; ++n) col += xs[static_cast<size_t>(n * 7 + c)];
+      CHECK(g[static_cast<size_t>(r * 7 + c)] == doctest::Approx(col));
+    }
+  }
+}
+
+// PyTorch's threshold_backward: the gradient where the input was > 0, else
+// 0 — even where the incoming gradient is NaN or infinite.
+TEST_CASE("relu's backward selects, it does not multiply") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = Tensor::from_vector({6}, {2.f, -1.f, 0.f, 3.f, -2.f, 1.f});
+  x.set_requires_grad(true);
+  Tensor y = relu(x);
+  Tensor g = Tensor::from_vector({6}, {nan, nan, inf, -inf, inf, 5.f});
+  variable_list gx = autograd::grad({y}, {x}, {g});
+  std::vector<float> v = gx[0].to_vector();
+  CHECK(std::isnan(v[0]));
+  CHECK(v[1] == 0.f);
+  CHECK(v[2] == 0.f);  // relu'(0) = 0, as PyTorch
+  CHECK(v[3] == -inf);
+  CHECK(v[4] == 0.f);
+  CHECK(v[5] == 5.f);
 }

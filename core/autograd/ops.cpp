@@ -186,12 +186,27 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   }
   Tensor out = Tensor::empty({a.size(0), b.size(1)}, a.device());
   k(a).matmul(a, false, b, false, out);
+  // Note [Gradients nobody asked for]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // As PyTorch's formulas guard each input with should_compute_output(i)
+  // (its next edge is valid: the input required grad when the op ran), a
+  // product's backward skips the product for an input that needs no
+  // gradient and returns an undefined tensor there, which the engine drops.
+  // An MLP's first layer takes data: its grad_input is a third of the
+  // step's FLOPs.
   record("MmBackward0",
-         [](const variable_list& g, const variable_list& s) -> variable_list {
+         [need_a = a.requires_grad(), need_b = b.requires_grad()](
+             const variable_list& g, const variable_list& s) -> variable_list {
            const Tensor &sa = s[0], &sb = s[1];
-           Tensor ga = like(sa), gb = like(sb);
-           k(g[0]).matmul(g[0], false, sb, true, ga);  // g @ b^T
-           k(g[0]).matmul(sa, true, g[0], false, gb);  // a^T @ g
+           Tensor ga, gb;
+           if (need_a) {
+             ga = like(sa);
+             k(g[0]).matmul(g[0], false, sb, true, ga);  // g @ b^T
+           }
+           if (need_b) {
+             gb = like(sb);
+             k(g[0]).matmul(sa, true, g[0], false, gb);  // a^T @ g
+           }
            return {ga, gb};
          },
          {a, b}, out, {a.detach(), b.detach()});
@@ -213,14 +228,24 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor out = like(mm);
   k(x).add_bias(mm, bias, out);
   const int64_t out_features = weight.size(0);
-  record("AddmmBackward0",
-         [out_features](const variable_list& g, const variable_list& s) -> variable_list {
+  record("AddmmBackward0",  // Note [Gradients nobody asked for]
+         [out_features, need_x = x.requires_grad(), need_w = weight.requires_grad(),
+          need_b = bias.requires_grad()](const variable_list& g,
+                                         const variable_list& s) -> variable_list {
            const Tensor &sx = s[0], &sw = s[1];
-           Tensor gx = like(sx), gw = like(sw);
-           Tensor gb = Tensor::empty({out_features}, g[0].device());
-           k(g[0]).matmul(g[0], false, sw, false, gx);  // g @ W
-           k(g[0]).matmul(g[0], true, sx, false, gw);   // g^T @ x
-           k(g[0]).sum_rows(g[0], gb);
+           Tensor gx, gw, gb;
+           if (need_x) {
+             gx = like(sx);
+             k(g[0]).matmul(g[0], false, sw, false, gx);  // g @ W
+           }
+           if (need_w) {
+             gw = like(sw);
+             k(g[0]).matmul(g[0], true, sx, false, gw);  // g^T @ x
+           }
+           if (need_b) {
+             gb = Tensor::empty({out_features}, g[0].device());
+             k(g[0]).sum_rows(g[0], gb);
+           }
            return {gx, gw, gb};
          },
          {x, weight, bias}, out, {x.detach(), weight.detach()});
