@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cli_python.h"
 #include "launch.h"
+#include "tensor/kernels.h"
 
 int main(int argc, char** argv) {
   using namespace hookscope::cli;
@@ -17,6 +18,11 @@ int main(int argc, char** argv) {
   CLI::App app{"hookscope-cli: record autograd/DDP hook traces headless and inspect them"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every verb");
+  // The BLAS line says which OpenBLAS kernels the runtime's matmuls use (Note
+  // [OpenBLAS kernels on AVX-512 AMD CPUs]): they decide its CPU speed.
+  app.set_version_flag("--version", [] {
+    return std::string("hookscope-cli ") + HOOKSCOPE_VERSION + "\nBLAS: OpenBLAS " + hookscope::blas_core();
+  }, "print the version and the BLAS kernels in use, and exit");
 
   ScenarioArgs record_args, launch_args;
   auto* record = app.add_subcommand("record", "run a built-in scenario and record its events");

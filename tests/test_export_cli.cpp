@@ -101,6 +101,23 @@ TEST_CASE("jsonl export: one parseable, self-describing object per event") {
   CHECK(n == m.num_events());
 }
 
+// Note [Which OpenBLAS kernels]: --version names the kernels in use and
+// whether the environment chose them.
+TEST_CASE("cli: --version names the BLAS kernels and who chose them") {
+  auto own = testing::run_command("env -u OPENBLAS_CORETYPE " + std::string(HOOKSCOPE_CLI_PATH) +
+                                  " --version");
+  CAPTURE(own.out);
+  CHECK(own.exit == 0);
+  CHECK(own.out.find("hookscope-cli ") == 0);
+  CHECK(own.out.find("BLAS: OpenBLAS ") != std::string::npos);
+  CHECK(own.out.find("OPENBLAS_CORETYPE") == std::string::npos);
+#if defined(__x86_64__)
+  auto forced = testing::run_command("OPENBLAS_CORETYPE=Haswell " + std::string(HOOKSCOPE_CLI_PATH) +
+                                     " --version");
+  CHECK(forced.out.find("BLAS: OpenBLAS Haswell (OPENBLAS_CORETYPE=Haswell)\n") != std::string::npos);
+#endif
+}
+
 TEST_CASE("cli: exit codes and messages for usage errors, unreadable and corrupt files") {
   testing::TempDir dir("hookscope-cli-test");
   CHECK(cli("--help").exit == 0);

@@ -66,6 +66,10 @@ class Kernels {
 
 // Throws std::runtime_error saying why when the device has no kernels.
 Kernels& kernels_for(Device device);
+
+// The OpenBLAS kernels in use ("SkylakeX", "Haswell", ...), and whether
+// the environment forced them (Note [Which OpenBLAS kernels]).
+std::string blas_core();
 // Replaces the CUDA kernels (by default those of cuda/kernels_cuda.cu when
 // the build has CUDA). kernels_for(kCUDA) still requires a usable device.
 void register_cuda_kernels(Kernels* kernels);
