@@ -3,6 +3,12 @@
 // allreduce through our ProcessGroup against Gloo's own allreduce called
 // directly on the same kind of context.
 //
+// BM_DdpTrainStep_..._Processes: the same step with one process per rank
+// (this binary re-run as each rank, FileStore rendezvous), as the PyTorch
+// reference runs; its time is rank 0's median step, as the reference's is.
+// The thread version (both ranks in this process) reports its median too
+// (counter median_ms): the reference prints a median, not a mean.
+//
 // BM_DdpTrainStepRecordingOverhead: the same training step with a file
 // recorder attached, recording on and off in alternating blocks of the same
 // run (both ranks switch at a barrier between blocks); counters off_ms and
@@ -16,6 +22,8 @@
 #include <gloo/rendezvous/hash_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +31,8 @@
 #include <chrono>
 #include <filesystem>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <thread>
@@ -30,6 +40,7 @@
 
 #include "ddp/ddp.h"
 #include "nn/nn.h"
+#include "tensor/kernels.h"
 #include "tensor/ops.h"
 #include "trace/emit.h"
 #include "trace/writer.h"
@@ -44,6 +55,47 @@ void with_peers(int world, const std::function<void(int)>& rank_fn) {
   for (int r = 1; r < world; ++r) peers.emplace_back(rank_fn, r);
   rank_fn(0);
   for (auto& t : peers) t.join();
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Counters median_ms (what the PyTorch reference prints), p10_ms, p90_ms.
+void report_spread(benchmark::State& state, std::vector<double> seconds) {
+  if (seconds.empty()) return;
+  std::sort(seconds.begin(), seconds.end());
+  auto at = [&](double q) {
+    return seconds[static_cast<size_t>(q * static_cast<double>(seconds.size() - 1))] * 1e3;
+  };
+  state.counters["median_ms"] = median_of(seconds) * 1e3;
+  state.counters["p10_ms"] = at(0.1);
+  state.counters["p90_ms"] = at(0.9);
+}
+
+// One rank's training loop: `warmup` untimed steps, then `steps` timed ones.
+std::vector<double> train_rank(const std::shared_ptr<ddp::Store>& store, int rank, int world,
+                               int warmup, int steps) {
+  auto pg = ddp::make_gloo_process_group(store, rank, world);
+  auto model = nn::mlp({784, 256, 256, 10}, 0);
+  ddp::DistributedDataParallel d(model, pg);
+  nn::SGD sgd(model->parameters(), 0.01f);
+  Tensor x = Tensor::randn({64, 784}, 1.f, 1 + rank);
+  std::vector<int64_t> y(64);
+  for (int i = 0; i < 64; ++i) y[static_cast<size_t>(i)] = (i * 7 + rank) % 10;
+  std::vector<double> seconds;
+  for (int i = 0; i < warmup + steps; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    sgd.zero_grad();
+    Tensor loss = cross_entropy(d(x), y);
+    loss.backward();
+    sgd.step();
+    if (i >= warmup) {
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  return seconds;
 }
 
 void BM_DdpTrainStep_MLP784x256x256x10_Batch64_World2(benchmark::State& state) {
@@ -73,19 +125,135 @@ void BM_DdpTrainStep_MLP784x256x256x10_Batch64_World2(benchmark::State& state) {
     for (auto _ : state) {
       auto t0 = std::chrono::steady_clock::now();
       step();
-      state.SetIterationTime(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      rank0_seconds.push_back(s);
+      state.SetIterationTime(s);
     }
   });
+  report_spread(state, rank0_seconds);
+  state.SetLabel("BLAS " + blas_core());
 }
 BENCHMARK(BM_DdpTrainStep_MLP784x256x256x10_Batch64_World2)
     ->Iterations(50)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
+// The same step with no DDP and no peer: the compute alone, on one thread.
+void BM_TrainStepLocal_MLP784x256x256x10_Batch64(benchmark::State& state) {
+  openblas_set_num_threads(1);
+  auto model = nn::mlp({784, 256, 256, 10}, 0);
+  nn::SGD sgd(model->parameters(), 0.01f);
+  Tensor x = Tensor::randn({64, 784}, 1.f, 1);
+  std::vector<int64_t> y(64);
+  for (int i = 0; i < 64; ++i) y[static_cast<size_t>(i)] = (i * 7) % 10;
+  std::vector<double> seconds;
+  for (int i = 0; i < 5; ++i) {
+    sgd.zero_grad();
+    cross_entropy((*model)(x), y).backward();
+    sgd.step();
+  }
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    sgd.zero_grad();
+    Tensor loss = cross_entropy((*model)(x), y);
+    loss.backward();
+    sgd.step();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    seconds.push_back(s);
+    state.SetIterationTime(s);
+  }
+  report_spread(state, seconds);
+  state.SetLabel("BLAS " + blas_core());
+}
+BENCHMARK(BM_TrainStepLocal_MLP784x256x256x10_Batch64)
+    ->Iterations(300)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+constexpr const char* kRankFlag = "--hookscope-bench-ddp-rank";
+
+// Runs this binary as one rank; its stdout (rank 0 prints its step times) is
+// read through `out` when not null.
+pid_t spawn_rank(int rank, const std::string& store_dir, int steps, int* out) {
+  const std::string r = std::to_string(rank), n = std::to_string(steps);
+  std::vector<char*> argv = {const_cast<char*>("/proc/self/exe"), const_cast<char*>(kRankFlag),
+                             const_cast<char*>(r.c_str()), const_cast<char*>(store_dir.c_str()),
+                             const_cast<char*>(n.c_str()), nullptr};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  int fds[2] = {-1, -1};
+  if (out) {
+    if (::pipe(fds) != 0) return -1;
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+  }
+  pid_t pid = -1;
+  if (::posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  if (out) {
+    ::close(fds[1]);
+    *out = fds[0];
+  }
+  return pid;
+}
+
+void BM_DdpTrainStep_MLP784x256x256x10_Batch64_World2_Processes(benchmark::State& state) {
+  const int steps = 50;
+  for (auto _ : state) {
+    char dir_template[] = "/tmp/hookscope-bench-ddp-XXXXXX";
+    if (!::mkdtemp(dir_template)) {
+      state.SkipWithError("cannot create a rendezvous directory in /tmp");
+      return;
+    }
+    const std::string dir = dir_template;
+    int out = -1;
+    const pid_t r0 = spawn_rank(0, dir, steps, &out);
+    const pid_t r1 = spawn_rank(1, dir, steps, nullptr);
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; out >= 0 && (n = ::read(out, buf, sizeof(buf))) > 0;) text.append(buf, static_cast<size_t>(n));
+    if (out >= 0) ::close(out);
+    int st0 = -1, st1 = -1;
+    if (r0 > 0) ::waitpid(r0, &st0, 0);
+    if (r1 > 0) ::waitpid(r1, &st1, 0);
+    std::filesystem::remove_all(dir);
+    std::vector<double> seconds;
+    for (char* p = text.data(); *p;) {
+      char* end = nullptr;
+      const double v = std::strtod(p, &end);
+      if (end == p) break;
+      seconds.push_back(v);
+      p = end;
+    }
+    if (st0 != 0 || st1 != 0 || seconds.size() != static_cast<size_t>(steps)) {
+      state.SkipWithError("a rank process failed (run this binary with --hookscope-bench-ddp-rank "
+                          "0 DIR 50 and 1 DIR 50 to see its error)");
+      return;
+    }
+    state.SetIterationTime(median_of(seconds));
+    report_spread(state, seconds);
+  }
+}
+BENCHMARK(BM_DdpTrainStep_MLP784x256x256x10_Batch64_World2_Processes)
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The rank processes of the benchmark above: RANK STORE_DIR STEPS.
+int rank_main(int argc, char** argv) {
+  if (argc < 5) return 2;
+  openblas_set_num_threads(1);  // one thread per rank, as the PyTorch reference
+  const int rank = std::atoi(argv[2]), steps = std::atoi(argv[4]);
+  try {
+    auto seconds = train_rank(ddp::make_file_store(argv[3]), rank, 2, 5, steps);
+    if (rank == 0) {
+      for (double s : seconds) std::printf("%.9f\n", s);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+    return 1;
+  }
+  return 0;
 }
 
 void BM_DdpTrainStepRecordingOverhead_MLP784x256x256x10_Batch64_World2(benchmark::State& state) {
@@ -249,4 +417,11 @@ BENCHMARK(BM_GlooDirectAllreduceReference_25MB_World2)->Iterations(20)->UseManua
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], kRankFlag) == 0) return rank_main(argc, argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """PyTorch DDP reference for bench_ddp: MLP 784-256-256-10, batch 64 per rank,
 SGD, gloo backend on 127.0.0.1, one process per rank, one intra-op thread per
-process (as hookscope's ranks run one thread each). Prints one JSON line:
+process (as hookscope's ranks run one thread each): torch.set_num_threads(1)
+does not reach Debian's OpenBLAS (pthreads build, which PyTorch's matmuls
+call), so OPENBLAS_NUM_THREADS=1 is set before the rank processes import
+torch; without it each rank ran its matmuls on two threads. Prints one JSON line:
 {"ms_per_step": median over the timed steps (rank 0), "steps": N}.
 Run with /usr/bin/python3 (Debian's python3-torch)."""
 import json
@@ -51,6 +54,9 @@ def worker(rank, world, port, steps, warmup, out):
 
 
 def main():
+    # Read by OpenBLAS when the spawned ranks load it (see the docstring).
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    os.environ["OMP_NUM_THREADS"] = "1"
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 50
     warmup = 5
     world = 2
