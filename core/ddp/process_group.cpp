@@ -87,6 +87,43 @@ std::shared_ptr<Work> ProcessGroup::broadcast_tensor(Tensor& tensor, int root) {
   return std::make_shared<StagedWork>(broadcast_on_device(staged, root), staged, tensor);
 }
 
+size_t ProcessGroup::register_allreduce(const Tensor& tensor) {
+  if (!tensor.defined()) throw std::invalid_argument("register_allreduce: undefined tensor");
+  std::lock_guard<std::mutex> lock(registered_mutex_);
+  registered_.push_back(tensor);
+  return registered_.size() - 1;
+}
+
+std::shared_ptr<Work> ProcessGroup::allreduce_registered(size_t id) {
+  Tensor tensor;
+  {
+    std::lock_guard<std::mutex> lock(registered_mutex_);
+    if (id < registered_.size()) tensor = registered_[id];
+  }
+  if (!tensor.defined()) {
+    throw std::logic_error("allreduce_registered: no buffer registered as " + std::to_string(id));
+  }
+  if (on_group_device(*this, tensor)) return allreduce_registered_on_device(id, tensor);
+  return allreduce_tensor(tensor);
+}
+
+void ProcessGroup::unregister_allreduce(size_t id) {
+  Tensor tensor;
+  {
+    std::lock_guard<std::mutex> lock(registered_mutex_);
+    if (id >= registered_.size() || !registered_[id].defined()) return;
+    tensor = std::move(registered_[id]);
+    registered_[id] = Tensor();
+  }
+  release_registered(id, std::move(tensor));
+}
+
+std::shared_ptr<Work> ProcessGroup::allreduce_registered_on_device(size_t, Tensor& tensor) {
+  return allreduce_on_device(tensor);
+}
+
+void ProcessGroup::release_registered(size_t, Tensor) {}
+
 std::shared_ptr<Work> ProcessGroup::allreduce_on_device(Tensor& tensor) {
   return allreduce(tensor.data_ptr(), static_cast<size_t>(tensor.numel()));
 }

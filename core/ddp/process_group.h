@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -112,6 +113,16 @@ class ProcessGroup {
   // than an NCCL group's is an error naming both.
   std::shared_ptr<Work> allreduce_tensor(Tensor& tensor);
   std::shared_ptr<Work> broadcast_tensor(Tensor& tensor, int root);
+  // Note [Persistent allreduce]: a buffer reduced again and again (a DDP
+  // bucket) is registered once; the backend may keep an algorithm made for
+  // it (Gloo: a ring whose receive buffers stay posted, so a peer's data is
+  // read as it arrives). Every rank registers its buffers in the same order
+  // and reduces them in the same order, as any collective. The group keeps
+  // the tensor alive until unregister_allreduce() and the collectives before
+  // it are done. allreduce_registered() is allreduce_tensor() on it.
+  size_t register_allreduce(const Tensor& tensor);
+  std::shared_ptr<Work> allreduce_registered(size_t id);
+  void unregister_allreduce(size_t id);
   virtual std::shared_ptr<Work> barrier() = 0;
   // Small metadata from every rank, in rank order (blocking).
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
@@ -125,8 +136,17 @@ class ProcessGroup {
   // keeps the tensor's storage alive until its work is complete.
   virtual std::shared_ptr<Work> allreduce_on_device(Tensor& tensor);
   virtual std::shared_ptr<Work> broadcast_on_device(Tensor& tensor, int root);
+  // Registered buffer `id` on device(); the default is allreduce_on_device.
+  virtual std::shared_ptr<Work> allreduce_registered_on_device(size_t id, Tensor& tensor);
+  // Frees what the backend made for `id` (in order with its collectives);
+  // `tensor` must stay alive until then.
+  virtual void release_registered(size_t id, Tensor tensor);
 
   int rank_, size_;
+
+ private:
+  std::mutex registered_mutex_;
+  std::vector<Tensor> registered_;  // by id; undefined once unregistered
 };
 
 // Connects a full mesh of `size` ranks over TCP through `store`. Blocks until

@@ -3,6 +3,7 @@
 // collectives in issue order, as PyTorch's ProcessGroupGloo does.
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/allreduce_ring.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -14,7 +15,11 @@
 #include <gloo/rendezvous/redis_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -129,6 +134,31 @@ class GlooProcessGroup : public ProcessGroup {
     } else {
       attr.hostname = options.hostname;
     }
+    // Note [SIGPIPE and Gloo]
+    // ~~~~~~~~~~~~~~~~~~~~~~~
+    // Gloo writes to its sockets without MSG_NOSIGNAL: a write to a dead
+    // peer raises SIGPIPE, which by default kills the whole process before
+    // Gloo can report the error (Python ignores SIGPIPE, so PyTorch programs
+    // never see this). The threads that write to this group's sockets have
+    // it blocked: the worker (from its start), Gloo's event loop thread
+    // (made by CreateDevice, it inherits this thread's mask) and this thread
+    // while it connects; a SIGPIPE raised meanwhile on this thread is
+    // consumed before its mask is restored. The process's disposition is
+    // left alone.
+    sigset_t pipe_only, saved;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &pipe_only, &saved);
+    struct RestoreMask {
+      const sigset_t& pipe;
+      const sigset_t& saved;
+      ~RestoreMask() {
+        const timespec none{0, 0};
+        while (::sigtimedwait(&pipe, nullptr, &none) == SIGPIPE) {
+        }
+        ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+      }
+    } restore{pipe_only, saved};
     try {
       device_ = gloo::transport::tcp::CreateDevice(attr);
       auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
@@ -143,6 +173,10 @@ class GlooProcessGroup : public ProcessGroup {
                                 e.what());
     }
     worker_ = std::thread([this, r = trace::thread_rank()] {
+      sigset_t pipe;  // Note [SIGPIPE and Gloo]
+      sigemptyset(&pipe);
+      sigaddset(&pipe, SIGPIPE);
+      ::pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
       trace::set_thread_rank(r);
       run_worker();
     });
@@ -170,6 +204,45 @@ class GlooProcessGroup : public ProcessGroup {
       opts.setTimeout(options_.timeout);
       gloo::allreduce(opts);
     });
+  }
+
+  // Note [Persistent allreduce] on Gloo: gloo::allreduce makes its buffers
+  // per call, so a peer's data that arrives before this rank has called it
+  // finds no receive posted, stays in the socket, and Gloo's event loop
+  // thread spins on it (epoll keeps reporting it readable) until the call
+  // comes: with two ranks on two cores that spinning took 2.4 ms of CPU per
+  // DDP step from the ranks' compute. A registered buffer gets a
+  // gloo::AllreduceRing made once (on the worker, at its first reduction, so
+  // every rank makes it in the same collective order and their slots match)
+  // whose receive buffer stays registered with the pair: early data is read
+  // into it at once. Reduced with it: 0.9 ms median wait instead of 2.3-3.7
+  // ms, a third less CPU, on a 1 MB bucket whose peer is 0.5 ms late.
+  std::shared_ptr<Work> allreduce_registered_on_device(size_t id, Tensor& tensor) override {
+    float* data = tensor.data_ptr();
+    const auto count = static_cast<size_t>(tensor.numel());
+    if (count > static_cast<size_t>(INT_MAX)) return allreduce(data, count);
+    return enqueue([this, id, data, count, keep = tensor](uint32_t) {
+      if (persistent_.size() <= id) persistent_.resize(id + 1);
+      auto& ring = persistent_[id];
+      if (!ring) {
+        ring = std::make_unique<gloo::AllreduceRing<float>>(
+            context_, std::vector<float*>{data}, static_cast<int>(count));
+      }
+      ring->run();
+    });
+  }
+
+  void release_registered(size_t id, Tensor tensor) override {
+    // In order with the collectives before it (one may still use the
+    // buffer); no tag: it is not a collective, and ranks may release at
+    // different points.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_) return;  // the destructor frees everything
+    queue_.push_back(Task{[this, id, keep = std::move(tensor)](uint32_t) {
+                            if (id < persistent_.size()) persistent_[id].reset();
+                          },
+                          std::make_shared<GlooWork>(options_.timeout), /*local=*/true});
+    cv_.notify_all();
   }
 
   std::shared_ptr<Work> broadcast(float* data, size_t count, int root) override {
@@ -239,6 +312,7 @@ class GlooProcessGroup : public ProcessGroup {
   struct Task {
     std::function<void(uint32_t)> run;
     std::shared_ptr<GlooWork> work;
+    bool local = false;  // this rank's bookkeeping: takes no tag
   };
 
   std::shared_ptr<Work> enqueue(std::function<void(uint32_t)> run) {
@@ -273,7 +347,7 @@ class GlooProcessGroup : public ProcessGroup {
       CollectiveStatus status = CollectiveStatus::kOk;
       std::string error;
       try {
-        task.run(next_tag_++);
+        task.run(task.local ? 0 : next_tag_++);
       } catch (const gloo::IoException& e) {
         status = is_timeout(e.what()) ? CollectiveStatus::kTimeout : CollectiveStatus::kError;
         error = describe(status, e.what());
@@ -315,6 +389,9 @@ class GlooProcessGroup : public ProcessGroup {
   std::shared_ptr<Store> store_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> context_;
+  // Registered buffers' rings (Note [Persistent allreduce]); worker thread
+  // only. Declared after context_: destroyed before it.
+  std::vector<std::unique_ptr<gloo::Algorithm>> persistent_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Task> queue_;

@@ -74,6 +74,7 @@ struct Reducer::Core {
     std::vector<size_t> offsets;
     size_t numel = 0;
     Tensor buffer;  // flat, on the parameters' device; reduced in place
+    size_t registered = 0;  // its id with the group (Note [Persistent allreduce])
     std::vector<Tensor> views;  // per slot (Note [Gradients as bucket views])
     size_t pending = 0;
     std::shared_ptr<Work> work;
@@ -107,6 +108,7 @@ struct Reducer::Core {
     auto close = [&] {
       if (current.params.empty()) return;
       current.buffer = Tensor::zeros({static_cast<int64_t>(current.numel)}, device());
+      current.registered = group->register_allreduce(current.buffer);
       for (size_t s = 0; s < current.params.size(); ++s) {
         current.views.push_back(bucket_view(current.buffer,
                                             static_cast<int64_t>(current.offsets[s]),
@@ -198,7 +200,7 @@ struct Reducer::Core {
                                static_cast<uint32_t>(bucket.params.size()));
       trace::emit_collective_begin(owner, trace::CollectiveOp::kAllreduce, bucket.collective,
                                    bucket.numel * sizeof(float), static_cast<uint32_t>(next_bucket));
-      bucket.work = group->allreduce_tensor(bucket.buffer);
+      bucket.work = group->allreduce_registered(bucket.registered);
       ++next_bucket;
     }
   }
@@ -314,6 +316,7 @@ Reducer::Reducer(std::vector<nn::NamedParameter> params, std::shared_ptr<Process
 }
 
 Reducer::~Reducer() {
+  for (const auto& b : core_->buckets) core_->group->unregister_allreduce(b.registered);
   core_->remove_hooks();
   destroy_owner(core_->owner);
 }
