@@ -34,20 +34,23 @@ size_t count_until(const analysis::EventIndex* begin, const analysis::EventIndex
 // that at event e the cells with some alarm unit are found in O(log) each
 // (only cells that ever hold one are looked at; a unit's intervals are
 // disjoint, so the count is of units) and their units are checked by their
-// own intervals. That gives every unit that is an alarm at e and a few that
-// are not (a Function's leaked hook while another Function of its slot is
-// the one drawn, a tensor hook while the slot is live): the frame checks
-// each by the rule the walk uses (cell_alarm, box_alarm), in O(its hooks),
-// so the marks and the focus are the walk's. A cell with more than
-// kExactAlarms alarm units at e (a Reducer destroyed with every parameter's
-// hook left: hundreds of thousands of boxes) is taken whole, unchecked: its
-// alarm units' centres mark every density cell they span (as pending_cells
-// spreads counts), fit takes their boxes' bounds. A frame asks for the
-// alarms only when it draws density cells or fits (Frame::resolve_alarms),
-// and keeps them while no interval, Function or tensor hook starts or ends
-// (alarms_changed): playing through fires costs nothing; a leak-free trace
-// costs nothing either.
-bool LiveIndex::index_alarms(const analysis::Model& model, const std::vector<uint32_t>& cell_of,
+// own intervals. That gives every unit that is an alarm at e. A unit of one
+// Function (no folded group) with no leaked tensor hook is an alarm by both
+// rules exactly then; for the others (a Function's leaked hook while
+// another Function of its slot is the one drawn, a tensor hook while the
+// slot is live) the frame checks the rule the walk uses (cell_alarm,
+// box_alarm; kAlarmCheck), so the marks and the focus are the walk's.
+// A cell with more than kExactAlarms alarm units at e (a Reducer destroyed
+// with every parameter's hook left: hundreds of thousands of boxes) is
+// crowded: a frame walks the crowded cells in view unit by unit while
+// kWalkAlarms units last (zoomed in a little, few are in view), else marks
+// every density cell its alarm units' centres span (as pending_cells spreads
+// counts; zoomed all the way out a grid cell is a density cell or two), and
+// fit takes their boxes' bounds. A frame asks for the alarms only when it
+// draws density cells or fits (Frame::resolve_alarms) and keeps them while
+// no interval, Function or tensor hook starts or ends (alarms_changed):
+// playing through fires costs nothing, and neither does a leak-free trace.
+bool LiveIndex::index_alarms(const analysis::Model& model, const FoldedGraph& fg, const std::vector<uint32_t>& cell_of,
                              const std::atomic<bool>& cancel) {
   const auto& owners = model.owners();
   const auto& hooks = model.hooks();
@@ -59,6 +62,10 @@ bool LiveIndex::index_alarms(const analysis::Model& model, const std::vector<uin
   for (uint32_t u = 0; u < cell_of.size(); ++u) {
     if ((u & 0xffff) == 0 && cancel) return false;
     scratch.clear();
+    // One Function, no folded group, no tensor hook: its intervals are
+    // exactly when both rules hold (a leaked hook on the live Function drawn).
+    bool exact = fg.group_of_unit[u] == kNoGroup && slots_of_unit(u).size() == 1 &&
+                 functions_of_slot(slots_of_unit(u)[0]).size() == 1;
     for (uint32_t s : slots_of_unit(u)) {
       for (uint32_t fn : functions_of_slot(s)) {
         const analysis::FunctionInfo& info = model.functions()[fn];
@@ -72,6 +79,7 @@ bool LiveIndex::index_alarms(const analysis::Model& model, const std::vector<uin
             to = std::min(to, info.released_at);
           }
           if (from < to) scratch.push_back({from, to});
+          exact = exact && !(seg.on_tensor && from < to);
         }
       }
     }
@@ -85,7 +93,7 @@ bool LiveIndex::index_alarms(const analysis::Model& model, const std::vector<uin
         merged.push_back(iv);
       }
     }
-    entries.push_back({cell_of[u], u, begin, static_cast<uint32_t>(merged.size())});
+    entries.push_back({cell_of[u], u | (exact ? 0u : kAlarmCheck), begin, static_cast<uint32_t>(merged.size())});
   }
   std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.cell < b.cell; });
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -112,7 +120,7 @@ bool LiveIndex::index_alarms(const analysis::Model& model, const std::vector<uin
     std::sort(alarm_ends_.begin() + alarm_cell_iv_[c], alarm_ends_.begin() + alarm_cell_iv_[c + 1]);
     Vec2 b[4] = {{INFINITY, INFINITY}, {-INFINITY, -INFINITY}, {INFINITY, INFINITY}, {-INFINITY, -INFINITY}};
     for (uint32_t j = alarm_cell_unit_[c]; j < alarm_cell_unit_[c + 1]; ++j) {
-      const uint32_t u = alarm_unit_[j];
+      const uint32_t u = alarm_unit_[j] & ~kAlarmCheck;
       const Vec2 centre{(box_min_[u].x + box_max_[u].x) * 0.5f, (box_min_[u].y + box_max_[u].y) * 0.5f};
       b[0] = {std::min(b[0].x, centre.x), std::min(b[0].y, centre.y)};
       b[1] = {std::max(b[1].x, centre.x), std::max(b[1].y, centre.y)};
@@ -152,14 +160,18 @@ void LiveIndex::alarm_units(EventIndex e, std::vector<uint32_t>& out, std::vecto
     if (holding == 0) continue;
     if (holding > kExactAlarms) {
       crowded.push_back(static_cast<uint32_t>(c));
-      continue;
+    } else {
+      alarm_units_of_cell(static_cast<uint32_t>(c), e, out);
     }
-    for (uint32_t j = alarm_cell_unit_[c]; j < alarm_cell_unit_[c + 1]; ++j) {
-      const auto* ib = alarm_iv_.data() + alarm_unit_iv_[j];
-      const auto* ie = alarm_iv_.data() + alarm_unit_iv_[j + 1];
-      const auto* it = std::upper_bound(ib, ie, e, [](EventIndex v, const auto& iv) { return v < iv.first; });
-      if (it != ib && e < (it - 1)->second) out.push_back(alarm_unit_[j]);
-    }
+  }
+}
+
+void LiveIndex::alarm_units_of_cell(uint32_t c, EventIndex e, std::vector<uint32_t>& out) const {
+  for (uint32_t j = alarm_cell_unit_[c]; j < alarm_cell_unit_[c + 1]; ++j) {
+    const auto* ib = alarm_iv_.data() + alarm_unit_iv_[j];
+    const auto* ie = alarm_iv_.data() + alarm_unit_iv_[j + 1];
+    const auto* it = std::upper_bound(ib, ie, e, [](EventIndex v, const auto& iv) { return v < iv.first; });
+    if (it != ib && e < (it - 1)->second) out.push_back(alarm_unit_[j]);
   }
 }
 
@@ -205,15 +217,25 @@ void GraphView::mark_alarm_cells(Frame& f, float cell, int cols, int rows) {
   f.resolve_alarms();
   auto mark = [&](int x, int y) { f.density[static_cast<size_t>(y) * cols + x] |= 0x80000000u; };
   // As draw_cells does for the live boxes: the cell of its centre.
-  for (uint32_t u : f.alarm_units) {
-    if (u >= l.center.size()) continue;
-    const ImVec2 p = f.to_screen(l.center[u]);
-    const int x = static_cast<int>((p.x - f.canvas_min.x) / cell), y = static_cast<int>((p.y - f.canvas_min.y) / cell);
-    if (x < 0 || y < 0 || x >= cols || y >= rows || !cell_alarm(f, u)) continue;
-    mark(x, y);
-  }
-  // A crowded cell, as pending_cells spreads its count: every cell its alarm units' centres span.
+  auto mark_units = [&](const std::vector<uint32_t>& units) {
+    for (const uint32_t a : units) {
+      const uint32_t u = a & ~LiveIndex::kAlarmCheck;
+      if (u >= l.center.size()) continue;
+      const ImVec2 p = f.to_screen(l.center[u]);
+      const int x = static_cast<int>((p.x - f.canvas_min.x) / cell), y = static_cast<int>((p.y - f.canvas_min.y) / cell);
+      if (x < 0 || y < 0 || x >= cols || y >= rows) continue;
+      if ((a & LiveIndex::kAlarmCheck) && !cell_alarm(f, u)) continue;
+      mark(x, y);
+    }
+  };
+  mark_units(f.alarm_units);
+  // A crowded cell in view: its units one by one while kWalkAlarms lasts
+  // (zoomed in a little, a few cells are in view), else, as pending_cells
+  // spreads its count, every cell its alarm units' centres span.
+  constexpr uint32_t kWalkAlarms = 16384;
+  uint32_t walk = kWalkAlarms;
   const LiveIndex& x = *f.live_index;
+  const auto e = static_cast<analysis::EventIndex>(f.view->index());
   for (uint32_t c : f.alarm_crowded) {
     const ImVec2 a = f.to_screen(x.alarm_cell_min(c)), b = f.to_screen(x.alarm_cell_max(c));
     const int x0 = static_cast<int>(std::floor((a.x - f.canvas_min.x) / cell));
@@ -221,6 +243,13 @@ void GraphView::mark_alarm_cells(Frame& f, float cell, int cols, int rows) {
     const int x1 = static_cast<int>(std::floor((b.x - f.canvas_min.x) / cell));
     const int y1 = static_cast<int>(std::floor((b.y - f.canvas_min.y) / cell));
     if (x1 < 0 || y1 < 0 || x0 >= cols || y0 >= rows) continue;
+    if (x.alarm_cell_size(c) <= walk) {
+      walk -= x.alarm_cell_size(c);
+      f.alarm_scratch.clear();
+      x.alarm_units_of_cell(c, e, f.alarm_scratch);
+      mark_units(f.alarm_scratch);
+      continue;
+    }
     for (int y = std::max(y0, 0); y <= std::min(y1, rows - 1); ++y) {
       for (int k = std::max(x0, 0); k <= std::min(x1, cols - 1); ++k) mark(k, y);
     }
@@ -235,8 +264,9 @@ void GraphView::take_alarm_boxes(const Frame& f, Vec2* lo, Vec2* hi) const {
     *lo = {std::min(lo->x, a.x), std::min(lo->y, a.y)};
     *hi = {std::max(hi->x, b.x), std::max(hi->y, b.y)};
   };
-  for (uint32_t u : f.alarm_units) {
-    if (u >= l.center.size() || !box_alarm(f, u, chips)) continue;
+  for (const uint32_t a : f.alarm_units) {
+    const uint32_t u = a & ~LiveIndex::kAlarmCheck;
+    if (u >= l.center.size() || ((a & LiveIndex::kAlarmCheck) && !box_alarm(f, u, chips))) continue;
     const Vec2 c = l.center[u], s = l.size[u];
     take({c.x - s.x * 0.5f, c.y - s.y * 0.5f}, {c.x + s.x * 0.5f, c.y + s.y * 0.5f});
   }

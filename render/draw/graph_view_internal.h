@@ -67,7 +67,7 @@ struct GraphView::Frame {
   // `view`: every alarm unit and a few others, checked when used; the
   // crowded cells), filled when first asked for and kept while no alarm
   // can have changed.
-  mutable std::vector<uint32_t> alarm_units, alarm_crowded;
+  mutable std::vector<uint32_t> alarm_units, alarm_crowded, alarm_scratch;
   mutable analysis::EventIndex alarms_at = analysis::kNever;
   mutable uint64_t alarms_generation = 0;
   mutable const LiveIndex* alarms_index = nullptr;
