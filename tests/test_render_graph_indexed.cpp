@@ -78,7 +78,7 @@ TEST_CASE("graph view: above the indexed threshold the full State draws what the
         CHECK(view.stats().indexed == (threshold == 0));
         const auto d = drawn(view.stats());
         // The live boxes' bounds: what fit() frames, around the selection
-        // (the focus on alarm boxes is left out when indexed).
+        // (the focus on alarm boxes: test_render_graph_alarms.cpp).
         view.select_function(s.functions.empty() ? analysis::kNoIndex : s.functions[s.functions.size() / 2].function);
         view.fit();
         imgui.frame([&] { view.draw(s); });

@@ -315,21 +315,9 @@ void GraphView::draw_cells(Frame& f) {
     if (x < 0 || y < 0 || x >= cols || y >= rows) continue;
     uint32_t& cell = f.density[static_cast<size_t>(y) * cols + x];
     cell = std::min<uint32_t>((cell & 0x7fffffffu) + 1, 0x7fffffffu) | (cell & 0x80000000u);
-    if (!(cell & 0x80000000u)) {  // an alarm: a hook of a destroyed owner
-      const uint32_t g = folded_->group_of_unit[u];
-      const uint32_t slot = g == kNoGroup ? folded_->node_of_unit[u] : kNoSlot;
-      // Note [Graph while the state is pending]: no alarm cells (every live
-      // box's hooks would cost what the State does).
-      if (slot != kNoSlot && f.slot_live[slot] && !f.view) {
-        for (const auto& hooks : f.state->functions[f.slot_live[slot] - 1].hooks) {
-          for (const analysis::HookAt& h : hooks) {
-            const analysis::OwnerIndex o = model_->hooks()[h.hook].owner;
-            if (o < f.owner_dead.size() && f.owner_dead[o]) cell |= 0x80000000u;
-          }
-        }
-      }
-    }
+    if (!(cell & 0x80000000u) && cell_alarm(f, u)) cell |= 0x80000000u;  // a hook of a destroyed owner
   }
+  if (!fresh && f.view) mark_alarm_cells(f, kCell, cols, rows);  // Note [Alarms by intervals]
   for (int y = 0; y < rows; ++y) {
     for (int x = 0; x < cols; ++x) {
       const uint32_t cell = f.density[static_cast<size_t>(y) * cols + x];
@@ -340,6 +328,7 @@ void GraphView::draw_cells(Frame& f) {
       const ImVec2 p{f.canvas_min.x + x * kCell, f.canvas_min.y + y * kCell};
       f.dl->AddRectFilled(p, {p.x + kCell - 0.5f, p.y + kCell - 0.5f}, color);
       ++stats_.cells;
+      if (cell & 0x80000000u) stats_.alarm_cells.push_back({p.x, p.y, p.x + kCell, p.y + kCell});
     }
   }
 }

@@ -103,7 +103,8 @@ void GraphView::fit_now(const Frame& f) {
     minimap_needed_ = true;
   }
   Vec2 flo, fhi;
-  focus_region(f, &flo, &fhi);
+  stats_.fit_on_alarms = focus_region(f, &flo, &fhi);
+  stats_.fit_focus = {flo.x, flo.y, fhi.x, fhi.y};
   // Per axis: all of it when it fits, else the focus, kept inside the live bounds.
   auto axis = [&](float a, float b, float fa, float fb, float extent) {
     const float view = extent / zoom_ - 2.f * margin / zoom_;

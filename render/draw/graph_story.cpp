@@ -224,7 +224,7 @@ void GraphView::draw_legend(const analysis::State& state) {
 // Where fit looks when everything does not fit readably: the selection,
 // else the boxes holding leaked hooks, else the current event's box, else
 // the top of the graph (the loss, where backward starts).
-void GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
+bool GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
   const Layout& l = *layout_;
   const FoldedGraph& fg = *folded_;
   *lo = {INFINITY, INFINITY};
@@ -237,12 +237,12 @@ void GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
   const size_t nf = model_->functions().size();
   if (selected_function_ < nf && f.slot_live_of(scene_->slot_of(selected_function_))) {
     take(fg.unit_of_node[scene_->slot_of(selected_function_)]);
-    return;
+    return false;
   }
   // A stale fire or a removal at this event: its box first.
   if (f.removing < nf || (f.firing_stale && f.running < nf)) {
     take(fg.unit_of_node[scene_->slot_of(f.removing < nf ? f.removing : f.running)]);
-    return;
+    return false;
   }
   // A rank failing or lost at this event: its live boxes.
   for (const RankIncident& inc : story_.incidents()) {
@@ -252,17 +252,17 @@ void GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
       if ((g == kNoGroup ? scene_->nodes()[fg.node_of_unit[u]].rank : scene_->groups()[g].rank) == inc.rank) take(u);
     }
   }
-  if (std::isfinite(lo->x)) return;
+  if (std::isfinite(lo->x)) return false;
   std::vector<Chip> chips;
   for (uint32_t u : f.live_units) {
-    chips_of(f, u, chips);
-    if (std::any_of(chips.begin(), chips.end(), [](const Chip& c) { return c.dead && !c.removed; })) take(u);
+    if (box_alarm(f, u, chips)) take(u);
   }
-  if (std::isfinite(lo->x)) return;
+  if (f.view) take_alarm_boxes(f, lo, hi);  // Note [Alarms by intervals]
+  if (std::isfinite(lo->x)) return true;
   for (analysis::FunctionIndex fn : {f.running, f.removing}) {
     if (fn < nf) {
       take(fg.unit_of_node[scene_->slot_of(fn)]);
-      return;
+      return false;
     }
   }
   for (uint32_t u : f.live_units) take(u);
@@ -271,6 +271,7 @@ void GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
     *hi = f.live_max;
   }
   hi->y = lo->y;  // the top
+  return false;
 }
 
 }  // namespace hookscope::render

@@ -181,6 +181,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     f.zoom = zoom_;
     fit_now(f);
     fit_pending_ = false;
+    stats_.fit = true;
   }
   // A focus waits for the pending layout (and the fit that comes with it).
   if (focus_pending_ < model.functions().size() && !job_) {

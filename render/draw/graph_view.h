@@ -86,6 +86,10 @@ struct GraphDrawStats {
   uint32_t gen_labels = 0;        // boxes labelled "gen N" (Note [Module generations])
   bool state_pending = false;     // drawn from a StateView (Note [Graph while the state is pending])
   bool indexed = false;           // liveness from the LiveIndex (Note [Graph at a million Functions])
+  std::vector<Rect> alarm_cells;  // density cells drawn as alarms (Note [Alarms by intervals])
+  bool fit = false;               // this frame fitted the view
+  bool fit_on_alarms = false;     // ... around the alarm boxes (focus_region)
+  Rect fit_focus;                 // ... its focus region (world units; zero when everything fit)
   float layout_w = 0.f, layout_h = 0.f;  // the layout's extent, world units
 };
 
@@ -204,7 +208,16 @@ class GraphView {
   // Text through here, so that stats know the smallest size drawn.
   void put_text(Frame& f, float size, float x, float y, uint32_t color, const char* begin,
                 const char* end = nullptr, const float* clip = nullptr);
-  void focus_region(const Frame& f, Vec2* lo, Vec2* hi) const;
+  // True when it framed the alarm boxes.
+  bool focus_region(const Frame& f, Vec2* lo, Vec2* hi) const;
+  // Note [Alarms by intervals]: whether `unit` is an alarm for the density
+  // cells, for fit (graph_view_alarms.cpp).
+  bool cell_alarm(const Frame& f, uint32_t unit) const;
+  bool box_alarm(const Frame& f, uint32_t unit, std::vector<Chip>& scratch) const;
+  // Indexed or pending: the alarm bit on the density cells of `cols` x
+  // `rows` cells of `cell` px (draw_cells); the alarm boxes' bounds into lo, hi.
+  void mark_alarm_cells(Frame& f, float cell, int cols, int rows);
+  void take_alarm_boxes(const Frame& f, Vec2* lo, Vec2* hi) const;
   void hover_and_click(Frame& f);
   void context_menu(Frame& f);
   void chips_of(const Frame& f, uint32_t unit, std::vector<Chip>& out) const;

@@ -63,6 +63,15 @@ struct GraphView::Frame {
   mutable std::deque<analysis::FunctionAt> lazy_at;            // filled from the view (stable references)
   std::vector<uint32_t> cell_counts;  // LiveIndex::count_cells at the event
   size_t live_count = 0;              // units live or holding ghost hooks (live_units.size() when not pending)
+  // Note [Alarms by intervals]: LiveIndex::alarm_units at alarms_at (when
+  // `view`: every alarm unit and a few others, checked when used; the
+  // crowded cells), filled when first asked for and kept while no alarm
+  // can have changed.
+  mutable std::vector<uint32_t> alarm_units, alarm_crowded, alarm_scratch;
+  mutable analysis::EventIndex alarms_at = analysis::kNever;
+  mutable uint64_t alarms_generation = 0;
+  mutable const LiveIndex* alarms_index = nullptr;
+  void resolve_alarms() const;
   void resolve_slot(uint32_t slot) const;
   void resolve_unit(uint32_t unit) const;
   uint32_t slot_live_of(uint32_t slot) const {

@@ -210,7 +210,7 @@ std::unique_ptr<LiveIndex> LiveIndex::build(const analysis::Model& model, const 
     std::sort(x.cell_starts_.begin() + x.cell_begin_[k], x.cell_starts_.begin() + x.cell_begin_[k + 1]);
     std::sort(x.cell_ends_.begin() + x.cell_begin_[k], x.cell_ends_.begin() + x.cell_begin_[k + 1]);
   }
-  if (cancel) return nullptr;
+  if (cancel || !x.index_alarms(model, fg, cell_of, cancel)) return nullptr;  // Note [Alarms by intervals]
 
   // Units by each edge of their box, outermost first.
   for (int side_k = 0; side_k < 4; ++side_k) {

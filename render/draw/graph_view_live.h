@@ -65,6 +65,29 @@ class LiveIndex {
   bool keep_changed(EventIndex a, EventIndex b) const;
   // The (rank, source) pairs with a live Function at e, sorted.
   void live_sources(EventIndex e, std::vector<std::pair<uint16_t, uint32_t>>& out) const;
+  // Note [Alarms by intervals]: the laid-out units that may hold a hook of
+  // a destroyed owner right after e (every one that does), in the cells
+  // with at most kExactAlarms of them; the other cells holding some
+  // (`crowded`), whole. A unit is or'ed with kAlarmCheck when it may not
+  // hold one after all: the frame checks it.
+  static constexpr uint32_t kExactAlarms = 8;
+  static constexpr uint32_t kAlarmCheck = 0x80000000u;
+  void alarm_units(EventIndex e, std::vector<uint32_t>& units, std::vector<uint32_t>& crowded) const;
+  // Of a crowded cell (an index into the alarm cells): its units that may
+  // hold one at e, appended to `units` as alarm_units gives them; how many
+  // units it has at any event (what that walks).
+  void alarm_units_of_cell(uint32_t c, EventIndex e, std::vector<uint32_t>& units) const;
+  uint32_t alarm_cell_size(uint32_t c) const { return alarm_cell_unit_[c + 1] - alarm_cell_unit_[c]; }
+  // Of a crowded cell (an index into the alarm cells): the bounds of its
+  // alarm units' centres, and of their boxes.
+  Vec2 alarm_cell_min(uint32_t c) const { return alarm_cell_bounds_[4 * c]; }
+  Vec2 alarm_cell_max(uint32_t c) const { return alarm_cell_bounds_[4 * c + 1]; }
+  Vec2 alarm_cell_box_min(uint32_t c) const { return alarm_cell_bounds_[4 * c + 2]; }
+  Vec2 alarm_cell_box_max(uint32_t c) const { return alarm_cell_bounds_[4 * c + 3]; }
+  // Whether what alarm_units gives, or the frame's check of it, may differ
+  // between events a and b: an alarm interval, a Function or a tensor hook
+  // starts or ends in (min, max].
+  bool alarms_changed(EventIndex a, EventIndex b) const;
 
  private:
   std::vector<uint32_t> slot_fn_begin_, slot_fn_;
@@ -81,6 +104,19 @@ class LiveIndex {
   std::vector<std::pair<uint16_t, uint32_t>> sources_;  // sorted
   std::vector<EventIndex> keep_changes_;                // sorted, unique
   std::vector<std::vector<EventIndex>> source_starts_, source_ends_;
+  // Note [Alarms by intervals] (graph_view_alarms.cpp): per grid cell with
+  // any alarm interval (alarm_cells_), its intervals' starts and ends
+  // sorted (CSR by alarm_cell_iv_) and its units (CSR by alarm_cell_unit_),
+  // each unit's merged intervals (CSR by alarm_unit_iv_).
+  // False when cancelled.
+  bool index_alarms(const analysis::Model& model, const FoldedGraph& folded, const std::vector<uint32_t>& cell_of,
+                    const std::atomic<bool>& cancel);
+  std::vector<uint32_t> alarm_cells_, alarm_cell_iv_, alarm_cell_unit_;
+  std::vector<EventIndex> alarm_starts_, alarm_ends_;
+  std::vector<uint32_t> alarm_unit_, alarm_unit_iv_;  // alarm_unit_: | kAlarmCheck
+  std::vector<std::pair<EventIndex, EventIndex>> alarm_iv_;  // [from, to)
+  std::vector<Vec2> alarm_cell_bounds_;                      // per alarm cell: 4 (see alarm_cell_min)
+  std::vector<EventIndex> alarm_changes_;                    // the intervals' ends, sorted, unique
 };
 
 }  // namespace hookscope::render

@@ -25,9 +25,10 @@ namespace hookscope::render {
 // built off the UI thread when the layout lands: the count and bounds of the
 // live boxes (exact), the minimap and the density cells (from its grid of
 // about 16k cells: coarser than the full State's, but of this event), the
-// ranks with live Functions (banners). Left out, never taken from another
-// event: the owners' legend (a "state pending" tag instead), the alarm mark
-// of density cells, the focus on alarm boxes when fitting. The compact
+// ranks with live Functions (banners), the alarm mark of density cells and
+// fit's focus on alarm boxes (Note [Alarms by intervals]). Left out, never
+// taken from another event: the owners' legend (a "state pending" tag
+// instead), fit's focus on a failing rank's boxes. The compact
 // layout waits for the full State (no re-layout while pending). Until the
 // layout's LiveIndex is built the canvas stays empty. Below the lazy
 // threshold the full State is always there and none of this runs.
@@ -47,8 +48,9 @@ namespace hookscope::render {
 // changed: the LiveIndex lists every event where some slot's keep can
 // change (keep_changed), and the layout job works the live slots out from
 // the model at its event (keep_at), where the walk compared Frame::keep.
-// Left out, as while pending: the alarm mark of density cells and fit's
-// focus on alarm boxes. Below the threshold nothing of this runs.
+// Alarms (density cells, fit's focus) come from the LiveIndex too (Note
+// [Alarms by intervals]). Left out, as while pending: fit's focus on a
+// failing rank's boxes. Below the threshold nothing of this runs.
 GraphViewResult GraphView::draw(const analysis::StateView& view, analysis::FunctionIndex selected_function,
                                 analysis::OwnerIndex selected_owner) {
   selected_function_ = selected_function;

@@ -1,6 +1,6 @@
 #pragma once
-// Per-frame state of the timeline view, shared by timeline_view.cpp and
-// timeline_markers.cpp. Internal to the timeline view.
+// Per-frame state of the timeline view, shared by timeline_view.cpp,
+// timeline_tracks.cpp and timeline_markers.cpp. Internal to the timeline view.
 
 #include <imgui.h>
 
@@ -33,5 +33,7 @@ struct TimelineFrame {
 // Tick colours and names per TickClass (the legend names every colour).
 uint32_t tick_class_color(int cls);
 const char* tick_class_name(int cls);
+// "1.5 ms", "20 ns" (timeline_tracks.cpp).
+void format_duration(char* buf, size_t n, double ns);
 
 }  // namespace hookscope::render
