@@ -202,7 +202,28 @@ void App::draw_reducers_panel() {
   }
   const auto& reducers = m->reducers();
   if (reducers.empty()) {
-    ImGui::TextDisabled("No DDP Reducer in this trace.");
+    // A Reducer made before the recording began has no construction event,
+    // but its owner and hooks are in the trace: say so rather than deny it.
+    size_t seen = 0;
+    for (size_t i = 0; i < m->owners().size(); ++i) {
+      const analysis::OwnerInfo& o = m->owners()[i];
+      if (o.kind != trace::OwnerKind::kReducer) continue;
+      if (seen++ == 0) {
+        ImGui::TextWrapped("No Reducer's construction was recorded (it was built before the recording "
+                           "began, or the trace was written without it): no buckets or backward passes "
+                           "to show. Reducers seen through their hooks:");
+      }
+      if (seen > 20) continue;
+      ImGui::BulletText("%s", m->owner_name(static_cast<analysis::OwnerIndex>(i)).c_str());
+      if (o.destroyed_at != analysis::kNever) {
+        ImGui::SameLine();
+        ImGui::TextDisabled("destroyed at");
+        ImGui::SameLine(0.f, 4.f);
+        event_link(o.destroyed_at);
+      }
+    }
+    if (seen > 20) ImGui::TextDisabled("... and %zu more", seen - 20);
+    if (seen == 0) ImGui::TextDisabled("No DDP Reducer in this trace.");
     ImGui::End();
     return;
   }
