@@ -77,9 +77,13 @@ inline uint32_t slot_of(HookKey key) { return trace::hook_key_slot(key.value); }
 // a hook whose callable is trivially destructible (Note [Hook callables] in
 // autograd/hooks_fn.h) with no pass running touches the list's counters and
 // its slot, nothing else; any other callable is destroyed in place.
-//  * Inside the list (inside the Node): the counters and the first kInline
-//    slots, 16 + 8 * kInline bytes, one cache line. A Function with no hook
-//    pays only these (and stays small: most Functions have none).
+//  * Inside the list (inside the Node): two counters, the first kInline
+//    slots and the pointer to the rest; 32 bytes for kInline 1 or 2.
+//    The list is 16-byte aligned and begins with the live count, the pass
+//    depth and slot 0, so removing a Function's first hook touches one
+//    cache line of the Node, never two (the number of dead slots in the
+//    firing order is not counted: it is order.size() - size_). A Function
+//    with no hook pays only these (and stays small: most Functions have none).
 //  * The rest, allocated at the list's first hook: the clock, the firing
 //    order (a separate array of slots; removal does not touch it), the free
 //    slots, the callables to destroy after a pass, the first kInline
@@ -92,7 +96,7 @@ inline uint32_t slot_of(HookKey key) { return trace::hook_key_slot(key.value); }
 // (memory is kept). Measured: bench_hooks BM_DrainPostHooks (issue 16 item
 // 5; figures in Note [Like-for-like removal], bench/bench_hooks.cpp).
 template <class Fn, uint32_t kInline = 1>
-class HookList {
+class alignas(16) HookList {
   static_assert(kInline >= 1 && kInline <= 6);
 
  public:
@@ -114,20 +118,21 @@ class HookList {
   // need (the first hook's block, a new block of slots, dropping dead slots
   // from the order) is out of line (Note [Hook list fast paths]).
   HookKey add(Fn&& fn, OwnerId owner, uint32_t input_nr = 0) {
-    if (firing_ == 0 && (dead_ > 64 + size_ || (size_ == 0 && capacity_ != 0))) [[unlikely]] {
-      tidy();
-    }
     if (!rest_) [[unlikely]] make_rest();
     Rest& r = *rest_;
+    if (firing_ == 0 && (r.order.size() > 64 + 2 * size_t{size_} || (size_ == 0 && r.capacity != 0)))
+        [[unlikely]] {
+      tidy();
+    }
     const bool reuse = !r.free.empty();
-    const uint32_t slot = reuse ? r.free.back() : capacity_;
+    const uint32_t slot = reuse ? r.free.back() : r.capacity;
     const HookKey key = next_hook_key_for_slot(slot);  // throws past the last slot
     if (slot >= r.storage_end) [[unlikely]] grow_storage(slot);
     r.order.push_back(slot);
     if (reuse) {
       r.free.pop_back();
     } else {
-      ++capacity_;
+      ++r.capacity;
     }
     const auto [state, e] = locate(slot);
     e->fn = std::move(fn);
@@ -151,12 +156,12 @@ class HookList {
   // False when the key is not (or no longer) here.
   bool remove(HookKey key, OwnerId* owner = nullptr) {
     const uint32_t slot = slot_of(key);
-    if (slot >= capacity_) return false;
+    // An inline slot always exists (one past the capacity holds no live hook).
+    if (slot >= kInline && (!rest_ || slot >= rest_->capacity)) return false;
     Slot& s = slot_at(slot);
     if (!matches(s, key)) return false;
     const Slot was = s;
     --size_;
-    ++dead_;
     if (firing_ == 0 && (was & kTrivial) != 0 && owner == nullptr) [[likely]] {
       s = was & ~kLive;  // nothing else to touch (Note [Hook list storage])
       return true;
@@ -169,8 +174,8 @@ class HookList {
   // (Note [Removing hooks while they fire]).
   template <class Visit>
   void fire(Visit&& visit) {
-    if (firing_ == 0 && dead_ != 0) compact();
     if (size_ == 0) return;
+    if (firing_ == 0 && rest_->order.size() != size_) compact();
     const uint64_t began = ++rest_->clock;
     ++firing_;
     struct Done {
@@ -193,7 +198,8 @@ class HookList {
 
   bool contains(HookKey key) const {
     const uint32_t slot = slot_of(key);
-    return slot < capacity_ && matches(slot_at(slot), key);
+    if (slot >= kInline && (!rest_ || slot >= rest_->capacity)) return false;
+    return matches(slot_at(slot), key);
   }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -235,6 +241,7 @@ class HookList {
     std::unique_ptr<Entry[]> entries[kMaxBlocks];
   };
   struct Rest {
+    uint32_t capacity = 0;           // slots handed out so far
     uint32_t storage_end = kInline;  // slots below this have storage
     uint64_t clock = 0;              // ticks at each pass start and each removal during a pass
     std::vector<uint32_t> order;     // slots in firing (registration) order, dead ones too
@@ -290,7 +297,7 @@ class HookList {
   }
 
   // Out of line: a removal that reads the owner, destroys a callable or
-  // happens during a pass; the slot is `was`, size_ and dead_ are counted.
+  // happens during a pass; the slot is `was`, size_ is counted.
   [[gnu::noinline]] void remove_slow(uint32_t slot, Slot was, OwnerId* owner) {
     const auto [state, e] = locate(slot);
     if (owner) *owner = e->owner;
@@ -342,16 +349,14 @@ class HookList {
     }
     order.resize(static_cast<size_t>(kept - order.data()));
     free.resize(static_cast<size_t>(freed - free.data()));
-    dead_ = 0;
   }
 
   // No hook left and no pass running: every slot is free again, from slot 0
-  // (stale keys name slots past capacity_ or hold another serial).
+  // (stale keys name slots past the capacity or hold another serial).
   void restart() {
     rest_->order.clear();
     rest_->free.clear();
-    capacity_ = 0;
-    dead_ = 0;
+    rest_->capacity = 0;
   }
 
   void destroy_deferred() {
@@ -359,11 +364,12 @@ class HookList {
     rest_->deferred.clear();
   }
 
-  // Removal reads and writes these and one slot: for a hook or two, all
-  // in one cache line of the Node.
-  uint32_t capacity_ = 0;  // slots handed out so far
-  uint32_t size_ = 0;      // live hooks
-  uint32_t dead_ = 0;      // dead slots still in the order
+  // Removing the first hook (with no pass running, its callable trivially
+  // destructible) reads and writes size_, firing_ and slots_[0] and nothing
+  // else: 16 bytes at a 16-byte boundary, so one cache line of the Node,
+  // wherever the allocator put it (Note [Hook list storage]). Other slots
+  // also read the capacity in rest_ (and past kInline, its blocks).
+  uint32_t size_ = 0;  // live hooks (the order also holds dead slots: order.size() - size_)
   uint32_t firing_ = 0;
   Slot slots_[kInline] = {};
   std::unique_ptr<Rest> rest_;  // from the first hook on
