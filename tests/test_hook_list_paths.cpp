@@ -141,3 +141,76 @@ TEST_CASE("hook keys from many threads are unique and increase on each thread") 
     CHECK(nodes[t]->num_post_hooks() == 0);
   }
 }
+
+TEST_CASE("HookList: a few hooks (inside the list and in the first block) removed in every order") {
+  // kInline is 2: hooks 0 and 1 sit in the list, 2 and 3 in the rest's first block.
+  std::vector<int> perm = {0, 1, 2, 3};
+  int orders = 0;
+  do {
+    List list;
+    std::vector<HookKey> keys;
+    std::vector<std::weak_ptr<int>> holders;
+    for (int i = 0; i < 4; ++i) {
+      auto t = std::make_shared<int>(i);
+      holders.push_back(t);
+      if (i % 2 == 0) {
+        keys.push_back(list.add([t](int) {}, 1, static_cast<uint32_t>(i)));
+      } else {
+        keys.push_back(list.add([](int) {}, 1, static_cast<uint32_t>(i)));
+      }
+    }
+    std::vector<int> expected = {0, 1, 2, 3};
+    for (int victim : perm) {
+      REQUIRE(list.remove(keys[victim]));
+      CHECK_FALSE(list.remove(keys[victim]));
+      CHECK_FALSE(list.contains(keys[victim]));
+      if (victim % 2 == 0) CHECK(holders[victim].expired());
+      expected.erase(std::find(expected.begin(), expected.end(), victim));
+      CHECK(fire_order(list) == expected);
+      CHECK(list.size() == expected.size());
+    }
+    // Empty: the next add starts again at slot 0; the old keys stay dead.
+    const HookKey again = list.add([](int) {}, 1, 9);
+    CHECK(slot_of(again) == 0);
+    for (HookKey k : keys) CHECK_FALSE(list.remove(k));
+    CHECK(fire_order(list) == std::vector<int>{9});
+    ++orders;
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  CHECK(orders == 24);
+}
+
+TEST_CASE("HookList: keys of another list remove nothing from a list that never had a hook") {
+  List source, empty;
+  std::vector<HookKey> keys;
+  for (int i = 0; i < 12; ++i) keys.push_back(source.add([](int) {}, 1));  // slots 0..11
+  for (HookKey k : keys) {
+    CHECK_FALSE(empty.contains(k));
+    CHECK_FALSE(empty.remove(k));
+  }
+  CHECK(empty.empty());
+  CHECK(fire_order(empty).empty());
+  for (HookKey k : keys) CHECK(source.remove(k));
+}
+
+TEST_CASE("HookList: the only hook removes itself while it fires, then the list is reused") {
+  List list;
+  auto token = std::make_shared<int>(0);
+  std::weak_ptr<int> alive = token;
+  HookKey self;
+  int ran = 0;
+  self = list.add([&, t = std::move(token)](int) {
+    ++ran;
+    CHECK(list.remove(self));
+    CHECK(!alive.expired());  // the running hook's callable lives until the pass ends
+  }, 1);
+  list.fire([](const auto&, Fn& fn) { fn(1); });
+  CHECK(ran == 1);
+  CHECK(alive.expired());
+  CHECK(list.empty());
+  list.fire([](const auto&, Fn& fn) { fn(1); });
+  CHECK(ran == 1);
+  const HookKey next = list.add([&](int) { ran += 10; }, 1);
+  CHECK(slot_of(next) == 0);
+  list.fire([](const auto&, Fn& fn) { fn(1); });
+  CHECK(ran == 11);
+}
