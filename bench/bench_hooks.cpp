@@ -149,6 +149,25 @@ void add_bench(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// Note [Hook add cost]
+// ~~~~~~~~~~~~~~~~~~~~
+// Issue 16's removal work (Note [Hook list storage]) had made adding slower
+// than before it (BM_AddPostHook 12.1 -> 15.2 ns, DelAddPostHookPair/1000
+// 17.7 -> 25.8). Profiled (perf, cpu-clock): the key's atomic fetch_add was
+// 40% of an add, and at N = 1000 compaction of the firing order a third of
+// a remove+add pair (a branch on each slot's liveness, mispredicted half the
+// time). Now keys come from a per-thread batch (Note [Hook key serials]),
+// compaction has no data-dependent branch, the callable is moved once, and
+// rare paths are out of line (Note [Hook list fast paths]). Interleaved
+// medians of 3 rounds, load average 10-16 on 2 shared cores, ns (before =
+// c406433^, main = b37eeb8, after = issue 16 add-cost commits):
+//                                   before   main   after
+//   BM_AddPostHook                    12.0   15.4    8.5
+//   BM_DelAddPostHookPair/1           16.9   17.0    7.7
+//   BM_DelAddPostHookPair/10          23.6   20.8   13.0
+//   BM_DelAddPostHookPair/100         17.9   24.3   11.2
+//   BM_DelAddPostHookPair/1000        18.0   27.3   11.4
+//   BM_DrainPostHooks/1000 (ns/removal) -   6.34   4.35  (reference 211)
 void BM_AddPostHook(benchmark::State& state) { add_bench<Ours>(state); }
 void BM_AddPostHookLinearScanReference(benchmark::State& state) {
   add_bench<Reference>(state);

@@ -19,9 +19,10 @@ using trace::OwnerKind;
 // Note [Hook keys]
 // ~~~~~~~~~~~~~~~~
 // Every add_*_hook returns a HookKey that carries a serial number from one
-// process-wide counter, so a key is never handed out twice, whatever Function
-// or hook kind it names (its low bits name the hook's slot in its list, which
-// makes removal O(1) without a hash map).
+// process-wide counter (handed out in per-thread batches: Note [Hook key
+// serials] in autograd/hooks_list.h), so a key is never handed out twice,
+// whatever Function or hook kind it names (its low bits name the hook's slot
+// in its list, which makes removal O(1) without a hash map).
 // PyTorch (#21591) used the hook's address as key; an address is reused once
 // the hook is freed, so a stale key kept by a dead Reducer could remove a
 // newer Reducer's hook (ABA). With counter keys a stale key matches nothing:

@@ -49,13 +49,21 @@ uint64_t next_node_id() { return g_next_node_id.fetch_add(1, std::memory_order_r
 uint64_t next_sequence_nr() {
   return g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed);
 }
-HookKey next_hook_key_for_slot(uint32_t slot) {
-  if (slot >= trace::kMaxHookSlots) {
-    throw std::length_error("more than 16M hooks of one kind on one Function");
-  }
-  const uint64_t serial = g_next_hook_key.fetch_add(1, std::memory_order_relaxed);
-  return HookKey{trace::make_hook_key(serial, slot)};
+
+namespace detail {
+thread_local constinit HookSerials t_hook_serials;
+
+uint64_t refill_hook_serials() {
+  const uint64_t first = g_next_hook_key.fetch_add(kHookSerialBatch, std::memory_order_relaxed);
+  t_hook_serials.next = first + 1;
+  t_hook_serials.end = first + kHookSerialBatch;
+  return first;
 }
+
+void throw_too_many_hooks() {
+  throw std::length_error("more than 16M hooks of one kind on one Function");
+}
+}  // namespace detail
 
 // ---- owners -----------------------------------------------------------------
 
@@ -131,7 +139,7 @@ void Node::record_release_of_hooks() {
 namespace {
 
 template <class List, class Fn>
-HookKey add_hook(Node& node, List& list, HookKind kind, Fn fn, OwnerId owner,
+HookKey add_hook(Node& node, List& list, HookKind kind, Fn&& fn, OwnerId owner,
                  uint32_t input_nr) {
   HookKey key = list.add(std::move(fn), owner, input_nr);
   trace::emit_hook_added(node.id(), key.value, kind, owner, input_nr);
