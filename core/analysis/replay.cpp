@@ -33,41 +33,63 @@ bool hook_order(const HookAt& a, const HookAt& b) {
   return std::tie(a.since, a.hook) < std::tie(b.since, b.hook);
 }
 
-BucketStatus bucket_status(const Model& m, const ReducerInfo& r, uint64_t collective,
-                           EventIndex e) {
-  const uint32_t c = m.find_collective(r.source, r.rank, collective);
+// The status of a bucket whose kBucketReady named collective `c`
+// (Note [Reducer progress table]) at event `e`.
+BucketStatus bucket_status(const Model& m, uint32_t c, EventIndex e) {
   if (c == kNoIndex || m.collectives()[c].end_at > e) return BucketStatus::kReady;
   return m.collectives()[c].status == trace::CollectiveStatus::kOk ? BucketStatus::kReduced
                                                                    : BucketStatus::kFailed;
 }
 
 // A Reducer's progress in its current backward: everything since its last
-// prepare_for_backward up to `e`. For a destroyed one, only its last backward index.
-ReducerAt reducer_at(const Model& m, ReducerIndex index, EventIndex e) {
+// prepare_for_backward up to `e`. For a destroyed one, only its last backward
+// index. Reads the Reducer's fields table, never the packed events (Note
+// [Reducer progress table]), and reuses `out`'s vectors.
+void reducer_at(const Model& m, ReducerIndex index, EventIndex e, ReducerAt& out) {
   const ReducerInfo& r = m.reducers()[index];
-  ReducerAt out;
   out.reducer = index;
   out.live = e < r.destroyed_at;
+  out.backward = -1;
+  out.finalized = false;
+  out.noops = 0;
+  out.ready_order.clear();
+  out.buckets.clear();
   EventIndex window = r.constructed_at;
   auto p = std::upper_bound(r.prepares.begin(), r.prepares.end(), e);
+  auto it = r.events.begin();
   if (p != r.prepares.begin()) {
     window = *(p - 1);
-    out.backward = static_cast<int64_t>(m.event(window).arg);
+    // The prepare is one of the Reducer's events: the last one up to it.
+    it = std::upper_bound(r.events.begin(), r.events.end(), window);
+    const ReducerEventFields& prepare = r.fields[static_cast<size_t>(it - r.events.begin()) - 1];
+    out.backward = static_cast<int64_t>(uint64_t{prepare.other} << 32 | prepare.arg);
+  } else {
+    it = std::upper_bound(r.events.begin(), r.events.end(), window);
   }
-  if (!out.live) return out;  // a destroyed Reducer has no backward in progress
-  std::vector<uint32_t> marked(r.bucket_sizes.size(), 0);
-  std::vector<uint64_t> collective(r.bucket_sizes.size(), UINT64_MAX);
-  auto it = std::upper_bound(r.events.begin(), r.events.end(), window);
-  auto end = std::upper_bound(it, r.events.end(), e);
-  for (; it != end; ++it) {
-    const trace::Event ev = m.event(*it);
-    switch (ev.kind) {
+  if (!out.live) return;  // a destroyed Reducer has no backward in progress
+  const size_t num_buckets = r.bucket_sizes.size();
+  out.buckets.resize(num_buckets);
+  // Per bucket: the collective of its last kBucketReady (kNoCollectiveKey: none yet).
+  thread_local std::vector<uint32_t> collective;
+  collective.assign(num_buckets, ReducerEventFields::kNoCollectiveKey);
+  for (uint32_t b = 0; b < num_buckets; ++b) {
+    out.buckets[b].index = b;
+    out.buckets[b].size = out.buckets[b].pending = r.bucket_sizes[b];
+    out.buckets[b].status = BucketStatus::kPending;
+  }
+  const auto end = std::upper_bound(it, r.events.end(), e);
+  const ReducerEventFields* f = r.fields.data() + (it - r.events.begin());
+  const ReducerEventFields* const last = r.fields.data() + (end - r.events.begin());
+  for (; f != last; ++f) {
+    switch (f->kind) {
       case EventKind::kMarkReady:
-        out.ready_order.push_back(static_cast<uint32_t>(ev.arg));
-        if (ev.actor < marked.size()) ++marked[ev.actor];
+        out.ready_order.push_back(f->arg);
+        if (f->other < num_buckets && out.buckets[f->other].pending > 0) {
+          --out.buckets[f->other].pending;
+        }
         break;
       case EventKind::kBucketReady:
-        if (ev.arg < collective.size()) collective[ev.arg] = ev.key;
+        if (f->arg < num_buckets) collective[f->arg] = f->other;
         break;
       case EventKind::kBucketsFinalized:
         out.finalized = true;
@@ -79,15 +101,11 @@ ReducerAt reducer_at(const Model& m, ReducerIndex index, EventIndex e) {
         break;
     }
   }
-  for (uint32_t b = 0; b < r.bucket_sizes.size(); ++b) {
-    BucketAt bucket;
-    bucket.index = b;
-    bucket.size = r.bucket_sizes[b];
-    bucket.pending = bucket.size - std::min(bucket.size, marked[b]);
-    if (collective[b] != UINT64_MAX) bucket.status = bucket_status(m, r, collective[b], e);
-    out.buckets.push_back(bucket);
+  for (uint32_t b = 0; b < num_buckets; ++b) {
+    if (collective[b] != ReducerEventFields::kNoCollectiveKey) {
+      out.buckets[b].status = bucket_status(m, collective[b], e);
+    }
   }
-  return out;
 }
 
 void fill_owners(const Model& m, EventIndex e, const std::vector<uint32_t>& owner_hooks,
@@ -112,11 +130,16 @@ void fill_module_hooks(const Model& m, EventIndex e, State& st) {
   std::sort(st.module_hooks.begin(), st.module_hooks.end(), hook_order);
 }
 
+// Reuses the ReducerAt records (and their vectors) st has: a step that
+// crosses a DDP event allocates nothing.
 void fill_reducers(const Model& m, EventIndex e, State& st) {
-  st.reducers.clear();
+  size_t n = 0;
   for (ReducerIndex r = 0; r < m.reducers().size(); ++r) {
-    if (m.reducers()[r].constructed_at <= e) st.reducers.push_back(reducer_at(m, r, e));
+    if (m.reducers()[r].constructed_at > e) continue;
+    if (n == st.reducers.size()) st.reducers.emplace_back();
+    reducer_at(m, r, e, st.reducers[n++]);
   }
+  st.reducers.resize(n);
 }
 
 }  // namespace
