@@ -116,30 +116,6 @@ struct ParameterInfo {
   uint32_t bucket = kNoIndex;            // from kMarkReady
 };
 
-// Note [Reducer progress table]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Replay rebuilds a Reducer's progress in its current backward (ReducerAt)
-// from its events since the last prepare_for_backward, at every step that
-// crosses a DDP event. Decoding those events from the packed store costs
-// ~12 ns each (Note [Packed events]); the few fields replay reads are kept
-// per Reducer event instead, 12 bytes each, contiguous (the scale traces
-// have few Reducer events; a DDP recovery recording about one in two).
-// By kind:
-//  * kMarkReady: arg = the parameter (its low 32 bits), other = the bucket (actor).
-//  * kBucketReady: arg = the bucket (UINT32_MAX when it does not fit in 32
-//    bits: never a bucket), other = find_collective(source, rank, key) of
-//    the Reducer, kNoIndex when there is none, kNoCollectiveKey for the key
-//    UINT64_MAX (no collective named).
-//  * kPrepareForBackward: the backward index (arg) as low (arg) and high (other) 32 bits.
-//  * anything else: the kind only.
-struct ReducerEventFields {
-  static constexpr uint32_t kNoCollectiveKey = UINT32_MAX - 1;
-  uint32_t arg = 0;
-  uint32_t other = 0;
-  trace::EventKind kind = trace::EventKind::kCount;
-};
-static_assert(sizeof(ReducerEventFields) == 12);
-
 struct ReducerInfo {
   OwnerIndex owner = kNoIndex;
   uint32_t source = 0;
@@ -154,8 +130,6 @@ struct ReducerInfo {
   std::vector<uint32_t> bucket_sizes;
   std::vector<EventIndex> prepares;  // kPrepareForBackward, in order
   std::vector<EventIndex> events;    // every event naming this Reducer, in order
-  // fields[k]: what replay reads of events[k] (Note [Reducer progress table]).
-  std::vector<ReducerEventFields> fields;
 };
 
 struct CollectiveInfo {

@@ -179,7 +179,6 @@ void ModelBuilder::finish() {
   } else {
     build_lookups_and_index();
   }
-  resolve_reducer_collectives();  // reads the lookups
   src_.clear();
   open_ = {};
   open_pos_ = {};
@@ -211,7 +210,6 @@ void ModelBuilder::trim_tables() {
       r.bucket_sizes[b] = std::max(r.bucket_sizes[b], members[b]);
     }
     trim(r.events);
-    trim(r.fields);
     trim(r.prepares);
   }
 }

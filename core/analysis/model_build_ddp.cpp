@@ -58,49 +58,6 @@ uint32_t ModelBuilder::collective_ref(uint32_t source, uint16_t rank, uint64_t i
   return c;
 }
 
-void ModelBuilder::add_reducer_event(ReducerIndex r, EventIndex i, uint32_t source, uint16_t rank,
-                                     const Event& e) {
-  ReducerInfo& red = m_.reducers_[r];
-  ReducerEventFields f;
-  f.kind = e.kind;
-  switch (e.kind) {
-    case EventKind::kMarkReady:
-      f.arg = static_cast<uint32_t>(e.arg);
-      f.other = e.actor;
-      break;
-    case EventKind::kBucketReady:
-      f.arg = e.arg <= UINT32_MAX ? static_cast<uint32_t>(e.arg) : UINT32_MAX;
-      if (e.key == UINT64_MAX) {
-        f.other = ReducerEventFields::kNoCollectiveKey;
-      } else if (source == red.source && rank == red.rank) {
-        // Ids are unique per (source, rank): this is find_collective()'s answer.
-        f.other = collective_ref(source, rank, e.key);
-      } else {  // the Reducer's (source, rank) may name that id later in the walk
-        f.other = kNoIndex;
-        unresolved_collectives_.emplace_back(r, static_cast<uint32_t>(red.fields.size()));
-      }
-      break;
-    case EventKind::kPrepareForBackward:
-      f.arg = static_cast<uint32_t>(e.arg);
-      f.other = static_cast<uint32_t>(e.arg >> 32);
-      break;
-    default:
-      break;
-  }
-  red.events.push_back(i);
-  red.fields.push_back(f);
-}
-
-// After the lookups are built: the collectives of kBucketReady events from
-// another source or rank than their Reducer (hostile or odd traces only).
-void ModelBuilder::resolve_reducer_collectives() {
-  for (const auto& [r, k] : unresolved_collectives_) {
-    ReducerInfo& red = m_.reducers_[r];
-    red.fields[k].other = m_.find_collective(red.source, red.rank, m_.event(red.events[k]).key);
-  }
-  unresolved_collectives_ = {};
-}
-
 void ModelBuilder::apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const Event& e) {
   const OwnerIndex o = owner_ref(source, rank, e.owner);
   switch (e.kind) {
@@ -119,10 +76,10 @@ void ModelBuilder::apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const
         info.parameters.resize(info.num_parameters);
         info.bucket_sizes.resize(info.num_buckets);
       }
+      info.events.push_back(i);
       reducer_of_owner_[o] = static_cast<ReducerIndex>(m_.reducers_.size());
       if (!m_.owners_[o].announced) m_.owners_[o].kind = OwnerKind::kReducer;
       m_.reducers_.push_back(std::move(info));
-      add_reducer_event(reducer_of_owner_[o], i, source, rank, e);
       return;
     }
     case EventKind::kCollectiveBegin:
@@ -145,7 +102,7 @@ void ModelBuilder::apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const
       }
       if (o != kNoIndex && reducer_of_owner_[o] != kNoIndex) {
         c.reducer = reducer_of_owner_[o];
-        add_reducer_event(c.reducer, i, source, rank, e);
+        m_.reducers_[c.reducer].events.push_back(i);
       }
       return;
     }
@@ -163,7 +120,7 @@ void ModelBuilder::apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const
   }
   if (o == kNoIndex) return;
   const ReducerIndex r = reducer_ref(o, source, rank);
-  add_reducer_event(r, i, source, rank, e);
+  m_.reducers_[r].events.push_back(i);
   switch (e.kind) {
     case EventKind::kReducerDestroyed: {
       ReducerInfo& red = m_.reducers_[r];

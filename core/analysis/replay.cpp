@@ -33,18 +33,17 @@ bool hook_order(const HookAt& a, const HookAt& b) {
   return std::tie(a.since, a.hook) < std::tie(b.since, b.hook);
 }
 
-// The status of a bucket whose kBucketReady named collective `c`
-// (Note [Reducer progress table]) at event `e`.
-BucketStatus bucket_status(const Model& m, uint32_t c, EventIndex e) {
+BucketStatus bucket_status(const Model& m, const ReducerInfo& r, uint64_t collective,
+                           EventIndex e) {
+  const uint32_t c = m.find_collective(r.source, r.rank, collective);
   if (c == kNoIndex || m.collectives()[c].end_at > e) return BucketStatus::kReady;
   return m.collectives()[c].status == trace::CollectiveStatus::kOk ? BucketStatus::kReduced
                                                                    : BucketStatus::kFailed;
 }
 
 // A Reducer's progress in its current backward: everything since its last
-// prepare_for_backward up to `e`. For a destroyed one, only its last backward
-// index. Reads the Reducer's fields table, never the packed events (Note
-// [Reducer progress table]), and reuses `out`'s vectors.
+// prepare_for_backward up to `e`, into `out` (its vectors reused). For a
+// destroyed one, only its last backward index.
 void reducer_at(const Model& m, ReducerIndex index, EventIndex e, ReducerAt& out) {
   const ReducerInfo& r = m.reducers()[index];
   out.reducer = index;
@@ -55,41 +54,38 @@ void reducer_at(const Model& m, ReducerIndex index, EventIndex e, ReducerAt& out
   out.ready_order.clear();
   out.buckets.clear();
   EventIndex window = r.constructed_at;
-  auto p = std::upper_bound(r.prepares.begin(), r.prepares.end(), e);
-  auto it = r.events.begin();
+  // The last prepare up to e: most often the Reducer's last.
+  auto p = r.prepares.end();
+  if (!r.prepares.empty() && r.prepares.back() > e) {
+    p = std::upper_bound(r.prepares.begin(), r.prepares.end(), e);
+  }
   if (p != r.prepares.begin()) {
     window = *(p - 1);
-    // The prepare is one of the Reducer's events: the last one up to it.
-    it = std::upper_bound(r.events.begin(), r.events.end(), window);
-    const ReducerEventFields& prepare = r.fields[static_cast<size_t>(it - r.events.begin()) - 1];
-    out.backward = static_cast<int64_t>(uint64_t{prepare.other} << 32 | prepare.arg);
-  } else {
-    it = std::upper_bound(r.events.begin(), r.events.end(), window);
+    out.backward = static_cast<int64_t>(m.event(window).arg);
   }
   if (!out.live) return;  // a destroyed Reducer has no backward in progress
   const size_t num_buckets = r.bucket_sizes.size();
   out.buckets.resize(num_buckets);
-  // Per bucket: the collective of its last kBucketReady (kNoCollectiveKey: none yet).
-  thread_local std::vector<uint32_t> collective;
-  collective.assign(num_buckets, ReducerEventFields::kNoCollectiveKey);
   for (uint32_t b = 0; b < num_buckets; ++b) {
     out.buckets[b].index = b;
     out.buckets[b].size = out.buckets[b].pending = r.bucket_sizes[b];
     out.buckets[b].status = BucketStatus::kPending;
   }
+  // Per bucket: the collective its last kBucketReady named (UINT64_MAX: none).
+  thread_local std::vector<uint64_t> collective;
+  collective.assign(num_buckets, UINT64_MAX);
+  auto it = std::upper_bound(r.events.begin(), r.events.end(), window);
   const auto end = std::upper_bound(it, r.events.end(), e);
-  const ReducerEventFields* f = r.fields.data() + (it - r.events.begin());
-  const ReducerEventFields* const last = r.fields.data() + (end - r.events.begin());
-  for (; f != last; ++f) {
-    switch (f->kind) {
+  for (; it != end; ++it) {
+    const trace::Event ev = m.event(*it);
+    switch (ev.kind) {
       case EventKind::kMarkReady:
-        out.ready_order.push_back(f->arg);
-        if (f->other < num_buckets && out.buckets[f->other].pending > 0) {
-          --out.buckets[f->other].pending;
-        }
+        out.ready_order.push_back(static_cast<uint32_t>(ev.arg));
+        // pending = size - min(size, marked)
+        if (ev.actor < num_buckets && out.buckets[ev.actor].pending > 0) --out.buckets[ev.actor].pending;
         break;
       case EventKind::kBucketReady:
-        if (f->arg < num_buckets) collective[f->arg] = f->other;
+        if (ev.arg < num_buckets) collective[ev.arg] = ev.key;
         break;
       case EventKind::kBucketsFinalized:
         out.finalized = true;
@@ -102,9 +98,7 @@ void reducer_at(const Model& m, ReducerIndex index, EventIndex e, ReducerAt& out
     }
   }
   for (uint32_t b = 0; b < num_buckets; ++b) {
-    if (collective[b] != ReducerEventFields::kNoCollectiveKey) {
-      out.buckets[b].status = bucket_status(m, collective[b], e);
-    }
+    if (collective[b] != UINT64_MAX) out.buckets[b].status = bucket_status(m, r, collective[b], e);
   }
 }
 
@@ -130,14 +124,28 @@ void fill_module_hooks(const Model& m, EventIndex e, State& st) {
   std::sort(st.module_hooks.begin(), st.module_hooks.end(), hook_order);
 }
 
-// Reuses the ReducerAt records (and their vectors) st has: a step that
-// crosses a DDP event allocates nothing.
+// Note [Reducers in a step]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// A step over a DDP event refreshes every Reducer constructed so far, and a
+// long run has hundreds (the synthetic 10M-event traces rebuild theirs
+// every 50 steps), nearly all destroyed: each cost two binary searches and
+// a packed event decode (Note [Packed events]), most of a step. A Reducer
+// destroyed after its last prepare and destroyed in st already is the same
+// at every later event: kept as it is. The ReducerAt records (and their
+// vectors) st has are reused: such a step allocates nothing.
+// Measured: bench_analysis BM_CursorStep.
 void fill_reducers(const Model& m, EventIndex e, State& st) {
   size_t n = 0;
   for (ReducerIndex r = 0; r < m.reducers().size(); ++r) {
-    if (m.reducers()[r].constructed_at > e) continue;
+    const ReducerInfo& info = m.reducers()[r];
+    if (info.constructed_at > e) continue;
     if (n == st.reducers.size()) st.reducers.emplace_back();
-    reducer_at(m, r, e, st.reducers[n++]);
+    ReducerAt& at = st.reducers[n++];
+    if (at.reducer == r && !at.live && e >= info.destroyed_at &&
+        (info.prepares.empty() || info.prepares.back() <= info.destroyed_at)) {
+      continue;  // destroyed at both indices, after every prepare
+    }
+    reducer_at(m, r, e, at);
   }
   st.reducers.resize(n);
 }
