@@ -338,10 +338,6 @@ class ModelBuilder {
   ReducerIndex reducer_ref(OwnerIndex owner, uint32_t source, uint16_t rank);
   ParameterInfo& parameter(ReducerIndex r, uint64_t index, EventIndex at);
   uint32_t collective_ref(uint32_t source, uint16_t rank, uint64_t id);
-  // Appends event i to Reducer r's events and fields (Note [Reducer progress table]).
-  void add_reducer_event(ReducerIndex r, EventIndex i, uint32_t source, uint16_t rank,
-                         const trace::Event& e);
-  void resolve_reducer_collectives();
 
   bool survives_release(HookIndex h, FunctionIndex f) const;
   FunctionIndex latest(FunctionIndex f);
@@ -369,9 +365,6 @@ class ModelBuilder {
   // Records whose id a newer record took over (find_*() skips them), any order.
   std::vector<uint32_t> superseded_functions_, superseded_hooks_, superseded_owners_;
   std::vector<ReducerIndex> reducer_of_owner_;
-  // (Reducer, place in its fields) of kBucketReady events of another source
-  // or rank than their Reducer's: their collective is looked up after the walk.
-  std::vector<std::pair<ReducerIndex, uint32_t>> unresolved_collectives_;
 };
 
 }  // namespace hookscope::analysis
