@@ -150,6 +150,87 @@ void fill_reducers(const Model& m, EventIndex e, State& st) {
   st.reducers.resize(n);
 }
 
+// Note [Reducers in a step], continued: next() and prev() move by one
+// event x, and what x does to the Reducers is known from x alone for the
+// kinds most steps cross. Only a collective's end changes a bucket's status
+// (end_at), only a Reducer's own construction, destruction and prepares
+// change its life and window, and x is in one Reducer's events at most. So:
+//  * a mark ready, a bucket ready, a no-op fire or a finalize changes the
+//    one Reducer whose event it is, by what it adds to its window (forward:
+//    O(1)); undone (back), a mark ready or no-op is taken off again, and
+//    what cannot be told from the state (a bucket that was over-full, the
+//    previous bucket ready, finalized before?) works that Reducer out afresh;
+//  * any other kind but those of the next item changes no Reducer;
+//  * construction, destruction, a prepare or a collective's end refresh every
+//    Reducer (fill_reducers).
+// True when st.reducers is done (state index `x` forward, `x - 1` back).
+bool step_reducers(const Model& m, State& st, EventIndex x, bool forward) {
+  const trace::Event ev = m.event(x);
+  switch (ev.kind) {
+    case EventKind::kReducerConstructed:
+    case EventKind::kReducerDestroyed:
+    case EventKind::kPrepareForBackward:
+    case EventKind::kCollectiveEnd:
+      return false;
+    case EventKind::kMarkReady:
+    case EventKind::kBucketReady:
+    case EventKind::kBucketsFinalized:
+    case EventKind::kAutogradHookNoop:
+      break;
+    default:
+      return true;
+  }
+  const ReducerIndex index = m.reducer_of(m.find_owner(m.source(x), ev.owner));
+  if (index == kNoIndex) return false;
+  const ReducerInfo& r = m.reducers()[index];
+  if (!std::binary_search(r.events.begin(), r.events.end(), x)) return false;
+  auto slot = std::lower_bound(st.reducers.begin(), st.reducers.end(), index,
+                               [](const ReducerAt& a, ReducerIndex i) { return a.reducer < i; });
+  if (slot == st.reducers.end() || slot->reducer != index) return false;
+  ReducerAt& at = *slot;
+  if (!at.live) return true;  // a destroyed Reducer's window is gone
+  const EventIndex e = forward ? x : x - 1;
+  const size_t num_buckets = at.buckets.size();
+  if (forward) {
+    switch (ev.kind) {
+      case EventKind::kMarkReady:
+        at.ready_order.push_back(static_cast<uint32_t>(ev.arg));
+        if (ev.actor < num_buckets && at.buckets[ev.actor].pending > 0) --at.buckets[ev.actor].pending;
+        return true;
+      case EventKind::kBucketReady:
+        if (ev.arg < num_buckets) {
+          at.buckets[ev.arg].status = ev.key == UINT64_MAX ? BucketStatus::kPending
+                                                           : bucket_status(m, r, ev.key, e);
+        }
+        return true;
+      case EventKind::kBucketsFinalized:
+        at.finalized = true;
+        return true;
+      default:  // kAutogradHookNoop
+        ++at.noops;
+        return true;
+    }
+  }
+  if (ev.kind == EventKind::kMarkReady && !at.ready_order.empty() &&
+      at.ready_order.back() == static_cast<uint32_t>(ev.arg)) {
+    if (ev.actor >= num_buckets) {
+      at.ready_order.pop_back();
+      return true;
+    }
+    BucketAt& bucket = at.buckets[ev.actor];
+    if (bucket.pending > 0 || bucket.size == 0) {  // marked < size, or nothing to count
+      at.ready_order.pop_back();
+      if (bucket.size > 0) ++bucket.pending;
+      return true;
+    }
+  } else if (ev.kind == EventKind::kAutogradHookNoop && at.noops > 0) {
+    --at.noops;
+    return true;
+  }
+  reducer_at(m, index, e, at);  // only this Reducer changed
+  return true;
+}
+
 }  // namespace
 
 State Model::state_at(size_t index) const {
@@ -440,6 +521,8 @@ bool Cursor::back_one(Changes& changes) {
 bool Cursor::next() {
   Changes changes;
   if (!forward_one(changes)) return false;
+  const auto x = static_cast<EventIndex>(state_.index);
+  if (changes.reducers && step_reducers(*model_, state_, x, true)) changes.reducers = false;
   apply_changes(changes);
   return true;
 }
@@ -447,6 +530,8 @@ bool Cursor::next() {
 bool Cursor::prev() {
   Changes changes;
   if (!back_one(changes)) return false;
+  const auto x = static_cast<EventIndex>(state_.index + 1);
+  if (changes.reducers && step_reducers(*model_, state_, x, false)) changes.reducers = false;
   apply_changes(changes);
   return true;
 }
