@@ -197,7 +197,8 @@ TEST_CASE("Reducer replay: a bucket's collective named from another rank, create
   add(EventKind::kBucketReady, 0, UINT64_MAX, 1, 1);         // names no collective
   add(EventKind::kBucketReady, 0, 43, uint64_t{1} << 33, 1);  // no such bucket
   add(EventKind::kCollectiveBegin, 0, 42, 0, 0);
-  add(EventKind::kCollectiveEnd, 0, 42, 0, 0, static_cast<uint8_t>(trace::CollectiveStatus::kTimeout));
+  add(EventKind::kCollectiveEnd, 0, 42, 0, 0,
+      static_cast<uint8_t>(trace::CollectiveStatus::kTimeout));
   // Destroyed, then (hostile) prepared again: a destroyed Reducer's backward
   // is its last prepare's, even one after its destruction.
   add(EventKind::kReducerDestroyed, 0, 0, 0, 0);

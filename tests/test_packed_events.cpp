@@ -179,7 +179,9 @@ TEST_CASE("packed events: records of every width around one and two words") {
     const unsigned t_bits = std::min(bits, 40u);
     const unsigned node_bits = std::min(bits - t_bits, 64u);
     const unsigned key_bits = bits - t_bits - node_bits;
-    auto top = [](unsigned w) { return w == 0 ? 0 : w == 64 ? UINT64_MAX : (uint64_t{1} << w) - 1; };
+    auto top = [](unsigned w) {
+      return w == 0 ? 0 : w == 64 ? UINT64_MAX : (uint64_t{1} << w) - 1;
+    };
     std::vector<Event> events(600);
     for (size_t i = 0; i < events.size(); ++i) {
       Event& e = events[i];

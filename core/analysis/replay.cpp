@@ -82,7 +82,9 @@ void reducer_at(const Model& m, ReducerIndex index, EventIndex e, ReducerAt& out
       case EventKind::kMarkReady:
         out.ready_order.push_back(static_cast<uint32_t>(ev.arg));
         // pending = size - min(size, marked)
-        if (ev.actor < num_buckets && out.buckets[ev.actor].pending > 0) --out.buckets[ev.actor].pending;
+        if (ev.actor < num_buckets && out.buckets[ev.actor].pending > 0) {
+          --out.buckets[ev.actor].pending;
+        }
         break;
       case EventKind::kBucketReady:
         if (ev.arg < num_buckets) collective[ev.arg] = ev.key;
@@ -195,7 +197,9 @@ bool step_reducers(const Model& m, State& st, EventIndex x, bool forward) {
     switch (ev.kind) {
       case EventKind::kMarkReady:
         at.ready_order.push_back(static_cast<uint32_t>(ev.arg));
-        if (ev.actor < num_buckets && at.buckets[ev.actor].pending > 0) --at.buckets[ev.actor].pending;
+        if (ev.actor < num_buckets && at.buckets[ev.actor].pending > 0) {
+          --at.buckets[ev.actor].pending;
+        }
         return true;
       case EventKind::kBucketReady:
         if (ev.arg < num_buckets) {
