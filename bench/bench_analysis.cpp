@@ -11,6 +11,7 @@
 //                           model_B_per_event: besides the events, event_B_per_event:
 //                           the events packed); from Event arrays, packed as it walks
 //  * BM_LoadPacked/P/policy/T  the same from events read packed (as files load)
+//  * BM_Pack/P/policy       PackedEvents::pack of the trace's events alone (ns_per_event)
 //  * BM_SeekRandom/P/policy one state_at() to a random event; also the median
 //                           and p99 of 1000 single timed seeks (median_ms, p99_ms)
 //  * BM_CursorStep/P/policy one Cursor::next() then prev() at a random place
@@ -115,6 +116,24 @@ void load(benchmark::State& state, bool packed) {
   state.counters["event_B_per_event"] = static_cast<double>(event_bytes) / n_events;
 }
 
+// Packing alone (Note [Packing by records]): what a load from arrays adds.
+void BM_Pack(benchmark::State& state) {
+  cache() = Cached{};
+  const hookscope::trace::TraceData trace = an::make_synthetic_trace(options_for(state));
+  size_t bytes = 0;
+  for (auto _ : state) {
+    const auto packed = hookscope::trace::PackedEvents::pack(trace.events);
+    bytes = packed.memory_bytes();
+    benchmark::DoNotOptimize(bytes);
+  }
+  state.counters["events_per_s"] = benchmark::Counter(
+      static_cast<double>(trace.events.size()), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["ns_per_event"] = benchmark::Counter(
+      static_cast<double>(trace.events.size()),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["event_B_per_event"] = static_cast<double>(bytes) / trace.events.size();
+}
+
 void BM_Load(benchmark::State& state) { load(state, false); }
 void BM_LoadPacked(benchmark::State& state) { load(state, true); }
 
@@ -182,8 +201,15 @@ void BM_Diagnose(benchmark::State& state) {
 // after ids below a bound went to a flat array (Note [Id maps]):
 //   BM_Load/64/0/1     368 -> 204 ms CPU (27 -> 49M events/s), 448 -> 240 ms wall
 //   BM_Load/1024/1/1   245 -> 197 ms CPU (41 -> 51M events/s), 294 -> 241 ms wall
+// Issue 16, after events were kept packed: medians of 5 interleaved runs against
+// the build before (load average ~10: every helper building), CPU time:
+//   BM_CursorStep/64/0    6.15 us -> 389 ns, /1024/1 10.5 us -> 845 ns (Note [Reducers
+//                         in a step]; 0.97 and 2.77 us before packing)
+//   BM_Load/64/0/1        535 -> 454 ms (18.7 -> 22.0M events/s), /1024/1/1 364 -> 320 ms;
+//                         BM_Pack 23.2 -> 14.4 ns per event (Note [Packing by records])
 BENCHMARK(BM_Load)->Args({64, 0, 1})->Args({64, 0, 2})->Unit(benchmark::kMillisecond)->Iterations(1)->MeasureProcessCPUTime();
 BENCHMARK(BM_LoadPacked)->Args({64, 0, 1})->Unit(benchmark::kMillisecond)->Iterations(1)->MeasureProcessCPUTime();
+BENCHMARK(BM_Pack)->Args({64, 0})->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_SeekRandom)->Args({64, 0})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CursorStep)->Args({64, 0})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Diagnose)->Args({64, 0})->Unit(benchmark::kMillisecond)->Iterations(1);

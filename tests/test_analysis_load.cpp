@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include <map>
 #include <set>
 #include <tuple>
@@ -193,4 +195,20 @@ TEST_CASE("model load: the same model on one thread and on two") {
     CHECK(a.state_at(i) == b.state_at(i));
     CHECK(a.hook_fired_at(i) == b.hook_fired_at(i));
   }
+  // Note [Packing beside the walk]: on two threads the arrays were packed
+  // by the second, beside the walk; every event is the one given.
+  CHECK(a.event_bytes() == b.event_bytes());
+  std::vector<tr::Event> ea(a.num_events()), eb(b.num_events());
+  a.events(0, a.num_events(), ea.data());
+  b.events(0, b.num_events(), eb.data());
+  size_t differ = 0;
+  for (size_t i = 0; i < ea.size(); ++i) {
+    const tr::Event& x = ea[i];
+    const tr::Event& y = eb[i];
+    const tr::Event& given = trace.events[i];
+    differ += std::memcmp(&x, &y, sizeof x) != 0;
+    differ += x.t_ns != given.t_ns || x.node != given.node || x.key != given.key ||
+              x.kind != given.kind || x.owner != given.owner || x.actor != given.actor;
+  }
+  CHECK(differ == 0);
 }

@@ -169,6 +169,35 @@ TEST_CASE("packed events: every event back exactly, extremes and block boundarie
   }
 }
 
+// Note [Packing by records]: records of one word, of two with a field
+// across the words, and wider ones (packed field after field).
+TEST_CASE("packed events: records of every width around one and two words") {
+  std::mt19937_64 rng(5);
+  for (unsigned bits : {1u, 40u, 63u, 64u, 65u, 70u, 100u, 127u, 128u, 129u, 150u, 168u}) {
+    CAPTURE(bits);
+    // t_ns takes min(bits, 40) bits, node the rest up to 64, key the rest.
+    const unsigned t_bits = std::min(bits, 40u);
+    const unsigned node_bits = std::min(bits - t_bits, 64u);
+    const unsigned key_bits = bits - t_bits - node_bits;
+    auto top = [](unsigned w) {
+      return w == 0 ? 0 : w == 64 ? UINT64_MAX : (uint64_t{1} << w) - 1;
+    };
+    std::vector<Event> events(600);
+    for (size_t i = 0; i < events.size(); ++i) {
+      Event& e = events[i];
+      const bool low = i % 256 == 0, high = i % 256 == 1;  // each block's full range
+      auto value = [&](unsigned w) { return low ? 0 : high ? top(w) : rng() & top(w); };
+      e.t_ns = 1'000 + value(t_bits);
+      e.node = 7 + value(node_bits);  // never 0: no zero escape
+      e.key = 9 + value(key_bits);
+      if (key_bits == 0) e.key = 9;
+      if (node_bits == 0) e.node = 7;
+      e.kind = trace::EventKind::kHookFired;
+    }
+    check_store(PackedEvents::pack(events), events);
+  }
+}
+
 TEST_CASE("packed events: small values take few bytes, wild ones at most 82 bytes an event") {
   const std::vector<Event> zeros = random_events(25600, 0, 1);
   CHECK(PackedEvents::pack(zeros).memory_bytes() <= zeros.size() * 1);  // headers only

@@ -230,11 +230,13 @@ class StringIds {
 // at a time, the two blocks around the current event kept decoded (Note
 // [Packed events]). A trace given as an Event array is read from the array
 // and packed as the walk passes each block (the block is in cache then):
-// passed(pos) after the event at `pos` is done, take_packed() at the end.
+// passed(pos) after the event at `pos` is done, take_packed() at the end;
+// unless `pack` is false (Note [Packing beside the walk]).
 class EventReader {
  public:
-  explicit EventReader(const trace::TraceData& t)
+  explicit EventReader(const trace::TraceData& t, bool pack = true)
       : direct_(t.events.empty() ? nullptr : t.events.data()),
+        pack_(pack && direct_),
         size_(t.num_events()),
         packed_(&t.packed) {
     if (!direct_) buf_.reset(new trace::Event[2 * trace::PackedEvents::kBlock]);
@@ -252,12 +254,12 @@ class EventReader {
   }
   void passed(size_t pos) {
     constexpr size_t kBlock = trace::PackedEvents::kBlock;
-    if (direct_ && (pos + 1) % kBlock == 0) builder_.append(direct_ + pos + 1 - kBlock, kBlock);
+    if (pack_ && (pos + 1) % kBlock == 0) builder_.append(direct_ + pos + 1 - kBlock, kBlock);
   }
   // The array's events packed (after every event was passed); empty for a
   // trace read packed.
   trace::PackedEvents take_packed() {
-    if (!direct_) return {};
+    if (!pack_) return {};
     const size_t done = builder_.count();
     builder_.append(direct_ + done, size_ - done);
     return builder_.finish();
@@ -265,6 +267,7 @@ class EventReader {
 
  private:
   const trace::Event* direct_;
+  bool pack_;
   size_t size_;
   const trace::PackedEvents* packed_;
   std::unique_ptr<trace::Event[]> buf_;

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <tuple>
 
+#include "analysis/replay_reducers.h"
 #include "analysis/state.h"
 
 namespace hookscope::analysis {
 
+using replay::fill_reducers;
+using replay::step_reducers;
 using trace::EventKind;
 
 size_t FunctionAt::num_hooks() const {
@@ -33,63 +36,6 @@ bool hook_order(const HookAt& a, const HookAt& b) {
   return std::tie(a.since, a.hook) < std::tie(b.since, b.hook);
 }
 
-BucketStatus bucket_status(const Model& m, const ReducerInfo& r, uint64_t collective,
-                           EventIndex e) {
-  const uint32_t c = m.find_collective(r.source, r.rank, collective);
-  if (c == kNoIndex || m.collectives()[c].end_at > e) return BucketStatus::kReady;
-  return m.collectives()[c].status == trace::CollectiveStatus::kOk ? BucketStatus::kReduced
-                                                                   : BucketStatus::kFailed;
-}
-
-// A Reducer's progress in its current backward: everything since its last
-// prepare_for_backward up to `e`. For a destroyed one, only its last backward index.
-ReducerAt reducer_at(const Model& m, ReducerIndex index, EventIndex e) {
-  const ReducerInfo& r = m.reducers()[index];
-  ReducerAt out;
-  out.reducer = index;
-  out.live = e < r.destroyed_at;
-  EventIndex window = r.constructed_at;
-  auto p = std::upper_bound(r.prepares.begin(), r.prepares.end(), e);
-  if (p != r.prepares.begin()) {
-    window = *(p - 1);
-    out.backward = static_cast<int64_t>(m.event(window).arg);
-  }
-  if (!out.live) return out;  // a destroyed Reducer has no backward in progress
-  std::vector<uint32_t> marked(r.bucket_sizes.size(), 0);
-  std::vector<uint64_t> collective(r.bucket_sizes.size(), UINT64_MAX);
-  auto it = std::upper_bound(r.events.begin(), r.events.end(), window);
-  auto end = std::upper_bound(it, r.events.end(), e);
-  for (; it != end; ++it) {
-    const trace::Event ev = m.event(*it);
-    switch (ev.kind) {
-      case EventKind::kMarkReady:
-        out.ready_order.push_back(static_cast<uint32_t>(ev.arg));
-        if (ev.actor < marked.size()) ++marked[ev.actor];
-        break;
-      case EventKind::kBucketReady:
-        if (ev.arg < collective.size()) collective[ev.arg] = ev.key;
-        break;
-      case EventKind::kBucketsFinalized:
-        out.finalized = true;
-        break;
-      case EventKind::kAutogradHookNoop:
-        ++out.noops;
-        break;
-      default:
-        break;
-    }
-  }
-  for (uint32_t b = 0; b < r.bucket_sizes.size(); ++b) {
-    BucketAt bucket;
-    bucket.index = b;
-    bucket.size = r.bucket_sizes[b];
-    bucket.pending = bucket.size - std::min(bucket.size, marked[b]);
-    if (collective[b] != UINT64_MAX) bucket.status = bucket_status(m, r, collective[b], e);
-    out.buckets.push_back(bucket);
-  }
-  return out;
-}
-
 void fill_owners(const Model& m, EventIndex e, const std::vector<uint32_t>& owner_hooks,
                  State& st) {
   st.owners.clear();
@@ -110,13 +56,6 @@ void fill_module_hooks(const Model& m, EventIndex e, State& st) {
     st.module_hooks.push_back(HookAt{h, kNoIndex, m.fires_until(h, e), hook.added_at});
   }
   std::sort(st.module_hooks.begin(), st.module_hooks.end(), hook_order);
-}
-
-void fill_reducers(const Model& m, EventIndex e, State& st) {
-  st.reducers.clear();
-  for (ReducerIndex r = 0; r < m.reducers().size(); ++r) {
-    if (m.reducers()[r].constructed_at <= e) st.reducers.push_back(reducer_at(m, r, e));
-  }
 }
 
 }  // namespace
@@ -409,6 +348,8 @@ bool Cursor::back_one(Changes& changes) {
 bool Cursor::next() {
   Changes changes;
   if (!forward_one(changes)) return false;
+  const auto x = static_cast<EventIndex>(state_.index);
+  if (changes.reducers && step_reducers(*model_, state_, x, true)) changes.reducers = false;
   apply_changes(changes);
   return true;
 }
@@ -416,6 +357,8 @@ bool Cursor::next() {
 bool Cursor::prev() {
   Changes changes;
   if (!back_one(changes)) return false;
+  const auto x = static_cast<EventIndex>(state_.index + 1);
+  if (changes.reducers && step_reducers(*model_, state_, x, false)) changes.reducers = false;
   apply_changes(changes);
   return true;
 }

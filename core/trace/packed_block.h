@@ -103,6 +103,4 @@ inline BlockHeader header_at(const uint8_t* block) {
   return h;
 }
 
-// Writes codes of 1..64 bits, least significant bit first, without a branch
-
 }  // namespace hookscope::trace::packed

@@ -1,5 +1,19 @@
 // Packing a block of events (Note [Packed events]): each field's code, its
 // dictionary where that is smaller, the records bit-packed.
+//
+// Note [Packing by records]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// Packing is on the path of every load from Event arrays (tests, live and
+// in-process recordings; file loads read blocks packed already), so it is
+// kept to loops without a dependency from one event to the next: the
+// field ranges three or four fields a pass (least nonzero value included,
+// no pass of its own), then each field's codes OR-ed into the block's
+// records, kept in two words each (a record of at most 128 bits: nearly
+// always), then each record written with one or two puts, where a put per
+// field chained every field of the block through one accumulator. The
+// bytes are the same as field after field (the fallback for wider records).
+// Measured (CPU time, synthetic DDP traces, tools in bench/bench_analysis.cpp
+// BM_Pack): 23 -> 15 ns per event.
 
 #include <algorithm>
 #include <cstring>
@@ -13,6 +27,7 @@ using namespace packed;
 
 namespace {
 
+// Writes codes of 1..64 bits, least significant bit first, without a branch
 // on whether a word filled up (the buffer has 8 bytes of room past the end).
 struct BitWriter {
   uint8_t* out;
@@ -61,23 +76,22 @@ bool build_dict(const Event* events, size_t n, size_t limit, uint64_t* values, s
   return true;
 }
 
-// lo[F] and hi[F] of five fields, in one pass over events[0..n).
-template <size_t A, size_t B, size_t C, size_t D, size_t E>
-void range5(const Event* events, size_t n, uint64_t* lo, uint64_t* hi) {
-  uint64_t la = UINT64_MAX, lb = UINT64_MAX, lc = UINT64_MAX, ld = UINT64_MAX, le = UINT64_MAX;
-  uint64_t ga = 0, gb = 0, gc = 0, gd = 0, ge = 0;
+// lo[F], hi[F] and lo_nz[F] (the least value less one, 0 wrapping to
+// UINT64_MAX: the least nonzero value less one) of fields F..., in one pass
+// over events[0..n): every running value in a register.
+template <size_t... F>
+void ranges(const Event* events, size_t n, uint64_t* lo, uint64_t* hi, uint64_t* lo_nz) {
+  constexpr size_t kCount = sizeof...(F);
+  uint64_t l[kCount], g[kCount], z[kCount];
+  for (size_t k = 0; k < kCount; ++k) l[k] = z[k] = UINT64_MAX, g[k] = 0;
   for (size_t i = 0; i < n; ++i) {
     const Event& e = events[i];
-    const uint64_t a = field<A>(e), b = field<B>(e), c = field<C>(e), d = field<D>(e),
-                   x = field<E>(e);
-    la = std::min(la, a), ga = std::max(ga, a);
-    lb = std::min(lb, b), gb = std::max(gb, b);
-    lc = std::min(lc, c), gc = std::max(gc, c);
-    ld = std::min(ld, d), gd = std::max(gd, d);
-    le = std::min(le, x), ge = std::max(ge, x);
+    size_t k = 0;
+    ((l[k] = std::min(l[k], field<F>(e)), g[k] = std::max(g[k], field<F>(e)),
+      z[k] = std::min(z[k], field<F>(e) - 1), ++k), ...);
   }
-  lo[A] = la, lo[B] = lb, lo[C] = lc, lo[D] = ld, lo[E] = le;
-  hi[A] = ga, hi[B] = gb, hi[C] = gc, hi[D] = gd, hi[E] = ge;
+  size_t k = 0;
+  ((lo[F] = l[k], hi[F] = g[k], lo_nz[F] = z[k], ++k), ...);
 }
 
 }  // namespace
@@ -85,20 +99,13 @@ void range5(const Event* events, size_t n, uint64_t* lo, uint64_t* hi) {
 namespace detail {
 
 size_t pack_block(const Event* events, size_t n, std::vector<uint8_t>& arena) {
-  // One pass for every field's least, greatest and least nonzero value less
-  // one (0 wraps to UINT64_MAX, so zeros do not count).
-  // Five fields a pass keep every running value in a register.
+  // Every field's least, greatest and least nonzero value less one (0 wraps
+  // to UINT64_MAX, so zeros do not count); three or four fields a pass keep
+  // every running value in a register.
   uint64_t lo[kFields], hi[kFields], lo_nz[kFields];
-  for (size_t f = 0; f < kFields; ++f) lo[f] = lo_nz[f] = UINT64_MAX, hi[f] = 0;
-  range5<0, 1, 2, 3, 4>(events, n, lo, hi);
-  range5<5, 6, 7, 8, 9>(events, n, lo, hi);
-  for_fields([&](auto fc) {  // only where there are both zeros and other values
-    constexpr size_t f = decltype(fc)::value;
-    if (lo[f] != 0 || hi[f] == 0) return;
-    uint64_t m = UINT64_MAX;
-    for (size_t i = 0; i < n; ++i) m = std::min(m, field<f>(events[i]) - 1);
-    lo_nz[f] = m;
-  });
+  ranges<0, 1, 2>(events, n, lo, hi, lo_nz);
+  ranges<3, 4, 5>(events, n, lo, hi, lo_nz);
+  ranges<6, 7, 8, 9>(events, n, lo, hi, lo_nz);
   BlockHeader h{};
   uint64_t sub[kFields];  // code = v - sub (zero-escaped: 0 for 0)
   // Dictionaries: the distinct values of a field (at most kMaxDict) and each
@@ -154,15 +161,64 @@ size_t pack_block(const Event* events, size_t n, std::vector<uint8_t>& arena) {
   }
   BitWriter w{block + h.data_at};
   const uint16_t escaped = h.zero_escaped, dict = h.dict;
-  for (size_t i = 0; i < n; ++i) {
-    for_fields([&](auto fc) {
-      constexpr size_t f = decltype(fc)::value;
-      const unsigned width = h.width[f];
-      if (width == 0) return;
-      if ((dict >> f) & 1) return w.put(dict_index[f][i], width);
-      const uint64_t v = field<f>(events[i]);
-      w.put(((escaped >> f) & 1) && v == 0 ? 0 : v - sub[f], width);
-    });
+  const unsigned record = h.record_bits;
+  if (record > 2 * 64) {  // wild values: field after field
+    for (size_t i = 0; i < n; ++i) {
+      for_fields([&](auto fc) {
+        constexpr size_t f = decltype(fc)::value;
+        const unsigned width = h.width[f];
+        if (width == 0) return;
+        if ((dict >> f) & 1) return w.put(dict_index[f][i], width);
+        const uint64_t v = field<f>(events[i]);
+        w.put(((escaped >> f) & 1) && v == 0 ? 0 : v - sub[f], width);
+      });
+    }
+    w.flush();
+    return at;
+  }
+  // Note [Packing by records]: each record assembled in two words, a field
+  // at a time over the block, then written with one or two puts.
+  uint64_t rec_lo[PackedEvents::kBlock] = {}, rec_hi[PackedEvents::kBlock] = {};
+  // Ors code(i) << off into the records, in the word(s) it falls in.
+  auto place = [&](unsigned off, unsigned width, auto code) {
+    if (off + width <= 64) {
+      for (size_t i = 0; i < n; ++i) rec_lo[i] |= code(i) << off;
+    } else if (off >= 64) {
+      for (size_t i = 0; i < n; ++i) rec_hi[i] |= code(i) << (off - 64);
+    } else {  // across the two words
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t c = code(i);
+        rec_lo[i] |= c << off;
+        rec_hi[i] |= c >> (64 - off);
+      }
+    }
+  };
+  for_fields([&](auto fc) {
+    constexpr size_t f = decltype(fc)::value;
+    const unsigned width = h.width[f];
+    if (width == 0) return;
+    const unsigned off = h.offset[f];
+    const uint64_t s = sub[f];
+    if ((dict >> f) & 1) {
+      const uint8_t* index = dict_index[f];
+      place(off, width, [&](size_t i) { return uint64_t{index[i]}; });
+    } else if ((escaped >> f) & 1) {
+      place(off, width, [&](size_t i) {
+        const uint64_t v = field<f>(events[i]);
+        return v == 0 ? 0 : v - s;
+      });
+    } else {
+      place(off, width, [&](size_t i) { return field<f>(events[i]) - s; });
+    }
+  });
+  if (record == 0) return at;
+  if (record <= 64) {
+    for (size_t i = 0; i < n; ++i) w.put(rec_lo[i], record);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      w.put(rec_lo[i], 64);
+      w.put(rec_hi[i], record - 64);
+    }
   }
   w.flush();
   return at;
