@@ -51,6 +51,12 @@ if [[ " $BENCHES " == *" bench_gpu "* ]] || [[ -z "${BENCHES_SET:-}" ]]; then
   if [[ $rc -eq 3 ]]; then echo "bench_gpu: no GPU here, skipped"; elif [[ $rc -ne 0 ]]; then status=1; fi
 fi
 
+# The DDP step against PyTorch's, interleaved rounds (the figure docs/performance.md quotes).
+if [[ -z "${BENCHES_SET:-}" ]]; then
+  echo "==== bench/ddp_vs_torch.sh $REPS ===="
+  BUILD_DIR="$BUILD_DIR" "$ROOT/bench/ddp_vs_torch.sh" "$REPS" || status=1
+fi
+
 echo
 echo "==== medians of $REPS repetitions ===="
 grep -h '_median' "$OUT_DIR"/*.txt | sed 's/_median / /'
