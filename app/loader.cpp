@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <exception>
 #include <new>
 #include <thread>
@@ -15,6 +19,12 @@ namespace {
 struct Cancelled {};  // thrown through the reader from its progress callback
 
 }  // namespace
+
+void release_free_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
 
 LoadResult load_traces(const std::vector<std::string>& files,
                        const std::function<void(float, const std::string&)>& progress,
@@ -105,6 +115,7 @@ LoadResult load_traces(const std::vector<std::string>& files,
     r.timeline.reset();
     r.errors += fmt::format("cannot analyse these traces: {}\n", e.what());
   }
+  release_free_memory();  // Note [Returning freed memory]
   if (progress) progress(1.f, "done");
   return r;
 }

@@ -73,6 +73,16 @@ class TraceLoader {
   std::vector<std::pair<std::thread, std::shared_ptr<Load>>> threads_;
 };
 
+// Note [Returning freed memory]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Reading and indexing a huge trace frees hundreds of MiB of temporaries
+// (decode buffers, build-only tables; 230 MiB at 100M events) that glibc
+// keeps in its arenas, where the next stages (diagnostics, layout), on other
+// threads with arenas of their own, rarely reuse them: the GUI's peak RSS
+// counted them twice. The loader and the diagnostics job hand them back to
+// the OS when they finish (malloc_trim; nothing elsewhere than glibc).
+void release_free_memory();
+
 // Reads and indexes synchronously (what the loader thread runs). When
 // `cancel` turns true, reading stops at its next progress report and the
 // result comes back empty with errors "cancelled".
