@@ -7,6 +7,7 @@
 #endif
 
 #include <exception>
+#include <mutex>
 #include <new>
 #include <thread>
 
@@ -26,9 +27,22 @@ void release_free_memory() {
 #endif
 }
 
+void use_mmap_for_large_blocks() {
+#if defined(__GLIBC__)
+  constexpr int kMmapThreshold = 256 << 10;  // Note [Returning freed memory]
+  constexpr int kMaxArenas = 2;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
+    mallopt(M_ARENA_MAX, kMaxArenas);
+  });
+#endif
+}
+
 LoadResult load_traces(const std::vector<std::string>& files,
                        const std::function<void(float, const std::string&)>& progress,
                        const std::atomic<bool>* cancel) {
+  use_mmap_for_large_blocks();  // Note [Returning freed memory]
   LoadResult r;
   r.files = files;
   std::vector<trace::TraceData> traces;
