@@ -252,7 +252,11 @@ void App::poll_background() {
   }
   if (!findings_.pending.valid() && findings_.wanted && findings_.wanted.get() != findings_.model) {
     findings_.running = findings_.wanted;
-    findings_.pending = std::async(std::launch::async, [m = findings_.running] { return analysis::diagnose(*m); });
+    findings_.pending = std::async(std::launch::async, [m = findings_.running] {
+      analysis::FindingTable t = analysis::diagnose_table(*m);
+      release_free_memory();  // its temporaries (Note [Returning freed memory])
+      return t;
+    });
   }
   if (findings_.pending.valid()) {
     if (args_.headless_frames()) findings_.pending.wait();
@@ -274,7 +278,7 @@ void App::poll_background() {
   if (compare_.model && session_.model() && findings_.ready &&
       compare_.diffed_against != session_.model()) {
     compare_.diff = std::make_unique<analysis::ModelDiff>(
-        analysis::diff_models(*session_.model(), findings_.findings, *compare_.model,
+        analysis::diff_models(*session_.model(), findings_.findings.to_vector(), *compare_.model,
                               analysis::diagnose(*compare_.model)));
     compare_.diffed_against = session_.model();
   }

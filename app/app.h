@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "analysis/diagnostics.h"
+#include "analysis/diagnostics_table.h"
 #include "analysis/diff.h"
 #include "app_args.h"
 #include "config.h"
@@ -55,9 +56,9 @@ struct EventRows {
 
 // Diagnostics run off the UI thread; the panel shows them once ready.
 struct FindingsState {
-  std::vector<analysis::Finding> findings;
+  analysis::FindingTable findings;  // Note [Compact findings]
   bool ready = false;
-  std::future<std::vector<analysis::Finding>> pending;
+  std::future<analysis::FindingTable> pending;
   const analysis::Model* model = nullptr;  // what `findings` describe
   // The model to diagnose next. A live run grows its model a few times a
   // second: one diagnose runs at a time, the findings shown stay until the

@@ -2,7 +2,12 @@
 
 #include <fmt/format.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <exception>
+#include <mutex>
 #include <new>
 #include <thread>
 
@@ -16,9 +21,28 @@ struct Cancelled {};  // thrown through the reader from its progress callback
 
 }  // namespace
 
+void release_free_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+void use_mmap_for_large_blocks() {
+#if defined(__GLIBC__)
+  constexpr int kMmapThreshold = 256 << 10;  // Note [Returning freed memory]
+  constexpr int kMaxArenas = 2;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
+    mallopt(M_ARENA_MAX, kMaxArenas);
+  });
+#endif
+}
+
 LoadResult load_traces(const std::vector<std::string>& files,
                        const std::function<void(float, const std::string&)>& progress,
                        const std::atomic<bool>* cancel) {
+  use_mmap_for_large_blocks();  // Note [Returning freed memory]
   LoadResult r;
   r.files = files;
   std::vector<trace::TraceData> traces;
@@ -105,6 +129,7 @@ LoadResult load_traces(const std::vector<std::string>& files,
     r.timeline.reset();
     r.errors += fmt::format("cannot analyse these traces: {}\n", e.what());
   }
+  release_free_memory();  // Note [Returning freed memory]
   if (progress) progress(1.f, "done");
   return r;
 }

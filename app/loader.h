@@ -73,6 +73,25 @@ class TraceLoader {
   std::vector<std::pair<std::thread, std::shared_ptr<Load>>> threads_;
 };
 
+// Note [Returning freed memory]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Reading and indexing a huge trace frees hundreds of MiB of temporaries
+// (decode buffers, build-only tables; 230 MiB at 100M events) that glibc
+// keeps in its arenas, where the next stages (diagnostics, layout), on other
+// threads with arenas of their own, rarely reuse them: the GUI's peak RSS
+// counted them twice. The loader and the diagnostics job hand them back to
+// the OS when they finish (malloc_trim). And glibc raises its mmap threshold
+// up to 32 MiB as large blocks are freed, so that later multi-MiB vectors
+// (the layout's, the scene's) come from the arenas and their holes stay
+// resident: the first load fixes the threshold at kMmapThreshold, which
+// keeps blocks above it in mmaps of their own, unmapped when freed. It also
+// caps the arenas at kMaxArenas: each background job's thread (loader,
+// diagnostics, layouts) had its own, holding its own freed holes. Only with
+// glibc. At 100M events: GUI peak RSS 3304 -> 3132 MiB (threshold) -> 3062
+// MiB (arenas); bench/scale_gui.sh measures it (issue 16 item 4).
+void release_free_memory();
+void use_mmap_for_large_blocks();
+
 // Reads and indexes synchronously (what the loader thread runs). When
 // `cancel` turns true, reading stops at its next progress report and the
 // result comes back empty with errors "cancelled".

@@ -62,7 +62,7 @@ void App::compare_sync() {
     g.sync = std::make_unique<analysis::CompareSync>(*a, *b);
     g.view_a->update_model(a);
     g.synced_for = SIZE_MAX;
-    g.diffs = std::make_unique<analysis::PointDiffs>(session_.shared_model(), findings_.findings, compare_.model,
+    g.diffs = std::make_unique<analysis::PointDiffs>(session_.shared_model(), findings_.findings.to_vector(), compare_.model,
                                                      g.findings_b);
   }
   if (g.model_a != a || g.model_b != b) {
@@ -78,7 +78,7 @@ void App::compare_sync() {
     g.view_a->set_model(a);
     g.view_b = std::make_unique<render::GraphView>();
     g.view_b->set_model(b);
-    g.diffs = std::make_unique<analysis::PointDiffs>(session_.shared_model(), findings_.findings, compare_.model,
+    g.diffs = std::make_unique<analysis::PointDiffs>(session_.shared_model(), findings_.findings.to_vector(), compare_.model,
                                                      g.findings_b);
   }
   if (g.follow && (g.synced_for != session_.current() || g.synced_by != g.by)) {

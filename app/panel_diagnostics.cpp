@@ -122,7 +122,7 @@ void App::draw_diagnostics_panel() {
 
 // Groups the findings again when they changed, and the rows when the filter did.
 void App::diagnostics_refresh() {
-  const std::vector<Finding>& findings = findings_.findings;
+  const analysis::FindingTable& findings = findings_.findings;
   DiagnosticsView& v = diagnostics_view_;
   if (v.model != findings_.model || v.num_findings != findings.size()) {
     v.model = findings_.model;
@@ -140,7 +140,7 @@ void App::diagnostics_refresh() {
     if (v.hidden & kind_bit(v.groups[g].kind)) continue;
     size_t sum = 0;
     for (uint32_t i = 0; i < findings.size(); ++i) {
-      const Finding& f = findings[i];
+      const analysis::FindingRow& f = findings.row(i);
       if (f.kind != v.groups[g].kind || (v.hidden & severity_bit(f.severity))) continue;
       v.rows[g].push_back(i);
       v.occurrences[g].push_back(sum += f.count);
@@ -188,7 +188,7 @@ void App::diagnostics_filters() {
 // One kind's group: a tree node with its counts, its rows inside. False when
 // the filters leave it no row.
 bool App::diagnostics_group(size_t g) {
-  const std::vector<Finding>& findings = findings_.findings;
+  const analysis::FindingTable& findings = findings_.findings;
   const DiagnosticsView& v = diagnostics_view_;
   const analysis::FindingGroup& group = v.groups[g];
   const std::vector<uint32_t>& all_rows = v.rows[g];
@@ -197,7 +197,7 @@ bool App::diagnostics_group(size_t g) {
   size_t n = all_rows.size();
   if (v.up_to_current) {
     n = static_cast<size_t>(std::upper_bound(all_rows.begin(), all_rows.end(), now,
-                                             [&](size_t e, uint32_t i) { return e < findings[i].at; }) -
+                                             [&](size_t e, uint32_t i) { return e < findings.row(i).at; }) -
                             all_rows.begin());
   }
   if (n == 0) return false;
@@ -235,7 +235,7 @@ bool App::diagnostics_group(size_t g) {
 // The group's first `n` rows: at (a link that selects the finding), rank,
 // message; findings that hold only after the current event are greyed.
 void App::diagnostics_rows(size_t g, size_t n) {
-  const std::vector<Finding>& findings = findings_.findings;
+  const analysis::FindingTable& findings = findings_.findings;
   DiagnosticsView& v = diagnostics_view_;
   const std::vector<uint32_t>& all_rows = v.rows[g];
   const std::string kind(analysis::to_string(v.groups[g].kind));
@@ -249,7 +249,7 @@ void App::diagnostics_rows(size_t g, size_t n) {
   while (clipper.Step()) {
     for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) {
       const uint32_t i = all_rows[static_cast<size_t>(r)];
-      const Finding& f = findings[i];
+      const Finding f = findings[i];  // unpacked (Note [Compact findings])
       const bool future = f.at > now;
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
@@ -282,7 +282,7 @@ void App::diagnostics_rows(size_t g, size_t n) {
 void App::diagnostics_detail() {
   const analysis::Model& m = *session_.model();
   DiagnosticsView& v = diagnostics_view_;
-  const Finding& f = findings_.findings[v.selected];
+  const Finding f = findings_.findings[v.selected];
   ImGui::Separator();
   ImGui::TextColored(col(severity_color(f.severity)), "%s", std::string(analysis::to_string(f.kind)).c_str());
   if (f.owner != kNoIndex) {

@@ -10,6 +10,7 @@
 // seeks on the UI thread (go_to, the slowest poll until the full State is in,
 // Note [Lazy seeks in the GUI]) and how long the State takes, and peak RSS. bench/scale_gui.sh runs it
 // five times with the GUI's own figures and prints medians.
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -24,6 +25,8 @@
 
 #include "../app/loader.h"
 #include "../app/session.h"
+#include "analysis/diagnostics.h"
+#include "analysis/diagnostics_table.h"
 #include "analysis/state.h"
 #include "analysis/state_view.h"
 #include "render/layout/graph_scene.h"
@@ -53,6 +56,19 @@ double rss_mib() {  // current resident set, from /proc
   in >> pages >> resident;
   return static_cast<double>(resident) * 4096.0 / (1 << 20);
 }
+
+// VmHWM, the peak resident set, from /proc; reset_peak() starts it afresh
+// at the current RSS (Linux clear_refs 5), so a stage's own peak shows.
+double hwm_mib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
+  }
+  return 0.0;
+}
+
+void reset_peak() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 double peak_rss_mib() {
   rusage u{};
@@ -171,6 +187,34 @@ int main(int argc, char** argv) {
   const analysis::Model& m = *r.model;
   std::printf("events %zu\nfunctions %zu\nload_s %.3f\nload_cpu_s %.3f\nrss_after_load_mib %.0f\n",
               m.num_events(), m.functions().size(), load_s, cpu_s() - c, rss_mib());
+  // What the load holds, and what the GUI's diagnostics add (findings held,
+  // the transient peak while they are made): issue 16 item 4, the GUI's peak.
+  {
+    std::printf("model_bytes_mib %.0f\ntimeline_bytes_mib %.0f\n", m.memory_bytes() / 1048576.0,
+                r.timeline->memory_bytes() / 1048576.0);
+    const double before = rss_mib();
+    malloc_trim(0);
+    std::printf("load_trim_freed_mib %.0f\n", before - rss_mib());
+    // As the GUI keeps them (Note [Compact findings]), then as Finding objects.
+    auto measure = [&](const char* name, auto run) {
+      malloc_trim(0);
+      reset_peak();
+      const double rss0 = rss_mib();
+      const auto t0 = Clock::now();
+      const double c0 = cpu_s();
+      auto findings = run();
+      std::printf("%s_s %.3f\n%s_cpu_s %.3f\n%s_findings %zu\n%s_bytes_mib %.0f\n%s_held_rss_mib %.0f\n"
+                  "%s_peak_rss_mib %.0f\n",
+                  name, since(t0), name, cpu_s() - c0, name, findings.size(), name,
+                  analysis::findings_memory_bytes(findings) / 1048576.0, name, rss_mib() - rss0, name,
+                  hwm_mib() - rss0);
+      malloc_trim(0);  // what the GUI's diagnostics job does (Note [Returning freed memory])
+      std::printf("%s_held_rss_trimmed_mib %.0f\n", name, rss_mib() - rss0);
+    };
+    measure("diagnose_table", [&] { return analysis::diagnose_table(m); });
+    measure("diagnose_vector", [&] { return analysis::diagnose(m); });
+    malloc_trim(0);
+  }
   // The "building the graph" stage structure by structure: each built again
   // alone (time, CPU, and the RSS it adds while alive); the timeline index's
   // bytes per event as it counts them.

@@ -115,23 +115,39 @@ std::string Diagnoser::where(FunctionIndex f, bool on_tensor) const {
   return "the leaf tensor of " + m_.function_name(f) + " (released)";
 }
 
-std::vector<Finding> Diagnoser::run() {
+void Diagnoser::find_all() {
   leaks_and_stale_fires();
   collateral_removals();
   last_prepare_ = last_prepares(m_);
   for (FunctionIndex f = 0; f < m_.functions().size(); ++f) per_function(f);
   failed_removals();
-  for (Finding& f : diagnose_reducers(m_)) out_.push_back(std::move(f));
-  for (Finding& f : diagnose_malformed(m_)) out_.push_back(std::move(f));
-  for (Finding& f : diagnose_failures(m_)) out_.push_back(std::move(f));
+  for (Finding& f : diagnose_reducers(m_)) emit(std::move(f));
+  for (Finding& f : diagnose_malformed(m_)) emit(std::move(f));
+  for (Finding& f : diagnose_failures(m_)) emit(std::move(f));
+}
+
+std::vector<Finding> Diagnoser::run() {
+  find_all();
   std::stable_sort(out_.begin(), out_.end(), [](const Finding& a, const Finding& b) {
     return std::tie(a.at, a.kind) < std::tie(b.at, b.kind);
   });
   return std::move(out_);
 }
 
+void Diagnoser::run(FindingTable& table) {
+  table_ = &table;
+  find_all();
+  table.finish();
+}
+
 }  // namespace detail
 
 std::vector<Finding> diagnose(const Model& model) { return detail::Diagnoser(model).run(); }
+
+FindingTable diagnose_table(const Model& model) {
+  FindingTable table;
+  detail::Diagnoser(model).run(table);
+  return table;
+}
 
 }  // namespace hookscope::analysis

@@ -97,6 +97,10 @@ std::vector<Finding> diagnose_malformed(const Model& model);
 // Only unrecovered_failure (part of diagnose()), in event order.
 std::vector<Finding> diagnose_failures(const Model& model);
 
+// The heap bytes `findings` hold (the vector, messages and evidence; not
+// malloc's own overhead).
+size_t findings_memory_bytes(const std::vector<Finding>& findings);
+
 // Findings folded for people: one group per kind, with the owners concerned.
 struct FindingGroup {
   FindingKind kind = FindingKind::kLeakedHook;

@@ -126,7 +126,7 @@ void Diagnoser::per_function(FunctionIndex f) {
                 "fires all of them, and only the Reducer prepared for that backward acts",
                 m_.function_name(f), live + 1, names, a);
             finish_evidence(out);
-            out_.push_back(std::move(out));
+            emit(std::move(out));
           }
         }
       }
@@ -145,7 +145,7 @@ void Diagnoser::per_function(FunctionIndex f) {
     if (g.first == kNever) continue;
     Finding out = make(FindingKind::kHookGrowth, Severity::kError, f, g.adders.back());
     describe_growth(m_, kinds.first, f, g, last_prepare_, out);
-    out_.push_back(std::move(out));
+    emit(std::move(out));
   }
 }
 

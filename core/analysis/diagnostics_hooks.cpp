@@ -85,7 +85,7 @@ void Diagnoser::leaks_and_stale_fires() {
           where(f, g.on_tensor), until);
     }
     finish_evidence(out);
-    out_.push_back(std::move(out));
+    emit(std::move(out));
   }
   for (auto& [key, g] : stale) {
     const auto [o, f] = key;
@@ -105,7 +105,7 @@ void Diagnoser::leaks_and_stale_fires() {
         "event #{}",
         m_.owner_name(o), owner.destroyed_at, what, m_.function_name(f), g.fires, g.first_fire);
     finish_evidence(out);
-    out_.push_back(std::move(out));
+    emit(std::move(out));
   }
 }
 
@@ -137,7 +137,7 @@ void Diagnoser::fires_after_removal(HookIndex h) {
       "before a removal still run in that pass",
       hook_words(h), owner, on, *first, hook.ended_at, out.count);
   finish_evidence(out);
-  out_.push_back(std::move(out));
+  emit(std::move(out));
 }
 
 void Diagnoser::collateral_removals() {
@@ -163,7 +163,7 @@ void Diagnoser::collateral_removals() {
         by_type ? "the by-type sweep removes every hook of that kind of owner" : "by key",
         m_.owner_name(hook.owner), owner_live ? "still alive" : "already destroyed");
     finish_evidence(out);
-    out_.push_back(std::move(out));
+    emit(std::move(out));
   }
 }
 
@@ -208,7 +208,7 @@ void Diagnoser::failed_removals() {
                                             : m_.function_name(f),
                               why);
     finish_evidence(out);
-    out_.push_back(std::move(out));
+    emit(std::move(out));
   }
 }
 

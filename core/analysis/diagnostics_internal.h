@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/diagnostics.h"
+#include "analysis/diagnostics_table.h"
 
 namespace hookscope::analysis::detail {
 
@@ -18,6 +19,8 @@ class Diagnoser {
  public:
   explicit Diagnoser(const Model& m) : m_(m) { index_segments_by_hook(); }
   std::vector<Finding> run();
+  // The same findings into `table`, in the same order (Note [Compact findings]).
+  void run(FindingTable& table);
 
  private:
   void index_segments_by_hook();
@@ -30,11 +33,20 @@ class Diagnoser {
   void fires_after_removal(HookIndex h);
   void per_function(FunctionIndex f);
   void failed_removals();
+  void find_all();
+  void emit(Finding&& f) {
+    if (table_) {
+      table_->add(std::move(f));
+    } else {
+      out_.push_back(std::move(f));
+    }
+  }
 
   const Model& m_;
   std::vector<uint32_t> seg_begin_, seg_of_hook_;
   std::vector<EventIndex> last_prepare_;  // per owner (Note [Hook growth])
   std::vector<Finding> out_;
+  FindingTable* table_ = nullptr;  // where findings go, when not out_
 };
 
 inline void add_evidence(Finding& f, size_t index) {

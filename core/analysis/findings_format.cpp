@@ -7,14 +7,19 @@
 #include <tuple>
 
 #include "analysis/diagnostics.h"
+#include "analysis/diagnostics_table.h"
 
 namespace hookscope::analysis {
 
-std::vector<FindingGroup> group_findings(const std::vector<Finding>& findings) {
+namespace {
+
+// Findings or FindingRows: the fields read are the same.
+template <typename Rows>
+std::vector<FindingGroup> group_rows(const Rows& findings) {
   std::vector<FindingGroup> out;
   std::map<FindingKind, size_t> where;
   for (size_t k = 0; k < findings.size(); ++k) {
-    const Finding& f = findings[k];
+    const auto& f = findings[k];
     auto [it, inserted] = where.try_emplace(f.kind, out.size());
     if (inserted) {
       FindingGroup g;
@@ -43,9 +48,10 @@ std::vector<FindingGroup> group_findings(const std::vector<Finding>& findings) {
   return out;
 }
 
-FindingCounts count_findings(const std::vector<Finding>& findings) {
+template <typename Rows>
+FindingCounts count_rows(const Rows& findings) {
   FindingCounts c;
-  for (const Finding& f : findings) {
+  for (const auto& f : findings) {
     ++c.per_kind[static_cast<int>(f.kind)];
     switch (f.severity) {
       case Severity::kError: ++c.errors; break;
@@ -55,6 +61,23 @@ FindingCounts count_findings(const std::vector<Finding>& findings) {
   }
   return c;
 }
+
+}  // namespace
+
+size_t findings_memory_bytes(const std::vector<Finding>& findings) {
+  // A std::string holds up to 15 chars in place (libstdc++, libc++ 22).
+  auto text = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
+  size_t bytes = findings.capacity() * sizeof(Finding);
+  for (const Finding& f : findings) {
+    bytes += text(f.message) + text(f.detail) + f.events.capacity() * sizeof(size_t);
+  }
+  return bytes;
+}
+
+std::vector<FindingGroup> group_findings(const std::vector<Finding>& findings) { return group_rows(findings); }
+std::vector<FindingGroup> group_findings(const FindingTable& findings) { return group_rows(findings.rows()); }
+FindingCounts count_findings(const std::vector<Finding>& findings) { return count_rows(findings); }
+FindingCounts count_findings(const FindingTable& findings) { return count_rows(findings.rows()); }
 
 std::string format_findings(const Model& model, const std::vector<Finding>& findings,
                             size_t per_group) {
