@@ -91,29 +91,39 @@ void report_spread(benchmark::State& state, std::vector<double> seconds) {
   state.counters["p90_ms"] = at(0.9);
 }
 
-// One rank's training loop: `warmup` untimed steps, then `steps` timed ones.
-std::vector<double> train_rank(const std::shared_ptr<ddp::Store>& store, int rank, int world,
-                               int warmup, int steps) {
-  auto pg = ddp::make_gloo_process_group(store, rank, world);
-  auto model = nn::mlp({784, 256, 256, 10}, 0);
-  ddp::DistributedDataParallel d(model, pg);
-  nn::SGD sgd(model->parameters(), 0.01f);
-  Tensor x = Tensor::randn({64, 784}, 1.f, 1 + rank);
-  std::vector<int64_t> y(64);
-  for (int i = 0; i < 64; ++i) y[static_cast<size_t>(i)] = (i * 7 + rank) % 10;
-  std::vector<double> seconds;
-  for (int i = 0; i < warmup + steps; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
+// One rank's part of every benchmark here: MLP 784-256-256-10, DDP over
+// `pg` (none when null: the compute alone), SGD, a fixed batch of 64.
+struct MlpRank {
+  std::shared_ptr<nn::Sequential> model = nn::mlp({784, 256, 256, 10}, 0);
+  std::unique_ptr<ddp::DistributedDataParallel> ddp;
+  nn::SGD sgd{model->parameters(), 0.01f};
+  Tensor x;
+  std::vector<int64_t> y = std::vector<int64_t>(64);
+
+  MlpRank(int rank, std::shared_ptr<ddp::ProcessGroup> pg)
+      : x(Tensor::randn({64, 784}, 1.f, static_cast<uint64_t>(1 + rank))) {
+    if (pg) ddp = std::make_unique<ddp::DistributedDataParallel>(model, std::move(pg));
+    for (int i = 0; i < 64; ++i) y[static_cast<size_t>(i)] = (i * 7 + rank) % 10;
+  }
+  void step() {
     sgd.zero_grad();
-    Tensor loss = cross_entropy(d(x), y);
+    Tensor loss = cross_entropy(ddp ? (*ddp)(x) : (*model)(x), y);
     loss.backward();
     sgd.step();
-    if (i >= warmup) {
-      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
   }
-  return seconds;
-}
+  // `warmup` untimed steps, then `steps` timed ones: their times.
+  std::vector<double> run(int warmup, int steps) {
+    std::vector<double> seconds;
+    for (int i = 0; i < warmup + steps; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      step();
+      if (i >= warmup) {
+        seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+    }
+    return seconds;
+  }
+};
 
 void BM_DdpTrainStep_MLP784x256x256x10_Batch64_World2(benchmark::State& state) {
   openblas_set_num_threads(1);  // one thread per rank, as the PyTorch reference
@@ -121,27 +131,15 @@ void BM_DdpTrainStep_MLP784x256x256x10_Batch64_World2(benchmark::State& state) {
   auto store = ddp::make_hash_store();
   std::vector<double> rank0_seconds;
   with_peers(world, [&](int rank) {
-    auto pg = ddp::make_gloo_process_group(store, rank, world);
-    auto model = nn::mlp({784, 256, 256, 10}, 0);
-    ddp::DistributedDataParallel d(model, pg);
-    nn::SGD sgd(model->parameters(), 0.01f);
-    Tensor x = Tensor::randn({64, 784}, 1.f, 1 + rank);
-    std::vector<int64_t> y(64);
-    for (int i = 0; i < 64; ++i) y[static_cast<size_t>(i)] = (i * 7 + rank) % 10;
-    auto step = [&] {
-      sgd.zero_grad();
-      Tensor loss = cross_entropy(d(x), y);
-      loss.backward();
-      sgd.step();
-    };
-    for (int i = 0; i < warmup; ++i) step();
+    MlpRank r(rank, ddp::make_gloo_process_group(store, rank, world));
     if (rank != 0) {
-      for (int i = 0; i < steps; ++i) step();
+      r.run(warmup, steps);
       return;
     }
+    r.run(warmup, 0);
     for (auto _ : state) {
       auto t0 = std::chrono::steady_clock::now();
-      step();
+      r.step();
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       rank0_seconds.push_back(s);
       state.SetIterationTime(s);
@@ -158,23 +156,12 @@ BENCHMARK(BM_DdpTrainStep_MLP784x256x256x10_Batch64_World2)
 // The same step with no DDP and no peer: the compute alone, on one thread.
 void BM_TrainStepLocal_MLP784x256x256x10_Batch64(benchmark::State& state) {
   openblas_set_num_threads(1);
-  auto model = nn::mlp({784, 256, 256, 10}, 0);
-  nn::SGD sgd(model->parameters(), 0.01f);
-  Tensor x = Tensor::randn({64, 784}, 1.f, 1);
-  std::vector<int64_t> y(64);
-  for (int i = 0; i < 64; ++i) y[static_cast<size_t>(i)] = (i * 7) % 10;
+  MlpRank r(0, nullptr);
+  r.run(5, 0);
   std::vector<double> seconds;
-  for (int i = 0; i < 5; ++i) {
-    sgd.zero_grad();
-    cross_entropy((*model)(x), y).backward();
-    sgd.step();
-  }
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
-    sgd.zero_grad();
-    Tensor loss = cross_entropy((*model)(x), y);
-    loss.backward();
-    sgd.step();
+    r.step();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     seconds.push_back(s);
     state.SetIterationTime(s);
@@ -262,7 +249,8 @@ int rank_main(int argc, char** argv) {
   openblas_set_num_threads(1);  // one thread per rank, as the PyTorch reference
   const int rank = std::atoi(argv[2]), steps = std::atoi(argv[4]);
   try {
-    auto seconds = train_rank(ddp::make_file_store(argv[3]), rank, 2, 5, steps);
+    MlpRank r(rank, ddp::make_gloo_process_group(ddp::make_file_store(argv[3]), rank, 2));
+    auto seconds = r.run(5, steps);
     if (rank == 0) {
       for (double s : seconds) std::printf("%.9f\n", s);
     }
@@ -288,20 +276,9 @@ void BM_DdpTrainStepRecordingOverhead_MLP784x256x256x10_Batch64_World2(benchmark
   std::vector<double> off_s, on_s;
   double cpu_off_s = 0, cpu_on_s = 0, proc_off_s = 0, proc_on_s = 0;
   with_peers(world, [&](int rank) {
-    auto pg = ddp::make_gloo_process_group(store, rank, world);
-    auto model = nn::mlp({784, 256, 256, 10}, 0);
-    ddp::DistributedDataParallel d(model, pg);
-    nn::SGD sgd(model->parameters(), 0.01f);
-    Tensor x = Tensor::randn({64, 784}, 1.f, 1 + rank);
-    std::vector<int64_t> y(64);
-    for (int i = 0; i < 64; ++i) y[static_cast<size_t>(i)] = (i * 7 + rank) % 10;
-    auto step = [&] {
-      sgd.zero_grad();
-      Tensor loss = cross_entropy(d(x), y);
-      loss.backward();
-      sgd.step();
-    };
-    for (int i = 0; i < warmup; ++i) step();
+    MlpRank r(rank, ddp::make_gloo_process_group(store, rank, world));
+    auto step = [&] { r.step(); };
+    r.run(warmup, 0);
     // One pair = a block off and a block on; the order alternates per pair.
     auto run_block = [&](bool on, std::vector<double>* times) {
       sync.arrive_and_wait();
