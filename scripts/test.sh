@@ -26,5 +26,6 @@ if command -v ccache >/dev/null; then
 fi
 cmake -S . -B "$dir" -G Ninja -DHOOKSCOPE_SANITIZE="$sanitize" "${launcher[@]}" "${extra[@]}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
+[[ "$sanitize" == "thread" ]] && export TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp ${TSAN_OPTIONS:-}"
 cd "$dir"
 ctest --output-on-failure -j"$(nproc)" "${exclude[@]}"
