@@ -277,7 +277,6 @@ void BM_DdpTrainStepRecordingOverhead_MLP784x256x256x10_Batch64_World2(benchmark
   double cpu_off_s = 0, cpu_on_s = 0, proc_off_s = 0, proc_on_s = 0;
   with_peers(world, [&](int rank) {
     MlpRank r(rank, ddp::make_gloo_process_group(store, rank, world));
-    auto step = [&] { r.step(); };
     r.run(warmup, 0);
     // One pair = a block off and a block on; the order alternates per pair.
     auto run_block = [&](bool on, std::vector<double>* times) {
@@ -287,7 +286,7 @@ void BM_DdpTrainStepRecordingOverhead_MLP784x256x256x10_Batch64_World2(benchmark
       const double cpu0 = thread_cpu_seconds(), proc0 = process_cpu_seconds();
       for (int i = 0; i < block; ++i) {
         auto t0 = std::chrono::steady_clock::now();
-        step();
+        r.step();
         if (times) {
           times->push_back(
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -1,8 +1,10 @@
 #pragma once
-// The models the graph view tests draw (pending, indexed, box sizes): one
-// recording of each per test process, shared by every file that includes this.
+// The models the graph view tests draw (pending, indexed, alarms, box
+// sizes): one recording of each per test process, shared by every file that
+// includes this; and the view opened on one, settled.
 
 #include "analysis/model.h"
+#include "render/draw/graph_view.h"
 #include "scenarios/autograd_demo.h"
 #include "trace/recorder.h"
 #include "test_util.h"
@@ -24,6 +26,14 @@ inline const analysis::Model& graph_autograd_model() {
     return analysis::Model(rec.take_trace(), analysis::ModelOptions{64, 64.0});
   }();
   return m;
+}
+
+// `view` on `model` with its layout and LiveIndex done: what the tests draw on.
+inline void open_settled(render::GraphView& view, const analysis::Model& model, bool compact) {
+  view.set_model(&model);
+  view.set_compact(compact);
+  view.wait_for_layout();
+  view.wait_for_live_index();
 }
 
 }  // namespace hookscope::testing

@@ -119,10 +119,7 @@ TEST_CASE("graph view: zoomed out to cells, the alarm cells indexed and pending 
   const analysis::Model& model = testing::graph_recovery_model();
   HeadlessImGui imgui(1200.f, 800.f);
   GraphView view;
-  view.set_model(&model);
-  view.set_compact(false);
-  view.wait_for_layout();
-  view.wait_for_live_index();
+  testing::open_settled(view, model, false);
   const analysis::State at_last = model.state_at(model.num_events() - 1);
   imgui.frame([&] { view.draw(at_last); });
   imgui.frame([&] { view.draw(at_last); });
@@ -176,10 +173,7 @@ TEST_CASE("graph view: fit frames the alarm boxes first, indexed and pending as 
   // zooms to the readable size around what matters (focus_region).
   HeadlessImGui imgui(420.f, 300.f);
   GraphView view;
-  view.set_model(&model);
-  view.set_compact(false);
-  view.wait_for_layout();
-  view.wait_for_live_index();
+  testing::open_settled(view, model, false);
   size_t on_alarms = 0, rounds = 0;
   std::set<std::tuple<float, float>> centers;
   for (size_t e = 1; e < model.num_events(); e += 4) {

@@ -47,10 +47,7 @@ TEST_CASE("graph view: above the indexed threshold the full State draws what the
   for (const analysis::Model* m : {&recovery_model(), &autograd_model()}) {
     const analysis::Model& model = *m;
     GraphView view;
-    view.set_model(&model);
-    view.set_compact(false);
-    view.wait_for_layout();
-    view.wait_for_live_index();
+    testing::open_settled(view, model, false);
     const analysis::State at_last = model.state_at(model.num_events() - 1);
     imgui.frame([&] { view.draw(at_last); });
     imgui.frame([&] { view.draw(at_last); });

@@ -47,10 +47,7 @@ TEST_CASE("graph view: while the state is pending it draws the new event from th
   REQUIRE(model.num_events() > 200);
   HeadlessImGui imgui(1200.f, 800.f);
   GraphView view;
-  view.set_model(&model);
-  view.set_compact(false);
-  view.wait_for_layout();
-  view.wait_for_live_index();
+  testing::open_settled(view, model, false);
   const size_t last = model.num_events() - 1;
   const analysis::State at_last = model.state_at(last);
   imgui.frame([&] { view.draw(at_last); });
@@ -95,10 +92,7 @@ TEST_CASE("graph view: the pending draw never shows the previous event's boxes")
   const analysis::Model& model = recovery_model();
   HeadlessImGui imgui(1200.f, 800.f);
   GraphView view;
-  view.set_model(&model);
-  view.set_compact(false);
-  view.wait_for_layout();
-  view.wait_for_live_index();
+  testing::open_settled(view, model, false);
   const analysis::State at_last = model.state_at(model.num_events() - 1);
   imgui.frame([&] { view.draw(at_last); });
   imgui.frame([&] { view.draw(at_last); });
@@ -115,10 +109,7 @@ TEST_CASE("graph view: no compact re-layout while the state is pending; the full
   const analysis::Model& model = recovery_model();
   HeadlessImGui imgui(1200.f, 800.f);
   GraphView view;
-  view.set_model(&model);
-  view.set_compact(true);
-  view.wait_for_layout();
-  view.wait_for_live_index();
+  testing::open_settled(view, model, true);
   const size_t last = model.num_events() - 1;
   const analysis::State at_last = model.state_at(last);
   imgui.frame([&] { view.draw(at_last); });
@@ -148,10 +139,7 @@ TEST_CASE("graph live index: the units shown, their count per cell, bounds and r
   const analysis::Model& model = *m;
   for (const bool compact : {false, true}) {
     GraphView view;
-    view.set_model(&model);
-    view.set_compact(compact);
-    view.wait_for_layout();
-    view.wait_for_live_index();
+    testing::open_settled(view, model, compact);
     const GraphScene& scene = *view.scene();
     const FoldedGraph& fg = *view.folded_graph();
     const Layout& l = *view.layout();
@@ -219,10 +207,7 @@ TEST_CASE("graph view: pending, ghost boxes (hooks on a leaf's tensor) and their
   const analysis::Model& model = autograd_model();
   HeadlessImGui imgui(1200.f, 800.f);
   GraphView view;
-  view.set_model(&model);
-  view.set_compact(false);
-  view.wait_for_layout();
-  view.wait_for_live_index();
+  testing::open_settled(view, model, false);
   const analysis::State at_last = model.state_at(model.num_events() - 1);
   imgui.frame([&] { view.draw(at_last); });
   imgui.frame([&] { view.draw(at_last); });
@@ -243,10 +228,7 @@ TEST_CASE("graph view: zoomed out to cells while pending, the cells and minimap 
   const analysis::Model& model = recovery_model();
   HeadlessImGui imgui(1200.f, 800.f);
   GraphView view;
-  view.set_model(&model);
-  view.set_compact(false);
-  view.wait_for_layout();
-  view.wait_for_live_index();
+  testing::open_settled(view, model, false);
   const analysis::State at_last = model.state_at(model.num_events() - 1);
   imgui.frame([&] { view.draw(at_last); });
   // Far out: density cells (Note [Graph level of detail]).
