@@ -244,12 +244,27 @@ bool GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
     take(fg.unit_of_node[scene_->slot_of(f.removing < nf ? f.removing : f.running)]);
     return false;
   }
-  // A rank failing or lost at this event: its live boxes.
+  // A rank failing or lost at this event: its live boxes. Indexed or
+  // pending there is no list of them (Note [Graph while the state is
+  // pending]): the rank's units the LiveIndex shows at this event, a walk of
+  // the units, at an incident only.
+  auto rank_of = [&](uint32_t u) {
+    const uint32_t g = fg.group_of_unit[u];
+    return g == kNoGroup ? scene_->nodes()[fg.node_of_unit[u]].rank : scene_->groups()[g].rank;
+  };
+  const auto at = static_cast<analysis::EventIndex>(f.state->index);
   for (const RankIncident& inc : story_.incidents()) {
-    if (inc.at != f.state->index || inc.kind == IncidentKind::kRebuilt) continue;
-    for (uint32_t u : f.live_units) {
-      const uint32_t g = fg.group_of_unit[u];
-      if ((g == kNoGroup ? scene_->nodes()[fg.node_of_unit[u]].rank : scene_->groups()[g].rank) == inc.rank) take(u);
+    if (inc.at != at || inc.kind == IncidentKind::kRebuilt) continue;
+    if (!f.view) {
+      for (uint32_t u : f.live_units) {
+        if (rank_of(u) == inc.rank) take(u);
+      }
+      continue;
+    }
+    if (!f.live_index) continue;
+    const auto units = static_cast<uint32_t>(std::min(fg.group_of_unit.size(), l.center.size()));
+    for (uint32_t u = 0; u < units; ++u) {
+      if (rank_of(u) == inc.rank && f.live_index->shown(u, at)) take(u);
     }
   }
   if (std::isfinite(lo->x)) return false;

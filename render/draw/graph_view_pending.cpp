@@ -26,9 +26,10 @@ namespace hookscope::render {
 // live boxes (exact), the minimap and the density cells (from its grid of
 // about 16k cells: coarser than the full State's, but of this event), the
 // ranks with live Functions (banners), the alarm mark of density cells and
-// fit's focus on alarm boxes (Note [Alarms by intervals]). Left out, never
-// taken from another event: the owners' legend (a "state pending" tag
-// instead), fit's focus on a failing rank's boxes. The compact
+// fit's focus on alarm boxes (Note [Alarms by intervals]) and on a failing
+// or lost rank's boxes (the rank's units it shows, walked at that event
+// only; focus_region). Left out, never taken from another event: the
+// owners' legend (a "state pending" tag instead). The compact
 // layout waits for the full State (no re-layout while pending). Until the
 // layout's LiveIndex is built the canvas stays empty. Below the lazy
 // threshold the full State is always there and none of this runs.
@@ -49,8 +50,8 @@ namespace hookscope::render {
 // change (keep_changed), and the layout job works the live slots out from
 // the model at its event (keep_at), where the walk compared Frame::keep.
 // Alarms (density cells, fit's focus) come from the LiveIndex too (Note
-// [Alarms by intervals]). Left out, as while pending: fit's focus on a
-// failing rank's boxes. Below the threshold nothing of this runs.
+// [Alarms by intervals]), and fit's focus on a failing rank's boxes as while
+// pending. Below the threshold nothing of this runs.
 GraphViewResult GraphView::draw(const analysis::StateView& view, analysis::FunctionIndex selected_function,
                                 analysis::OwnerIndex selected_owner) {
   selected_function_ = selected_function;
