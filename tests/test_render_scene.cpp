@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -103,6 +104,25 @@ void check_slots_follow_the_rule(const analysis::Model& m, const GraphScene& sce
 }
 
 }  // namespace
+
+TEST_CASE("scene: families are numbered in order of first appearance, however many there are") {
+  CHECK(number_families({}).empty());
+  CHECK(number_families({7, 7, 0, 7, 0, 5}) == std::vector<uint32_t>{0, 0, 1, 0, 1, 2});
+  // Past the table's first size and several doublings; signatures that
+  // share their high bits (the same home in a small table) and zero.
+  std::mt19937_64 rng(3);
+  for (const size_t distinct : {size_t{1}, size_t{511}, size_t{512}, size_t{3000}, size_t{70000}}) {
+    CAPTURE(distinct);
+    std::vector<uint64_t> pool(distinct);
+    for (size_t k = 0; k < distinct; ++k) pool[k] = k % 3 == 0 ? k : k % 3 == 1 ? rng() : (rng() & 0xffff) << 48;
+    std::vector<uint64_t> signatures;
+    for (size_t k = 0; k < 3 * distinct; ++k) signatures.push_back(pool[rng() % distinct]);
+    std::map<uint64_t, uint32_t> seen;
+    std::vector<uint32_t> expected;
+    for (uint64_t s : signatures) expected.push_back(seen.try_emplace(s, static_cast<uint32_t>(seen.size())).first->second);
+    CHECK(number_families(signatures) == expected);
+  }
+}
 
 TEST_CASE("scene: slots follow the first-free-instance rule, with few signatures and with thousands") {
   const analysis::Model steps = ddp_model("recovery", trace::DestroyPolicy::kNone);  // every step again
