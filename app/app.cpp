@@ -114,6 +114,19 @@ void App::adopt(LoadResult result) {
                 std::move(result.timeline));
 }
 
+namespace {
+
+// Whether a Function is live right after event `at` (State::functions not
+// empty): from the model's lifetimes, without building the State the
+// Session builds next.
+bool any_live_function(const analysis::Model& model, size_t at) {
+  return std::any_of(model.functions().begin(), model.functions().end(), [&](const analysis::FunctionInfo& f) {
+    return f.created_at <= at && at < f.released_at;
+  });
+}
+
+}  // namespace
+
 // Note [Publishing a model]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A model (a trace opened, a live run grown) reaches the views here and only
@@ -131,11 +144,6 @@ void App::publish_model(std::shared_ptr<const analysis::Model> model, bool keep_
     timeline_.set_model(model.get(), std::move(*timeline), *story);
   } else {
     timeline_.set_model(model.get());
-  }
-  if (keep_position) {
-    graph_.update_model(model.get());
-  } else {
-    graph_.set_model(model.get(), std::move(scene), std::move(story));  // built by the loader
   }
   size_t at = 0;
   if (!keep_position && args_.at >= 0) {
@@ -156,7 +164,17 @@ void App::publish_model(std::shared_ptr<const analysis::Model> model, bool keep_
     // then open at its last backward pass, the graph and its hooks complete.
     at = model->num_events() - 1;
     const auto& ends = model->events_of_kind(trace::EventKind::kBackwardEnd);
-    if (!ends.empty() && model->state_at(at).functions.empty()) at = ends.back();
+    if (!ends.empty() && !any_live_function(*model, at)) at = ends.back();
+  }
+  // The graph's first layout is that of the opening event (Note [One layout
+  // at open]): --play opens at the first.
+  if (keep_position) {
+    graph_.update_model(model.get());
+  } else {
+    const bool plays = args_.play > 0.0 && model;
+    const size_t open_at = plays ? 0 : model ? std::min(at, model->num_events() - 1) : 0;
+    graph_.set_model(model.get(), std::move(scene), std::move(story),  // built by the loader
+                     model && model->num_events() > 0 ? static_cast<analysis::EventIndex>(open_at) : analysis::kNever);
   }
   session_.set_model(model, keep_position, at);
   if (!keep_position && args_.select >= 0 && model) {

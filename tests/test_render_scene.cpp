@@ -3,12 +3,17 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
+#include <random>
 #include <set>
+#include <tuple>
+#include <vector>
 
 #include "analysis/model.h"
 #include "analysis/state.h"
 #include "render/layout/graph_scene.h"
 #include "render/layout/layout.h"
+#include "render/sample_graphs.h"
 #include "scenarios/autograd_demo.h"
 #include "scenarios/ddp_scenarios.h"
 #include "test_util.h"
@@ -60,6 +65,78 @@ TEST_CASE("scene: the Functions of every step share slots, two live ones never s
     ++checked;
   } while (cursor.next());
   CHECK(checked == m.num_events());
+}
+
+namespace {
+
+// Note [Numbering families]: the slots are those of the rule, worked out
+// here with a map: in event order a created Function takes the first free
+// instance of its signature, a released one frees it; a slot is a
+// (signature, instance) of Functions of one name, label and rank.
+void check_slots_follow_the_rule(const analysis::Model& m, const GraphScene& scene) {
+  std::vector<std::tuple<analysis::EventIndex, int, analysis::FunctionIndex>> changes;
+  for (analysis::FunctionIndex f = 0; f < m.functions().size(); ++f) {
+    changes.emplace_back(m.functions()[f].created_at, 0, f);
+    if (m.functions()[f].released_at != analysis::kNever) changes.emplace_back(m.functions()[f].released_at, 1, f);
+  }
+  std::sort(changes.begin(), changes.end());
+  std::map<uint64_t, std::set<uint32_t>> taken;  // per signature, its instances in use
+  std::vector<uint32_t> instance(m.functions().size(), 0);
+  std::set<std::pair<uint64_t, uint32_t>> slots;
+  for (const auto& [at, release, f] : changes) {
+    const uint64_t sig = scene.nodes()[scene.slot_of(f)].signature;
+    std::set<uint32_t>& used = taken[sig];
+    if (release) {
+      used.erase(instance[f]);
+      continue;
+    }
+    uint32_t k = 0;
+    while (used.count(k)) ++k;
+    used.insert(k);
+    instance[f] = k;
+    const SceneNode& node = scene.nodes()[scene.slot_of(f)];
+    CHECK(node.instance == k);
+    CHECK(std::tie(node.name, node.label, node.rank) ==
+          std::tie(m.functions()[f].name, m.functions()[f].label, m.functions()[f].rank));
+    slots.insert({sig, k});
+  }
+  CHECK(slots.size() == scene.nodes().size());
+}
+
+}  // namespace
+
+TEST_CASE("scene: families are numbered in order of first appearance, however many there are") {
+  CHECK(number_families({}).empty());
+  CHECK(number_families({7, 7, 0, 7, 0, 5}) == std::vector<uint32_t>{0, 0, 1, 0, 1, 2});
+  // Past the table's first size and several doublings; signatures that
+  // share their high bits (the same home in a small table) and zero.
+  std::mt19937_64 rng(3);
+  for (const size_t distinct : {size_t{1}, size_t{511}, size_t{512}, size_t{3000}, size_t{70000}}) {
+    CAPTURE(distinct);
+    std::vector<uint64_t> pool(distinct);
+    for (size_t k = 0; k < distinct; ++k) pool[k] = k % 3 == 0 ? k : k % 3 == 1 ? rng() : (rng() & 0xffff) << 48;
+    std::vector<uint64_t> signatures;
+    for (size_t k = 0; k < 3 * distinct; ++k) signatures.push_back(pool[rng() % distinct]);
+    std::map<uint64_t, uint32_t> seen;
+    std::vector<uint32_t> expected;
+    for (uint64_t s : signatures) expected.push_back(seen.try_emplace(s, static_cast<uint32_t>(seen.size())).first->second);
+    CHECK(number_families(signatures) == expected);
+  }
+}
+
+TEST_CASE("scene: slots follow the first-free-instance rule, with few signatures and with thousands") {
+  const analysis::Model steps = ddp_model("recovery", trace::DestroyPolicy::kNone);  // every step again
+  const GraphScene few(steps);
+  check_slots_follow_the_rule(steps, few);
+  std::set<uint64_t> signatures;
+  for (const SceneNode& n : few.nodes()) signatures.insert(n.signature);
+  CHECK(signatures.size() < few.nodes().size());  // some signature has several instances
+  const analysis::Model big(make_sample_trace(make_transformer_graph(6000)));
+  const GraphScene many(big);
+  check_slots_follow_the_rule(big, many);
+  signatures.clear();
+  for (const SceneNode& n : many.nodes()) signatures.insert(n.signature);
+  CHECK(signatures.size() > 4096);  // the numbering's table grew several times
 }
 
 TEST_CASE("scene: the scenarios' graphs lay out with no overlap and every edge going down") {

@@ -106,8 +106,10 @@ class GraphView {
   void set_model(const analysis::Model* model);
   // The same with the scene and story already built from `model` off the UI
   // thread (Note [Scene off the UI thread]); null ones are built here.
+  // `open_at`: the event the first frame will draw, when known; the first
+  // layout is then the one that frame needs (Note [One layout at open]).
   void set_model(const analysis::Model* model, std::shared_ptr<GraphScene> scene,
-                 std::shared_ptr<const RunStory> story);
+                 std::shared_ptr<const RunStory> story, analysis::EventIndex open_at = analysis::kNever);
   // The same trace, grown (a live recording) or reloaded: slots that were
   // there keep their place (Note [Stable layout]), new ones fit around
   // them; selection and view stay.
@@ -150,6 +152,8 @@ class GraphView {
   // ---- inspection (tests, benchmarks, the demo) ----
   bool layout_ready() const { return layout_ != nullptr; }
   bool layout_pending() const { return job_ != nullptr; }
+  // Layout jobs started since the view was made (Note [One layout at open]).
+  uint64_t layouts_started() const { return layouts_started_; }
   void wait_for_layout();  // blocks until the pending layout lands
   // Blocks until the drawn layout's LiveIndex is built (Note [Graph while the
   // state is pending]: until then a pending frame draws no boxes).
@@ -174,7 +178,9 @@ class GraphView {
                             std::vector<uint32_t>& out);
   struct Chip;
 
-  void start_layout(bool seeded);
+  // keep_at_open: a compact layout of the slots live at drawn_at_ (Note [One layout at open]).
+  void start_layout(bool seeded, bool keep_at_open = false);
+  bool full_boxes_cannot_fit(const analysis::Model& model, analysis::EventIndex at) const;
   void wait_for_box_sizes();  // Note [Box sizes off the UI thread]
   void poll_layout();
   void land_layout();
@@ -267,6 +273,7 @@ class GraphView {
   std::vector<uint32_t> tile_edge_begin_, tile_edges_, long_edges_;
   bool edges_indexed_ = false;
   uint64_t generation_ = 0;  // bumped by every new scene or layout
+  uint64_t layouts_started_ = 0;
   struct RankBounds {
     uint16_t rank;
     Vec2 min, max;

@@ -25,7 +25,7 @@ void GraphView::set_model(const analysis::Model* model) { set_model(model, nullp
 // it, so opening a file never freezes the window for them; a grown live
 // model (update_model) still builds them here, where they are small.
 void GraphView::set_model(const analysis::Model* model, std::shared_ptr<GraphScene> scene,
-                          std::shared_ptr<const RunStory> story) {
+                          std::shared_ptr<const RunStory> story, analysis::EventIndex open_at) {
   drop_finish();
   stop_live_index();
   wait_for_box_sizes();  // the old model may go once this returns
@@ -41,7 +41,58 @@ void GraphView::set_model(const analysis::Model* model, std::shared_ptr<GraphSce
   if (!model) return;
   adopt_scene(*model, std::move(scene), std::move(story));
   layer_height_.clear();
-  start_layout(false);
+  // Note [One layout at open]
+  const bool at_open = open_at < model->num_events();
+  if (at_open && !metrics_.compact && auto_compact_ && full_boxes_cannot_fit(*model, open_at)) {
+    metrics_ = compact_metrics(options_.metrics);
+  }
+  if (at_open && metrics_.compact) drawn_at_ = open_at;
+  start_layout(false, at_open && metrics_.compact);
+}
+
+// Note [One layout at open]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A trace opens at an event the app knows before the first frame (the
+// Session's opening event). Left alone, the first layout would be of every
+// slot in full boxes; the first fit would find them too many to read and
+// switch to the compact view (Note [Compact boxes]), whose layout of the live
+// slots runs while the first layout and its LiveIndex are still held: two
+// layouts at open, the second one's working memory on top of the first's
+// tables (the GUI on 100M events of a million Functions: 3065 MiB at its
+// peak, 2806 with one layout, and the first picture 2.5 s sooner; bench/
+// scale_gui.sh). So set_model, given the
+// opening event, makes the one layout the first frame would end up with:
+// compact when the fit is sure to switch (full_boxes_cannot_fit) or the view
+// is compact already, of the slots live at that event (keep_at, in the job,
+// as for an indexed frame); the first frame at that event finds its live set
+// laid out and lays out nothing more (layouts_started() counts).
+bool GraphView::full_boxes_cannot_fit(const analysis::Model& model, analysis::EventIndex at) const {
+  // The canvas of the last frame, allowing for a window grown to twice its
+  // width and height meanwhile; before any frame, a 4K screen's.
+  const Frame& f = *frame_;
+  const double w = f.panel_max.x - f.panel_min.x, h = f.panel_max.y - f.panel_min.y;
+  const double canvas = 4.0 * (w > 50.0 && h > 50.0 ? w * h : 3840.0 * 2160.0);
+  // A full box is at least min_width + 2 pad by one line + 2 pad (box_sizes),
+  // boxes do not overlap, and fit switches when its zoom is below readable
+  // (fit_now): more live boxes than `most` cannot all show readably.
+  const BoxMetrics& m = options_.metrics;
+  const double readable = options_.min_text_px / chip_font(m);
+  const double box_px = (m.min_width + 2.0 * m.pad) * (m.line_height + 2.0 * m.pad) * readable * readable;
+  const double most = canvas / box_px;
+  if (static_cast<double>(model.functions().size()) <= most) return false;
+  // Live boxes: at least the slots of the live Functions (the fit counts
+  // those holding tensor hooks too).
+  std::vector<uint8_t> seen(scene_->nodes().size(), 0);
+  size_t live = 0;
+  for (size_t fn = 0; fn < model.functions().size(); ++fn) {
+    const analysis::FunctionInfo& info = model.functions()[fn];
+    if (info.created_at > at || at >= info.released_at) continue;
+    uint8_t& s = seen[scene_->slot_of(static_cast<analysis::FunctionIndex>(fn))];
+    live += !s;
+    s = 1;
+    if (static_cast<double>(live) > most) return true;
+  }
+  return false;
 }
 
 // The scene and story of `model` (built here when not given), and per-slot
@@ -117,8 +168,9 @@ void GraphView::update_model(const analysis::Model* model) {
 // for the prepare to finish (wait_for_box_sizes) before the old model may
 // go. The frame goes on
 // meanwhile ("laying out the graph").
-void GraphView::start_layout(bool seeded) {
+void GraphView::start_layout(bool seeded, bool keep_at_open) {
   if (!scene_) return;
+  ++layouts_started_;
   // Before the first frame there is no current font: take the atlas's
   // default, built here if the backend has not yet.
   ImGuiIO& io = ImGui::GetIO();
@@ -139,7 +191,8 @@ void GraphView::start_layout(bool seeded) {
   pending_ = std::make_shared<FoldedGraph>();  // filled by the job; read once it lands
   // Note [Graph at a million Functions]: the last frame had no list of the
   // live slots; the job works them out at its event.
-  const bool keep_from_model = metrics_.compact && frame_->indexed;
+  // Note [One layout at open]: the same at the opening event.
+  const bool keep_from_model = metrics_.compact && (frame_->indexed || keep_at_open);
   pending_keep_ = keep_from_model ? std::make_shared<std::vector<uint8_t>>() : nullptr;
   if (keep_from_model) layout_keep_at_ = drawn_at_;
   auto prepare = [scene = scene_, folded = pending_, font = std::make_shared<const ImFont>(*font), metrics = metrics_,

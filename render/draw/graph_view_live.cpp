@@ -267,6 +267,33 @@ std::unique_ptr<LiveIndex> LiveIndex::build(const analysis::Model& model, const 
   return index;
 }
 
+namespace {
+
+template <class T>
+size_t bytes_of(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+
+}  // namespace
+
+size_t LiveIndex::alarm_memory_bytes() const {
+  return bytes_of(alarm_cells_) + bytes_of(alarm_cell_iv_) + bytes_of(alarm_cell_unit_) + bytes_of(alarm_starts_) +
+         bytes_of(alarm_ends_) + bytes_of(alarm_unit_) + bytes_of(alarm_unit_iv_) + bytes_of(alarm_iv_) +
+         bytes_of(alarm_cell_bounds_) + bytes_of(alarm_changes_);
+}
+
+size_t LiveIndex::memory_bytes() const {
+  size_t n = sizeof(LiveIndex) + bytes_of(slot_fn_begin_) + bytes_of(slot_fn_) + bytes_of(unit_slot_begin_) +
+             bytes_of(unit_slot_) + bytes_of(unit_iv_begin_) + bytes_of(iv_) + bytes_of(cell_begin_) +
+             bytes_of(cell_starts_) + bytes_of(cell_ends_) + bytes_of(cell_min_) + bytes_of(cell_max_) +
+             bytes_of(box_min_) + bytes_of(box_max_) + bytes_of(cell_box_min_) + bytes_of(cell_box_max_) +
+             bytes_of(sources_) + bytes_of(keep_changes_) + bytes_of(source_starts_) + bytes_of(source_ends_);
+  for (const auto& v : by_edge_) n += bytes_of(v);
+  for (const auto& v : source_starts_) n += bytes_of(v);
+  for (const auto& v : source_ends_) n += bytes_of(v);
+  return n + alarm_memory_bytes();
+}
+
 bool LiveIndex::keep_changed(EventIndex a, EventIndex b) const {
   if (a == analysis::kNever || b == analysis::kNever) return a != b;
   if (a > b) std::swap(a, b);

@@ -88,6 +88,10 @@ class LiveIndex {
   // between events a and b: an alarm interval, a Function or a tensor hook
   // starts or ends in (min, max].
   bool alarms_changed(EventIndex a, EventIndex b) const;
+  // The bytes it holds (capacities), and of them the alarm spans' (Note
+  // [Alarms by intervals]).
+  size_t memory_bytes() const;
+  size_t alarm_memory_bytes() const;
 
  private:
   std::vector<uint32_t> slot_fn_begin_, slot_fn_;

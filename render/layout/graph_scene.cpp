@@ -162,20 +162,8 @@ void GraphScene::assign_slots() {
     std::vector<uint32_t> slots;
     std::vector<uint32_t> free;  // min-heap of instance numbers
   };
-  // A Function's family, numbered once by sorting the signatures: a hash
-  // map looked up at every change took most of the scene's time at a
-  // million Functions (issue 16).
-  std::vector<uint32_t> family_of(n, 0);
-  uint32_t num_families = 0;
-  {
-    std::vector<std::pair<uint64_t, FunctionIndex>> by_signature(n);
-    for (FunctionIndex f = 0; f < n; ++f) by_signature[f] = {sig[f], f};
-    std::sort(by_signature.begin(), by_signature.end());
-    for (size_t k = 0; k < n; ++k) {
-      if (k == 0 || by_signature[k].first != by_signature[k - 1].first) ++num_families;
-      family_of[by_signature[k].second] = num_families - 1;
-    }
-  }
+  const std::vector<uint32_t> family_of = number_families(sig);
+  const uint32_t num_families = n ? *std::max_element(family_of.begin(), family_of.end()) + 1 : 0;
   std::vector<Family> families(num_families);
   std::vector<uint32_t> raw_slot(n, kNoSlot), instance_of(n, 0);
   std::vector<FunctionIndex> first;

@@ -184,6 +184,10 @@ class GraphScene {
 // Note [Owner colours], for panels without a scene.
 uint32_t owner_color(const analysis::Model& model, analysis::OwnerIndex owner);
 
+// Note [Numbering families] (graph_families.cpp): per entry of `signatures`
+// the number of its value, 0, 1, ... in order of first appearance.
+std::vector<uint32_t> number_families(const std::vector<uint64_t>& signatures);
+
 // The short name of a hook kind on a badge: "post", "pre", "tensor-pre", ...
 std::string_view hook_kind_tag(trace::HookKind kind);
 
