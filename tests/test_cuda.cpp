@@ -25,3 +25,35 @@ TEST_CASE("device names parse") {
   CHECK_THROWS_WITH_AS(parse_device("tpu"), doctest::Contains("expected cpu or cuda"),
                        std::invalid_argument);
 }
+
+#if HOOKSCOPE_WITH_CUDA
+#include <fstream>
+
+#include "tensor/cuda/cuda_context.h"
+
+namespace {
+bool cublas_mapped() {  // whether libcublas is in this process's memory map
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("libcublas.so") != std::string::npos) return true;
+  }
+  return false;
+}
+}  // namespace
+
+// Note [cuBLAS loaded on first use]: no GPU is needed to load the library.
+TEST_CASE("cuda: cuBLAS is not loaded at start, and loads with its four functions when first needed") {
+  // Other tests of this process may have run a GPU matmul already; where none
+  // can have (no device), the library must not be there yet.
+  std::string why;
+  if (!cuda_available(&why)) CHECK_FALSE(cublas_mapped());
+  const cuda::CublasApi& api = cuda::cublas();
+  CHECK(bool(api.create));
+  CHECK(bool(api.set_stream));
+  CHECK(bool(api.set_math_mode));
+  CHECK(bool(api.sgemm));
+  CHECK(cublas_mapped());
+  CHECK(&cuda::cublas() == &api);
+}
+#endif

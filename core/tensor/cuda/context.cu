@@ -114,12 +114,13 @@ cublasHandle_t cublas_handle_locked(int device, std::unique_lock<std::mutex>& lo
   lock = std::unique_lock<std::mutex>(s.blas_mutex);
   if (s.blas == nullptr) {
     DeviceGuard guard(device);
+    const CublasApi& api = cublas();  // Note [cuBLAS loaded on first use]
     cublasHandle_t h = nullptr;
-    HOOKSCOPE_CUBLAS_CHECK(cublasCreate(&h));
-    HOOKSCOPE_CUBLAS_CHECK(cublasSetStream(h, s.stream));
+    HOOKSCOPE_CUBLAS_CHECK(api.create(&h));
+    HOOKSCOPE_CUBLAS_CHECK(api.set_stream(h, s.stream));
     // FP32 arithmetic without TF32 tensor cores (the default mode; said here
     // because TF32's 10-bit mantissa would break the 1e-4 match with the CPU).
-    HOOKSCOPE_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    HOOKSCOPE_CUBLAS_CHECK(api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
     s.blas = h;
   }
   return s.blas;

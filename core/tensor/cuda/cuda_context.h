@@ -36,6 +36,17 @@ namespace hookscope::cuda {
 
 constexpr int kMaxDevices = 64;
 
+// The cuBLAS functions hookscope calls, from the library opened on first use
+// (Note [cuBLAS loaded on first use], cublas_api.cu). Throws when it cannot
+// be loaded, saying what to install.
+struct CublasApi {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSetMathMode) set_math_mode = nullptr;
+  decltype(&cublasSgemm_v2) sgemm = nullptr;
+};
+const CublasApi& cublas();
+
 int current_device();
 
 // Makes `device` current for the calling thread for the guard's lifetime.

@@ -304,10 +304,10 @@ class CudaKernels final : public Kernels {
     const float one = 1.f, zero = 0.f;
     cuda::DeviceGuard guard(d);
     cuda::with_cublas(d, [&](cublasHandle_t h) {
-      HOOKSCOPE_CUBLAS_CHECK(cublasSgemm(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                         trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one,
-                                         b.data_ptr(), static_cast<int>(b.size(1)), a.data_ptr(),
-                                         static_cast<int>(a.size(1)), &zero, out.data_ptr(), n));
+      HOOKSCOPE_CUBLAS_CHECK(cuda::cublas().sgemm(
+          h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one,
+          b.data_ptr(), static_cast<int>(b.size(1)), a.data_ptr(), static_cast<int>(a.size(1)), &zero,
+          out.data_ptr(), n));
     });
   }
 
