@@ -280,11 +280,15 @@ void BM_TimelineIndex_Model(benchmark::State& state) {
   hookscope::analysis::SyntheticOptions o;
   o.events = static_cast<size_t>(state.range(0));
   const hookscope::analysis::Model model(hookscope::analysis::make_synthetic_trace(o));
+  size_t bytes = 0;
   for (auto _ : state) {
     hr::TimelineIndex index(model);
+    bytes = index.memory_bytes();
     benchmark::DoNotOptimize(index.tracks().data());
   }
   state.counters["events"] = static_cast<double>(model.num_events());
+  // What the build buys (Note [Compact timeline index]): bytes held per event.
+  state.counters["index_bytes_per_event"] = static_cast<double>(bytes) / static_cast<double>(model.num_events());
   state.counters["ns_per_event"] = benchmark::Counter(static_cast<double>(model.num_events()),
                                                       benchmark::Counter::kIsIterationInvariantRate |
                                                           benchmark::Counter::kInvert);

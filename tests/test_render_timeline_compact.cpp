@@ -14,6 +14,7 @@
 #include "render/layout/timeline_index.h"
 #include "scenarios/ddp_scenarios.h"
 #include "test_util.h"
+#include "trace/packed_events.h"
 #include "trace/recorder.h"
 
 using namespace hookscope;
@@ -107,6 +108,26 @@ void check_against_full(const analysis::Model& m, uint64_t seed) {
       }
       CHECK(colours);
     }
+    // Collective spans (their key and op looked up apart from the block
+    // decode): each begins at a collective_begin with its op, and ends at the
+    // collective_end of the same id, failed when that end was not ok.
+    size_t collective_spans = 0, begins = 0;
+    for (size_t k = 0; k < t.size(); ++k) begins += m.event(t.event(k)).kind == trace::EventKind::kCollectiveBegin;
+    bool collectives_ok = true;
+    for (const auto& lane : t.lanes) {
+      for (const TimelineSpan& span : lane) {
+        if (span.kind != SpanKind::kCollective) continue;
+        ++collective_spans;
+        const trace::Event b = m.event(span.begin_event);
+        collectives_ok &= b.kind == trace::EventKind::kCollectiveBegin && span.op == b.sub;
+        if (span.open()) continue;
+        const trace::Event e = m.event(span.end_event);
+        collectives_ok &= e.kind == trace::EventKind::kCollectiveEnd && e.key == b.key &&
+                          span.failed == (e.sub != 0);
+      }
+    }
+    CHECK(collectives_ok);
+    CHECK(collective_spans == begins);
     // Searches from anywhere, for times present, absent and beyond both ends.
     for (int trial = 0; trial < 200; ++trial) {
       const size_t from = gen() % (t.size() + 1), to = from + gen() % (t.size() + 1 - from);
@@ -131,6 +152,18 @@ TEST_CASE("EventColumn: every encoding reads back what went in") {
     bool same = true;
     for (size_t k = 0; k < v.size(); ++k) same &= c[k] == v[k];
     CHECK(same);
+    // append() in pieces of every size (whole blocks straight from the
+    // array) stores exactly what push_back does.
+    for (size_t piece : {size_t{1}, size_t{5}, size_t{64}, size_t{100}, size_t{1000}, v.size() + 1}) {
+      EventColumn a;
+      for (size_t k = 0; k < v.size(); k += piece) a.append(v.data() + k, std::min(piece, v.size() - k));
+      a.finish();
+      REQUIRE(a.size() == v.size());
+      bool same_appended = true;
+      for (size_t k = 0; k < v.size(); ++k) same_appended &= a[k] == v[k];
+      CHECK(same_appended);
+      CHECK(a.memory_bytes() == c.memory_bytes());
+    }
     return c.memory_bytes();
   };
   std::vector<uint32_t> v(10'000);
@@ -149,6 +182,79 @@ TEST_CASE("EventColumn: every encoding reads back what went in") {
   check(v);
   check({});
   check({0, 1, 2, 7});  // a partial last block
+  // Steps wrapping past 2^32 - 1 and 255-byte steps: still exact.
+  v.assign(300, 0);
+  for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<uint32_t>(0xFFFFFF00u + 255 * k);
+  check(v);
+  for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<uint32_t>(0xFFFFFFF0u + k);
+  check(v);
+}
+
+TEST_CASE("compact timeline: a track from raw arrays searches its own times") {
+  std::mt19937_64 gen(9);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{31}, size_t{33}, size_t{5000}}) {
+    std::vector<int64_t> time(n);
+    std::vector<uint32_t> event(n);
+    std::vector<uint8_t> cls(n);
+    int64_t t = -100;
+    for (size_t k = 0; k < n; ++k) {
+      t += static_cast<int64_t>(gen() % 4);  // repeats too
+      time[k] = t;
+      event[k] = static_cast<uint32_t>(3 * k);
+      cls[k] = static_cast<uint8_t>(gen() % 8);
+    }
+    TimelineIndex index;
+    const TimelineTrack& tr = index.add_track("raw", time, event, cls);
+    REQUIRE(tr.size() == n);
+    bool same = true;
+    for (size_t k = 0; k < n; ++k) same &= tr.time(k) == time[k] && tr.event(k) == event[k] && tr.cls(k) == cls[k];
+    CHECK(same);
+    for (int trial = 0; trial < 300; ++trial) {
+      const size_t from = gen() % (n + 1), to = from + gen() % (n + 1 - from);
+      const int64_t x = -105 + static_cast<int64_t>(gen() % (4 * n + 10));
+      const auto b = time.begin();
+      CHECK(tr.lower_bound(from, to, x) == static_cast<size_t>(std::lower_bound(b + from, b + to, x) - b));
+      CHECK(tr.upper_bound(from, to, x) == static_cast<size_t>(std::upper_bound(b + from, b + to, x) - b));
+    }
+  }
+}
+
+TEST_CASE("packed events: a decode of some fields gives those as the full decode, the others 0") {
+  std::mt19937_64 gen(21);
+  std::vector<trace::Event> events(1000);
+  for (size_t i = 0; i < events.size(); ++i) {
+    trace::Event& e = events[i];
+    e.t_ns = 1'000'000 + 37 * i;
+    e.node = gen() % 3 == 0 ? 0 : gen();  // zero-escaped
+    e.key = (gen() % 5) << 24 | 7;        // a dictionary
+    e.arg = gen() % 1000;
+    e.owner = static_cast<uint32_t>(gen() % 4);
+    e.actor = 9;  // one value throughout
+    e.kind = static_cast<trace::EventKind>(1 + gen() % 20);
+    e.sub = static_cast<uint8_t>(gen());
+    e.rank = static_cast<uint16_t>(i / 300);
+    e.thread = static_cast<uint32_t>(gen() % 3);
+  }
+  const trace::PackedEvents p = trace::PackedEvents::pack(events);
+  using P = trace::PackedEvents;
+  for (uint32_t fields : {P::kTime | P::kKind | P::kRank | P::kThread, P::kKey | P::kSub, P::kNode | P::kActor,
+                          P::kArg | P::kOwner, uint32_t{0}, P::kAllFields}) {
+    std::vector<trace::Event> got(events.size());
+    p.decode(0, events.size(), got.data(), fields);
+    bool ok = true;
+    for (size_t i = 0; i < events.size(); ++i) {
+      const trace::Event& e = events[i];
+      const trace::Event& g = got[i];
+      auto want = [&](uint32_t bit, uint64_t v) { return (fields & bit) ? v : 0; };
+      ok &= g.t_ns == want(P::kTime, e.t_ns) && g.node == want(P::kNode, e.node) && g.key == want(P::kKey, e.key) &&
+            g.arg == want(P::kArg, e.arg) && g.owner == want(P::kOwner, e.owner) &&
+            g.actor == want(P::kActor, e.actor) &&
+            static_cast<uint64_t>(g.kind) == want(P::kKind, static_cast<uint64_t>(e.kind)) &&
+            g.sub == want(P::kSub, e.sub) && g.rank == want(P::kRank, e.rank) &&
+            g.thread == want(P::kThread, e.thread);
+    }
+    CHECK(ok);
+  }
 }
 
 TEST_CASE("compact timeline: a recovery trace answers as the full arrays did") {

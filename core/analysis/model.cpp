@@ -44,11 +44,11 @@ trace::Event Model::event(size_t index) const {
   return e;
 }
 
-void Model::events(size_t begin, size_t end, trace::Event* out, int64_t* times) const {
+void Model::events(size_t begin, size_t end, trace::Event* out, int64_t* times, uint32_t fields) const {
   if (begin >= end) return;
   check_index(end - 1, "events");
   if (order_.empty()) {
-    traces_[0].packed.decode(begin, end, out);
+    traces_[0].packed.decode(begin, end, out, fields);
   } else {
     for (size_t i = begin; i < end; ++i) {
       const uint64_t o = order_[i];

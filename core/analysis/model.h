@@ -248,7 +248,10 @@ class Model {
   // event(i) for every i in [begin, end), into out[0..): a block of the
   // packed events decoded at a time, much faster than event(i) per event
   // for walks over many events; times[k] = time_ns(begin + k) when given.
-  void events(size_t begin, size_t end, trace::Event* out, int64_t* times = nullptr) const;
+  // Only `fields` (trace::PackedEvents::kTime | kKind ...) need be decoded;
+  // the others may be left 0 (times need kTime).
+  void events(size_t begin, size_t end, trace::Event* out, int64_t* times = nullptr,
+              uint32_t fields = trace::PackedEvents::kAllFields) const;
   uint32_t source(size_t index) const;
   const std::string& str(uint32_t id) const;
   // Time of an event on the common clock (ns; Note [Merging traces] in model_build.cpp).

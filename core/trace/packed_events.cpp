@@ -35,7 +35,7 @@ uint64_t PackedEvents::t_ns(size_t i) const {
   return value_of(b, h, 0, code);
 }
 
-size_t PackedEvents::decode_block(size_t b, Event* out) const {
+size_t PackedEvents::decode_block(size_t b, Event* out, uint32_t fields) const {
   const size_t n = std::min(kBlock, size_ - b * kBlock);
   const uint8_t* bytes = block(b);
   const BlockHeader h = header_at(bytes);
@@ -43,6 +43,7 @@ size_t PackedEvents::decode_block(size_t b, Event* out) const {
   for (size_t i = 0; i < n; ++i) out[i] = Event{};
   for_fields([&](auto fc) {
     constexpr size_t f = decltype(fc)::value;
+    if (!((fields >> f) & 1)) return;
     const unsigned width = h.width[f];
     const uint64_t base = h.base[f];
     if (width == 0) {  // the same value throughout the block
@@ -70,11 +71,11 @@ size_t PackedEvents::decode_block(size_t b, Event* out) const {
   return n;
 }
 
-void PackedEvents::decode(size_t begin, size_t end, Event* out) const {
+void PackedEvents::decode(size_t begin, size_t end, Event* out, uint32_t fields) const {
   Event buf[kBlock];
   while (begin < end) {
     const size_t b = begin / kBlock;
-    const size_t n = decode_block(b, buf);
+    const size_t n = decode_block(b, buf, fields);
     const size_t from = begin - b * kBlock;
     const size_t take = std::min(n - from, end - begin);
     std::copy(buf + from, buf + from + take, out);

@@ -52,11 +52,16 @@ class PackedEvents {
   Event operator[](size_t i) const { return at(i); }
   // Only the time of event i: one field.
   uint64_t t_ns(size_t i) const;
+  // Bits of decode's `fields`, one per field (packed_block.h's order); the
+  // fields left out stay 0 (a walk that reads few fields decodes only those).
+  static constexpr uint32_t kTime = 1u << 0, kNode = 1u << 1, kKey = 1u << 2, kArg = 1u << 3, kOwner = 1u << 4,
+                            kActor = 1u << 5, kKind = 1u << 6, kSub = 1u << 7, kRank = 1u << 8,
+                            kThread = 1u << 9, kAllFields = (1u << 10) - 1;
   // Decodes block b, events [b * kBlock, min(size(), (b + 1) * kBlock)), into
   // out[0..); returns how many. Faster per event than at().
-  size_t decode_block(size_t b, Event* out) const;
+  size_t decode_block(size_t b, Event* out, uint32_t fields = kAllFields) const;
   // Decodes events [begin, end) into out.
-  void decode(size_t begin, size_t end, Event* out) const;
+  void decode(size_t begin, size_t end, Event* out, uint32_t fields = kAllFields) const;
   // Adds the number of events of each kind to counts[kind] (256 entries).
   void count_kinds(uint64_t* counts) const;
   // All events as an array (tests, callers that want records).

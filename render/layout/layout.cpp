@@ -251,16 +251,32 @@ std::vector<int> find_components(int n, const std::vector<UniqueEdge>& edges,
     if (a != b) parent[std::max(a, b)] = std::min(a, b);  // the root is the smallest node
   }
   const bool clustered = cluster.size() == static_cast<size_t>(n);
+  std::vector<int> component(static_cast<size_t>(n));
+  if (!clustered) {
+    // The root is a component's smallest node, so numbering roots as v
+    // reaches them orders components as the sort below would, in O(n).
+    std::vector<int> id(static_cast<size_t>(n), -1);
+    int next = 0;
+    for (int v = 0; v < n; ++v) {
+      if (isolated[v]) continue;
+      const int r = root(v);
+      if (id[r] < 0) id[r] = next++;
+      component[v] = id[r];
+    }
+    for (int v = 0; v < n; ++v) {
+      if (isolated[v]) component[v] = next;
+    }
+    return component;
+  }
   // (cluster, isolated?, root) orders the components.
   std::vector<std::tuple<int, int, int>> keys(static_cast<size_t>(n));
   for (int v = 0; v < n; ++v) {
-    const int c = clustered ? cluster[v] : 0;
+    const int c = cluster[v];
     keys[v] = isolated[v] ? std::tuple(c, 1, 0) : std::tuple(c, 0, root(v));
   }
   std::vector<std::tuple<int, int, int>> distinct = keys;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  std::vector<int> component(static_cast<size_t>(n));
   for (int v = 0; v < n; ++v) {
     component[v] = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), keys[v]) - distinct.begin());
   }

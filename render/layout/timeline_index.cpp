@@ -67,6 +67,11 @@ size_t TimelineTrack::search(size_t from, size_t to, Before before) const {
   // ends here, after one model call rather than log2(kTimeSample).
   if (from >= to || !before(time(from))) return from;
   ++from;
+  if (!model_) {  // own times (add_track): a plain binary search, no samples
+    const auto b = own_time_.begin();
+    const auto first = b + static_cast<std::ptrdiff_t>(from), last = b + static_cast<std::ptrdiff_t>(to);
+    return static_cast<size_t>(std::partition_point(first, last, before) - b);
+  }
   // The samples first: sample s is position s * kTimeSample.
   const size_t a = (from + kTimeSample - 1) / kTimeSample;
   const size_t b = std::max(a, (to + kTimeSample - 1) / kTimeSample);
@@ -125,8 +130,14 @@ uint8_t TimelineTrack::classes(size_t first, size_t last) const {
 
 void TimelineTrack::summarize_from_classes() {
   summary.clear();
-  std::vector<uint8_t> level((size() + kSummaryFan - 1) / kSummaryFan, 0);
-  for (size_t i = 0; i < size(); ++i) level[i / kSummaryFan] |= static_cast<uint8_t>(1u << cls(i));
+  const size_t n = size();
+  std::vector<uint8_t> level((n + kSummaryFan - 1) / kSummaryFan, 0);
+  if (model_) {
+    for (size_t i = 0; i < n; ++i) level[i / kSummaryFan] |= static_cast<uint8_t>(1u << cls(i));
+  } else {  // own classes: no per-event branch on model_
+    const uint8_t* c = own_cls_.data();
+    for (size_t i = 0; i < n; ++i) level[i / kSummaryFan] |= static_cast<uint8_t>(1u << c[i]);
+  }
   summary.push_back(std::move(level));
   summarize_levels();
 }
@@ -160,11 +171,10 @@ TimelineTrack& TimelineIndex::add_track(std::string name, std::vector<int64_t> t
   }
   TimelineTrack& t = tracks_.emplace_back();
   t.name = std::move(name);
-  for (uint32_t e : event) t.events_.push_back(e);
+  t.events_.append(event.data(), event.size());
   t.events_.finish();
   t.own_time_ = std::move(time);
   t.own_cls_ = std::move(cls);
-  for (size_t k = 0; k < t.own_time_.size(); k += TimelineTrack::kTimeSample) t.sample_.push_back(t.own_time_[k]);
   t.summarize_from_classes();
   if (t.size() > 0) {
     const bool first = tracks_.size() == 1 || (begin_ == 0 && end_ == 0);
@@ -204,13 +214,16 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
   std::tuple<uint16_t, uint32_t, uint32_t> last_key{};
   Building* last = nullptr;
   // Decoded a block at a time (Model::events): event(i) per event costs a
-  // packed lookup each (Note [Packed events]).
+  // packed lookup each (Note [Packed events]). Only the fields every event
+  // needs; a collective's key and op are looked up on their own (few).
   constexpr size_t kChunk = 4096;
   std::vector<trace::Event> chunk(std::min(n, kChunk));
   std::vector<int64_t> chunk_times(chunk.size());
   for (size_t begin = 0; begin < n; begin += kChunk) {
     const size_t end = std::min(n, begin + kChunk);
-    model.events(begin, end, chunk.data(), chunk_times.data());
+    using trace::PackedEvents;
+    model.events(begin, end, chunk.data(), chunk_times.data(),
+                 PackedEvents::kTime | PackedEvents::kKind | PackedEvents::kRank | PackedEvents::kThread);
     for (size_t i = begin; i < end; ++i) {
       const trace::Event& e = chunk[i - begin];
       const uint32_t source = model.source(i);
@@ -261,15 +274,18 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
             b.apply.pop_back();
           }
           break;
-        case EventKind::kCollectiveBegin:
-          collectives[{source, e.rank, e.key}] = {&b, open(SpanKind::kCollective, 0)};
-          b.spans.back().op = e.sub;
+        case EventKind::kCollectiveBegin: {
+          const trace::Event whole = model.event(i);
+          collectives[{source, e.rank, whole.key}] = {&b, open(SpanKind::kCollective, 0)};
+          b.spans.back().op = whole.sub;
           break;
+        }
         case EventKind::kCollectiveEnd: {
-          auto it = collectives.find({source, e.rank, e.key});
+          const trace::Event whole = model.event(i);
+          auto it = collectives.find({source, e.rank, whole.key});
           if (it != collectives.end()) {
             close(*it->second.first, it->second.second);
-            it->second.first->spans[it->second.second].failed = e.sub != 0;
+            it->second.first->spans[it->second.second].failed = whole.sub != 0;
             collectives.erase(it);
           }
           break;

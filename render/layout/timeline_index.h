@@ -70,13 +70,22 @@ struct TimelineSpan {
 // Times and classes of single events are the model's (Model::time_ns,
 // Model::event), asked a bounded number of times per mark, never per event
 // per frame; the model must outlive the index (the view keeps both). A
-// track made from raw arrays (add_track: tests, benchmarks) keeps its own.
+// track made from raw arrays (add_track: tests, benchmarks) keeps its own
+// times and classes, and searches its times directly (no samples).
 
 // Position -> event index, compactly (Note [Compact timeline index]).
 class EventColumn {
  public:
   static constexpr size_t kBlock = 64;
-  void push_back(uint32_t value);
+  void push_back(uint32_t value) {
+    if (identity_ && value == size_) {  // the common case of a one-track trace: nothing to store
+      ++size_;
+      return;
+    }
+    push_back_stored(value);
+  }
+  // push_back of v[0..n) in order; whole blocks are encoded straight from v.
+  void append(const uint32_t* v, size_t n);
   void finish();  // after the last push_back, before any read
   size_t size() const { return size_; }
   uint32_t operator[](size_t k) const {
@@ -106,6 +115,9 @@ class EventColumn {
   size_t memory_bytes() const;
 
  private:
+  void push_back_stored(uint32_t value);
+  void leave_identity();
+  void encode(const uint32_t* v, size_t n);  // one block of n <= kBlock values
   void flush();
   std::vector<uint32_t> base_;   // per block: the first (runs, deltas) or smallest (16-bit) value
   std::vector<uint64_t> where_;  // per block: offset in pool_ << 2 | encoding (0 run, 1 u8 deltas, 2 u16, 3 u32)
@@ -149,7 +161,7 @@ struct TimelineTrack {
   std::vector<int64_t> own_time_;
   std::vector<uint8_t> own_cls_;
   EventColumn events_;
-  std::vector<int64_t> sample_;  // time(k * kTimeSample)
+  std::vector<int64_t> sample_;  // time(k * kTimeSample); none with own_time_
 };
 
 class TimelineIndex {
