@@ -139,6 +139,8 @@ class App {
   int offscreen_width() const { return export_.off_w; }
   int offscreen_height() const { return export_.off_h; }
   void request_export(ExportRequest request);
+  // The whole-graph PNG's own view while it is laid out and drawn (tests).
+  const render::GraphView* export_view() const { return export_.whole.get(); }
   // The Compare view's synchronised state (tests).
   const CompareGraphs& compare_state() const { return compare_graphs_; }
 

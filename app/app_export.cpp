@@ -97,8 +97,11 @@ void App::draw_exports() {
       o.minimap = false;
       o.pack_aspect = graph_.packed_aspect();  // the same packing as on screen (and in the SVG)
       export_.whole = std::make_unique<render::GraphView>(o);
-      export_.whole->set_model(session_.model());
+      // The box shape first, then the model at the event it draws: one layout
+      // (Note [One layout at open]), not a full one the compact one replaces.
       export_.whole->set_compact(graph_.compact());
+      export_.whole->set_model(session_.model(), nullptr, nullptr,
+                              static_cast<analysis::EventIndex>(session_.current()));
       export_.fitted = false;
       export_.frames = 0;
     }

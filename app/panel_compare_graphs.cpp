@@ -65,6 +65,7 @@ void App::compare_sync() {
     g.diffs = std::make_unique<analysis::PointDiffs>(session_.shared_model(), findings_.findings.to_vector(), compare_.model,
                                                      g.findings_b);
   }
+  bool fresh = false;
   if (g.model_a != a || g.model_b != b) {
     const analysis::SyncBy by = g.by;
     const bool follow = g.follow;
@@ -75,9 +76,8 @@ void App::compare_sync() {
     g.findings_b = analysis::diagnose(*b);
     g.cursor_b = std::make_unique<analysis::Cursor>(*b);
     g.view_a = std::make_unique<render::GraphView>();
-    g.view_a->set_model(a);
     g.view_b = std::make_unique<render::GraphView>();
-    g.view_b->set_model(b);
+    fresh = true;  // their models once B's event is known (below)
     g.diffs = std::make_unique<analysis::PointDiffs>(session_.shared_model(), findings_.findings.to_vector(), compare_.model,
                                                      g.findings_b);
   }
@@ -86,6 +86,10 @@ void App::compare_sync() {
     g.synced_for = session_.current();
     g.synced_by = g.by;
     if (b->num_events() > 0) g.cursor_b->seek(g.point.b);
+  }
+  if (fresh) {  // Note [One layout at open]: each side's one layout, of the event it shows first
+    g.view_a->set_model(a, nullptr, nullptr, static_cast<analysis::EventIndex>(session_.current()));
+    g.view_b->set_model(b, nullptr, nullptr, static_cast<analysis::EventIndex>(g.cursor_b->index()));
   }
   // Note [Differences off the UI thread]: a frame never waits for them but a
   // headless one that draws a picture or a report (--bench-frames measures the interactive way).

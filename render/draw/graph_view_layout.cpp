@@ -65,7 +65,10 @@ void GraphView::set_model(const analysis::Model* model, std::shared_ptr<GraphSce
 // compact when the fit is sure to switch (full_boxes_cannot_fit) or the view
 // is compact already, of the slots live at that event (keep_at, in the job,
 // as for an indexed frame); the first frame at that event finds its live set
-// laid out and lays out nothing more (layouts_started() counts).
+// laid out and lays out nothing more (layouts_started() counts). Every view
+// the app opens passes the event it shows first: the main graph the
+// Session's opening event, the Compare panel each side's (B's once synced),
+// the whole-graph export the current one, its box shape set before.
 bool GraphView::full_boxes_cannot_fit(const analysis::Model& model, analysis::EventIndex at) const {
   // The canvas of the last frame, allowing for a window grown to twice its
   // width and height meanwhile; before any frame, a 4K screen's.
