@@ -211,6 +211,7 @@ void ModelBuilder::trim_tables() {
     }
     trim(r.events);
     trim(r.prepares);
+    trim(r.prepare_backwards);
   }
 }
 
