@@ -48,6 +48,20 @@ void ModelBuilder::reserve_tables() {
       m_.kind_events_[k].reserve(count[k]);
     }
   }
+  // Note [Tables populated at once]
+  populate(m_.functions_);
+  populate(open_);
+  populate(latest_hint_);
+  populate(m_.edges_);
+  populate(m_.hooks_);
+  populate(open_of_hook_);
+  populate(m_.segments_);
+  populate(open_pos_);
+  populate(segments_ended_);
+  populate(functions_ended_);
+  populate(m_.fire_hook_);
+  populate(m_.collectives_);
+  for (auto& k : m_.kind_events_) populate(k);
   // Per-source id maps: one entry per Function, hook and owner id.
   for (SourceMaps& s : src_) {
     s.functions.reserve(created / src_.size() + 1);
