@@ -143,7 +143,8 @@ void push_block(std::vector<std::vector<uint8_t>>& arenas, std::vector<uint64_t>
                 const Event* events, size_t n) {
   if (arenas.empty() || arenas.back().capacity() - arenas.back().size() < kMaxBlockBytes) {
     arenas.emplace_back().reserve(kArenaBytes);
-    populate(arenas.back().data(), kArenaBytes);
+    // Not a store's first: a small trace's store would take a whole arena.
+    if (arenas.size() > 1) populate(arenas.back().data(), kArenaBytes);
   }
   const size_t at = detail::pack_block(events, n, arenas.back());
   blocks.push_back(static_cast<uint64_t>(arenas.size() - 1) << 40 | at);
