@@ -9,7 +9,8 @@
 //                           second, events_per_wall_s per wall second),
 //                           checkpoint and model memory (ckpt_MiB, model_MiB,
 //                           model_B_per_event: besides the events, event_B_per_event:
-//                           the events packed); from Event arrays, packed as it walks
+//                           the events packed); from Event arrays, packed before the walk
+//                           (one thread) or beside it (two: Note [Packing beside the walk])
 //  * BM_LoadPacked/P/policy/T  the same from events read packed (as files load)
 //  * BM_Pack/P/policy       PackedEvents::pack of the trace's events alone (ns_per_event)
 //  * BM_SeekRandom/P/policy one state_at() to a random event; also the median
@@ -72,7 +73,7 @@ const an::Model& model_for(const benchmark::State& state) {
 }
 
 // BM_Load: the model built from Event arrays (tests, live runs), which it
-// packs as it walks them. BM_LoadPacked: from events already packed, as the
+// packs (Note [Packing beside the walk]). BM_LoadPacked: from events already packed, as the
 // GUI and CLI read files (ReadOptions::packed; Note [Packed events]).
 void load(benchmark::State& state, bool packed) {
   cache() = Cached{};

@@ -21,8 +21,11 @@ using trace::EventKind;
 void ModelBuilder::reserve_tables() {
   std::array<uint64_t, 256> count{};
   for (const auto& t : m_.traces_) {
-    for (const Event& e : t.events) ++count[static_cast<uint8_t>(e.kind)];
-    t.packed.count_kinds(count.data());
+    if (!t.packed.empty()) {  // packed already (Note [Packing before the walk])
+      t.packed.count_kinds(count.data());
+    } else {
+      for (const Event& e : t.events) ++count[static_cast<uint8_t>(e.kind)];
+    }
   }
   auto n = [&](EventKind k) { return count[static_cast<uint8_t>(k)]; };
   const uint64_t created = n(EventKind::kNodeCreated);

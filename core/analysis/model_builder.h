@@ -250,19 +250,14 @@ class StringIds {
 };
 
 // One trace's events read in order by the load pass (a few events ahead for
-// prefetching, never further back than that): from its packed store a block
-// at a time, the two blocks around the current event kept decoded (Note
-// [Packed events]). A trace given as an Event array is read from the array
-// and packed as the walk passes each block (the block is in cache then):
-// passed(pos) after the event at `pos` is done, take_packed() at the end;
-// unless `pack` is false (Note [Packing beside the walk]).
+// prefetching, never further back than that): from its Event array when it
+// was given one (Note [Packing beside the walk]), else from its packed store
+// a block at a time, the two blocks around the current event kept decoded
+// (Note [Packed events]).
 class EventReader {
  public:
-  explicit EventReader(const trace::TraceData& t, bool pack = true)
-      : direct_(t.events.empty() ? nullptr : t.events.data()),
-        pack_(pack && direct_),
-        size_(t.num_events()),
-        packed_(&t.packed) {
+  explicit EventReader(const trace::TraceData& t)
+      : direct_(t.events.empty() ? nullptr : t.events.data()), packed_(&t.packed) {
     if (!direct_) buf_.reset(new trace::Event[2 * trace::PackedEvents::kBlock]);
   }
   const trace::Event& get(size_t pos) {
@@ -276,27 +271,12 @@ class EventReader {
     }
     return slot[pos % kBlock];
   }
-  void passed(size_t pos) {
-    constexpr size_t kBlock = trace::PackedEvents::kBlock;
-    if (pack_ && (pos + 1) % kBlock == 0) builder_.append(direct_ + pos + 1 - kBlock, kBlock);
-  }
-  // The array's events packed (after every event was passed); empty for a
-  // trace read packed.
-  trace::PackedEvents take_packed() {
-    if (!pack_) return {};
-    const size_t done = builder_.count();
-    builder_.append(direct_ + done, size_ - done);
-    return builder_.finish();
-  }
 
  private:
   const trace::Event* direct_;
-  bool pack_;
-  size_t size_;
   const trace::PackedEvents* packed_;
   std::unique_ptr<trace::Event[]> buf_;
   size_t held_[2] = {SIZE_MAX, SIZE_MAX};
-  trace::PackedEventsBuilder builder_;
 };
 
 class ModelBuilder {
@@ -333,6 +313,7 @@ class ModelBuilder {
   };
 
   void merge();
+  void pack_arrays();
   void reserve_tables();
   void walk();
   void check(EventIndex i, uint32_t source, uint16_t rank, const trace::Event& e,
@@ -384,6 +365,7 @@ class ModelBuilder {
   uint64_t last_thread_key_ = UINT64_MAX;  // threads_'s last lookup (its nodes never move)
   ThreadState* last_thread_ = nullptr;
   uint64_t slots_left_ = 0;  // Note [Model memory bound]
+  bool pack_beside_ = false;  // Note [Packing beside the walk]: on a second thread
   // Functions and segments in the order they ended (Note [Replay by intervals]).
   std::vector<uint32_t> functions_ended_, segments_ended_;
   // Records whose id a newer record took over (find_*() skips them), any order.
