@@ -9,7 +9,8 @@
 //                           second, events_per_wall_s per wall second),
 //                           checkpoint and model memory (ckpt_MiB, model_MiB,
 //                           model_B_per_event: besides the events, event_B_per_event:
-//                           the events packed); from Event arrays, packed as it walks
+//                           the events packed); from Event arrays, packed before the walk
+//                           (one thread) or beside it (two: Note [Packing beside the walk])
 //  * BM_LoadPacked/P/policy/T  the same from events read packed (as files load)
 //  * BM_Pack/P/policy       PackedEvents::pack of the trace's events alone (ns_per_event)
 //  * BM_SeekRandom/P/policy one state_at() to a random event; also the median
@@ -72,7 +73,7 @@ const an::Model& model_for(const benchmark::State& state) {
 }
 
 // BM_Load: the model built from Event arrays (tests, live runs), which it
-// packs as it walks them. BM_LoadPacked: from events already packed, as the
+// packs (Note [Packing beside the walk]). BM_LoadPacked: from events already packed, as the
 // GUI and CLI read files (ReadOptions::packed; Note [Packed events]).
 void load(benchmark::State& state, bool packed) {
   cache() = Cached{};
@@ -207,6 +208,14 @@ void BM_Diagnose(benchmark::State& state) {
 //                         in a step]; 0.97 and 2.77 us before packing)
 //   BM_Load/64/0/1        535 -> 454 ms (18.7 -> 22.0M events/s), /1024/1/1 364 -> 320 ms;
 //                         BM_Pack 23.2 -> 14.4 ns per event (Note [Packing by records])
+// Issue 16, h18l: medians of 3 interleaved runs against the build before (load
+// average 8-10, every helper building), CPU time:
+//   BM_Load/64/0/1        480 -> 353 ms (20.8 -> 28.3M events/s; Notes [Packing by
+//                         columns], [Tables populated at once], [Packing beside the walk])
+//   BM_Load/64/0/2        407 -> 325 ms;  BM_LoadPacked/64/0/1 297 -> 276 ms
+//   BM_Pack/64/0          22.3 -> 13.8 ns per event (events read from memory)
+//   BM_SeekRandom/64/0    26.1 -> 17.4 us (16.3 before issue 16; ReducerInfo::
+//                         prepare_backwards), median single seek 22.4 -> 15.1 us
 BENCHMARK(BM_Load)->Args({64, 0, 1})->Args({64, 0, 2})->Unit(benchmark::kMillisecond)->Iterations(1)->MeasureProcessCPUTime();
 BENCHMARK(BM_LoadPacked)->Args({64, 0, 1})->Unit(benchmark::kMillisecond)->Iterations(1)->MeasureProcessCPUTime();
 BENCHMARK(BM_Pack)->Args({64, 0})->Unit(benchmark::kMillisecond)->Iterations(3);

@@ -152,10 +152,19 @@ TEST_CASE("Reducer replay: every field at every event of a recorded recovery run
     const Model m = record_recovery(fail_point, 2);
     REQUIRE(m.reducers().size() >= 2);  // one per rank, and again after each recovery
     REQUIRE_FALSE(m.events_of_kind(EventKind::kFailure).empty());
-    size_t reducer_events = 0;
-    for (const ReducerInfo& r : m.reducers()) reducer_events += r.events.size();
+    size_t reducer_events = 0, prepares = 0;
+    for (const ReducerInfo& r : m.reducers()) {
+      reducer_events += r.events.size();
+      prepares += r.prepares.size();
+      // Each prepare's backward index, kept beside it, is its event's arg.
+      REQUIRE(r.prepare_backwards.size() == r.prepares.size());
+      for (size_t k = 0; k < r.prepares.size(); ++k) {
+        CHECK(r.prepare_backwards[k] == m.event(r.prepares[k]).arg);
+      }
+    }
     MESSAGE(fail_point, ": ", m.num_events(), " events, ", m.reducers().size(), " Reducers, ",
-            reducer_events, " Reducer events");
+            reducer_events, " Reducer events, ", prepares, " prepares (",
+            8 * prepares, " B of backward indices, model ", m.memory_bytes(), " B)");
     const Seen seen = check_every_event(m);
     CHECK(seen.max_backward >= 3);
     CHECK(seen.max_buckets >= 2);

@@ -277,7 +277,8 @@ size_t Model::memory_bytes() const {
         collective_lookup_.capacity()) * sizeof(uint32_t);
   for (const auto& r : reducers_) {
     n += sizeof(ReducerInfo) + r.parameters.capacity() * sizeof(ParameterInfo) +
-         (r.bucket_sizes.capacity() + r.prepares.capacity() + r.events.capacity()) * 4;
+         (r.bucket_sizes.capacity() + r.prepares.capacity() + r.events.capacity()) * 4 +
+         r.prepare_backwards.capacity() * sizeof(uint64_t);
   }
   for (const auto& k : kind_events_) n += k.capacity() * sizeof(EventIndex);
   for (const auto& m : string_map_) n += m.capacity() * sizeof(uint32_t);

@@ -129,6 +129,10 @@ struct ReducerInfo {
   std::vector<ParameterInfo> parameters;
   std::vector<uint32_t> bucket_sizes;
   std::vector<EventIndex> prepares;  // kPrepareForBackward, in order
+  // Each prepare's backward index (its event's arg), by the prepare's place
+  // in `prepares`: replay reads it without decoding the event (Note [Reducers
+  // in a step]).
+  std::vector<uint64_t> prepare_backwards;
   std::vector<EventIndex> events;    // every event naming this Reducer, in order
 };
 

@@ -44,8 +44,9 @@ void ModelBuilder::run() {
   string_ids_.insert(StringIds::hash("?"), 1);
   m_.unknown_string_ = 1;
   slots_left_ = 4 * static_cast<uint64_t>(m_.num_events_) + 4096;
+  pack_arrays();
   reserve_tables();
-  walk();  // packs traces given as Event arrays (Note [Packed events])
+  walk();
   finish();
 }
 
@@ -211,6 +212,7 @@ void ModelBuilder::trim_tables() {
     }
     trim(r.events);
     trim(r.prepares);
+    trim(r.prepare_backwards);
   }
 }
 

@@ -132,6 +132,7 @@ void ModelBuilder::apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const
     }
     case EventKind::kPrepareForBackward:
       m_.reducers_[r].prepares.push_back(i);
+      m_.reducers_[r].prepare_backwards.push_back(e.arg);
       break;
     case EventKind::kAutogradHookNoop:
       function_ref(source, rank, e.node);

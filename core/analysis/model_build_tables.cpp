@@ -21,8 +21,11 @@ using trace::EventKind;
 void ModelBuilder::reserve_tables() {
   std::array<uint64_t, 256> count{};
   for (const auto& t : m_.traces_) {
-    for (const Event& e : t.events) ++count[static_cast<uint8_t>(e.kind)];
-    t.packed.count_kinds(count.data());
+    if (!t.packed.empty()) {  // packed already (Note [Packing before the walk])
+      t.packed.count_kinds(count.data());
+    } else {
+      for (const Event& e : t.events) ++count[static_cast<uint8_t>(e.kind)];
+    }
   }
   auto n = [&](EventKind k) { return count[static_cast<uint8_t>(k)]; };
   const uint64_t created = n(EventKind::kNodeCreated);
@@ -48,6 +51,20 @@ void ModelBuilder::reserve_tables() {
       m_.kind_events_[k].reserve(count[k]);
     }
   }
+  // Note [Tables populated at once]
+  populate(m_.functions_);
+  populate(open_);
+  populate(latest_hint_);
+  populate(m_.edges_);
+  populate(m_.hooks_);
+  populate(open_of_hook_);
+  populate(m_.segments_);
+  populate(open_pos_);
+  populate(segments_ended_);
+  populate(functions_ended_);
+  populate(m_.fire_hook_);
+  populate(m_.collectives_);
+  for (auto& k : m_.kind_events_) populate(k);
   // Per-source id maps: one entry per Function, hook and owner id.
   for (SourceMaps& s : src_) {
     s.functions.reserve(created / src_.size() + 1);

@@ -38,6 +38,28 @@ constexpr std::array<uint8_t, 256> kKinds = [] {
 
 }  // namespace
 
+// Note [Packing beside the walk]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Traces given as Event arrays are packed (Note [Packed events]) and walked
+// from their arrays. On one thread they are packed before the walk: one
+// pass over the arrays, which also gives reserve_tables() its counts of
+// each kind from the packed blocks (a block of one kind is counted at once)
+// instead of a pass of its own over 48-byte records; packing each block as
+// the walk passed it, in cache then, cost more than that pass saved. With
+// two threads allowed (Note [Finishing on two threads]) the second packs
+// every array while the walk reads the same arrays (both only read them),
+// so a load from arrays takes the walk's time, not the walk's and the
+// packing's. Either way the arrays are freed once walked.
+void ModelBuilder::pack_arrays() {
+  bool any_arrays = false;
+  for (const auto& t : m_.traces_) any_arrays = any_arrays || !t.events.empty();
+  pack_beside_ = any_arrays && m_.options_.threads >= 2 && m_.num_events_ >= kTwoThreadEvents;
+  if (pack_beside_) return;  // walk() starts it
+  for (auto& t : m_.traces_) {
+    if (!t.events.empty()) t.packed = trace::PackedEvents::pack(t.events);
+  }
+}
+
 void ModelBuilder::walk() {
   std::vector<SourceChecks> checks;
   for (const auto& t : m_.traces_) {
@@ -87,19 +109,8 @@ void ModelBuilder::walk() {
     }
   };
   const auto n = static_cast<EventIndex>(m_.num_events_);
-  // Note [Packing beside the walk]
-  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-  // Traces given as Event arrays are packed (Note [Packed events]). On one
-  // thread the walk packs each block as it passes it (in cache then); with
-  // two threads allowed (Note [Finishing on two threads]) the second packs
-  // every array while the walk reads the same arrays (both only read them),
-  // so a load from arrays takes the walk's time, not the walk's and the
-  // packing's. Either way the arrays are freed once packed and walked.
-  bool any_arrays = false;
-  for (const auto& t : m_.traces_) any_arrays = any_arrays || !t.events.empty();
-  const bool pack_beside = any_arrays && m_.options_.threads >= 2 && n >= kTwoThreadEvents;
   std::future<std::vector<trace::PackedEvents>> packed_beside;
-  if (pack_beside) {
+  if (pack_beside_) {
     packed_beside = std::async(std::launch::async, [this] {
       std::vector<trace::PackedEvents> out(m_.traces_.size());
       for (size_t s = 0; s < out.size(); ++s) {
@@ -109,13 +120,12 @@ void ModelBuilder::walk() {
     });
   }
   std::vector<EventReader> readers;
-  for (const auto& t : m_.traces_) readers.emplace_back(t, !pack_beside);
+  for (const auto& t : m_.traces_) readers.emplace_back(t);
   if (m_.order_.empty()) {
     EventReader& r = readers[0];
     for (EventIndex i = 0; i < n; ++i) {
       if (i + kAhead < n) prefetch(0, r.get(i + kAhead));
       step(i, 0, r.get(i));
-      r.passed(i);
     }
   } else {
     auto event_at = [&](EventIndex i, uint32_t& source) -> const Event& {
@@ -130,16 +140,15 @@ void ModelBuilder::walk() {
       }
       const Event& e = event_at(i, source);
       step(i, source, e);
-      readers[source].passed(m_.order_[i] & ((1ull << 40) - 1));
     }
   }
   // Note [Packed events]: the model keeps events packed, never as arrays.
   std::vector<trace::PackedEvents> beside;
-  if (pack_beside) beside = packed_beside.get();
+  if (pack_beside_) beside = packed_beside.get();
   for (size_t s = 0; s < readers.size(); ++s) {
     trace::TraceData& t = m_.traces_[s];
     if (t.events.empty()) continue;
-    t.packed = pack_beside ? std::move(beside[s]) : readers[s].take_packed();
+    if (pack_beside_) t.packed = std::move(beside[s]);
     std::vector<Event>().swap(t.events);
   }
 }

@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -24,6 +25,29 @@ namespace hookscope::analysis {
 template <typename T>
 inline void trim(std::vector<T>& v) {
   if (v.capacity() - v.size() > v.size() / 8) v.shrink_to_fit();
+}
+
+// Note [Tables populated at once]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A table reserved up front (Note [Model tables sized up front]) is filled
+// once, front to back, in fresh memory: page by page that was a page fault
+// per 4 KiB (a tenth of a load, on a VM where a fault costs ~1 us). Big
+// tables have their pages populated in one call after they are reserved
+// (MADV_POPULATE_WRITE, Linux 5.14; advice only: where refused, the pages
+// fault in as before).
+template <typename T, typename A>
+inline void populate(std::vector<T, A>& v) {
+#ifdef MADV_POPULATE_WRITE
+  constexpr uintptr_t kPage = 4096;
+  const size_t bytes = v.capacity() * sizeof(T);
+  if (bytes < (size_t{1} << 20)) return;  // a syscall costs more than the faults it saves
+  const auto at = reinterpret_cast<uintptr_t>(v.data());
+  const uintptr_t begin = (at + kPage - 1) & ~(kPage - 1);
+  const uintptr_t end = (at + bytes) & ~(kPage - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#else
+  (void)v;
+#endif
 }
 
 // Key of a collective: its id is unique per (source, rank).
@@ -226,19 +250,14 @@ class StringIds {
 };
 
 // One trace's events read in order by the load pass (a few events ahead for
-// prefetching, never further back than that): from its packed store a block
-// at a time, the two blocks around the current event kept decoded (Note
-// [Packed events]). A trace given as an Event array is read from the array
-// and packed as the walk passes each block (the block is in cache then):
-// passed(pos) after the event at `pos` is done, take_packed() at the end;
-// unless `pack` is false (Note [Packing beside the walk]).
+// prefetching, never further back than that): from its Event array when it
+// was given one (Note [Packing beside the walk]), else from its packed store
+// a block at a time, the two blocks around the current event kept decoded
+// (Note [Packed events]).
 class EventReader {
  public:
-  explicit EventReader(const trace::TraceData& t, bool pack = true)
-      : direct_(t.events.empty() ? nullptr : t.events.data()),
-        pack_(pack && direct_),
-        size_(t.num_events()),
-        packed_(&t.packed) {
+  explicit EventReader(const trace::TraceData& t)
+      : direct_(t.events.empty() ? nullptr : t.events.data()), packed_(&t.packed) {
     if (!direct_) buf_.reset(new trace::Event[2 * trace::PackedEvents::kBlock]);
   }
   const trace::Event& get(size_t pos) {
@@ -252,27 +271,12 @@ class EventReader {
     }
     return slot[pos % kBlock];
   }
-  void passed(size_t pos) {
-    constexpr size_t kBlock = trace::PackedEvents::kBlock;
-    if (pack_ && (pos + 1) % kBlock == 0) builder_.append(direct_ + pos + 1 - kBlock, kBlock);
-  }
-  // The array's events packed (after every event was passed); empty for a
-  // trace read packed.
-  trace::PackedEvents take_packed() {
-    if (!pack_) return {};
-    const size_t done = builder_.count();
-    builder_.append(direct_ + done, size_ - done);
-    return builder_.finish();
-  }
 
  private:
   const trace::Event* direct_;
-  bool pack_;
-  size_t size_;
   const trace::PackedEvents* packed_;
   std::unique_ptr<trace::Event[]> buf_;
   size_t held_[2] = {SIZE_MAX, SIZE_MAX};
-  trace::PackedEventsBuilder builder_;
 };
 
 class ModelBuilder {
@@ -309,6 +313,7 @@ class ModelBuilder {
   };
 
   void merge();
+  void pack_arrays();
   void reserve_tables();
   void walk();
   void check(EventIndex i, uint32_t source, uint16_t rank, const trace::Event& e,
@@ -360,6 +365,7 @@ class ModelBuilder {
   uint64_t last_thread_key_ = UINT64_MAX;  // threads_'s last lookup (its nodes never move)
   ThreadState* last_thread_ = nullptr;
   uint64_t slots_left_ = 0;  // Note [Model memory bound]
+  bool pack_beside_ = false;  // Note [Packing beside the walk]: on a second thread
   // Functions and segments in the order they ended (Note [Replay by intervals]).
   std::vector<uint32_t> functions_ended_, segments_ended_;
   // Records whose id a newer record took over (find_*() skips them), any order.

@@ -39,7 +39,7 @@ void reducer_at(const Model& m, ReducerIndex index, EventIndex e, ReducerAt& out
   }
   if (p != r.prepares.begin()) {
     window = *(p - 1);
-    out.backward = static_cast<int64_t>(m.event(window).arg);
+    out.backward = static_cast<int64_t>(r.prepare_backwards[p - 1 - r.prepares.begin()]);
   }
   if (!out.live) return;  // a destroyed Reducer has no backward in progress
   const size_t num_buckets = r.bucket_sizes.size();
