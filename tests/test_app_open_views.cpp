@@ -95,12 +95,27 @@ TEST_CASE("app export: the whole graph of a compact view lays out once, the live
     REQUIRE(a.graph().compact());
     a.request_export({app::ExportJob::kGraphPng, (scratch_dir() / "whole.png").string(), true});
     REQUIRE(testing::frames_until([&] { return a.export_view() != nullptr; }, [&] { ui.frame(); }, 120));
-    const render::GraphView& v = *a.export_view();
-    settle(v, [&] { ui.frame(); });
-    CHECK(v.compact());
-    CHECK(v.layouts_started() == 1);
-    CHECK(v.stats().layout_units == v.stats().live_units);
-    CHECK(v.stats().live_units > 0);
+    // The export's view goes once its PNG is written: read it between frames
+    // while it is there, never through a reference kept across a frame.
+    bool landed = false, compact = false;
+    size_t layouts = 0, layout_units = 0, live_units = 0;
+    auto look = [&] {
+      const render::GraphView* v = a.export_view();
+      if (v == nullptr) return true;  // written and gone
+      if (v->layout_ready() && !v->layout_pending() && v->stats().live_units > 0) {
+        landed = true;
+        compact = v->compact();
+        layouts = v->layouts_started();
+        layout_units = v->stats().layout_units;
+        live_units = v->stats().live_units;
+      }
+      return false;
+    };
+    testing::frames_until(look, [&] { ui.frame(); }, 120);
+    REQUIRE(landed);
+    CHECK(compact);
+    CHECK(layouts == 1);
+    CHECK(layout_units == live_units);
   }
 }
 

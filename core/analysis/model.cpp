@@ -47,6 +47,10 @@ trace::Event Model::event(size_t index) const {
 void Model::events(size_t begin, size_t end, trace::Event* out, int64_t* times, uint32_t fields) const {
   if (begin >= end) return;
   check_index(end - 1, "events");
+  // An argument is a string id or not by its kind; a time is the event's
+  // own plus its trace's offset: ask for what those need too.
+  if (fields & trace::PackedEvents::kArg) fields |= trace::PackedEvents::kKind;
+  if (times) fields |= trace::PackedEvents::kTime;
   if (order_.empty()) {
     traces_[0].packed.decode(begin, end, out, fields);
   } else {

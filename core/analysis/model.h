@@ -253,7 +253,7 @@ class Model {
   // packed events decoded at a time, much faster than event(i) per event
   // for walks over many events; times[k] = time_ns(begin + k) when given.
   // Only `fields` (trace::PackedEvents::kTime | kKind ...) need be decoded;
-  // the others may be left 0 (times need kTime).
+  // the others may be left 0 (kArg brings kKind, `times` kTime).
   void events(size_t begin, size_t end, trace::Event* out, int64_t* times = nullptr,
               uint32_t fields = trace::PackedEvents::kAllFields) const;
   uint32_t source(size_t index) const;

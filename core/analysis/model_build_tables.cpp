@@ -21,7 +21,7 @@ using trace::EventKind;
 void ModelBuilder::reserve_tables() {
   std::array<uint64_t, 256> count{};
   for (const auto& t : m_.traces_) {
-    if (!t.packed.empty()) {  // packed already (Note [Packing before the walk])
+    if (!t.packed.empty()) {  // packed already (Note [Packing beside the walk])
       t.packed.count_kinds(count.data());
     } else {
       for (const Event& e : t.events) ++count[static_cast<uint8_t>(e.kind)];

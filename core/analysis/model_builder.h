@@ -2,8 +2,6 @@
 // The load pass's working state (internal to core/analysis): model_build.cpp
 // walks the timeline, model_build_ddp.cpp handles the DDP event kinds.
 
-#include <sys/mman.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -17,6 +15,7 @@
 #include <vector>
 
 #include "analysis/model.h"
+#include "trace/pages.h"
 
 namespace hookscope::analysis {
 
@@ -37,17 +36,9 @@ inline void trim(std::vector<T>& v) {
 // fault in as before).
 template <typename T, typename A>
 inline void populate(std::vector<T, A>& v) {
-#ifdef MADV_POPULATE_WRITE
-  constexpr uintptr_t kPage = 4096;
   const size_t bytes = v.capacity() * sizeof(T);
   if (bytes < (size_t{1} << 20)) return;  // a syscall costs more than the faults it saves
-  const auto at = reinterpret_cast<uintptr_t>(v.data());
-  const uintptr_t begin = (at + kPage - 1) & ~(kPage - 1);
-  const uintptr_t end = (at + bytes) & ~(kPage - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-#else
-  (void)v;
-#endif
+  trace::populate_pages(v.data(), bytes);
 }
 
 // Key of a collective: its id is unique per (source, rank).

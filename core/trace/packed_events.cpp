@@ -3,13 +3,13 @@
 
 #include "trace/packed_events.h"
 
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
 #include "trace/packed_block.h"
+#include "trace/pages.h"
 
 namespace hookscope::trace {
 
@@ -128,16 +128,7 @@ namespace {
 // Packing writes every byte of an arena once, into fresh memory: a new
 // arena's pages are populated in one call, not faulted in one by one (as
 // the model's tables: Note [Tables populated at once]).
-void populate(uint8_t* p, size_t bytes) {
-#ifdef MADV_POPULATE_WRITE
-  constexpr uintptr_t kPage = 4096;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kPage - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-#else
-  (void)p, (void)bytes;
-#endif
-}
+void populate(uint8_t* p, size_t bytes) { populate_pages(p, bytes); }
 
 // Appends a packed block to `p`'s last arena, or a new one when it is full.
 void push_block(std::vector<std::vector<uint8_t>>& arenas, std::vector<uint64_t>& blocks,

@@ -17,6 +17,7 @@
 // events in cache (the packing a load from arrays does beside its walk).
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstring>
 #include <utility>
@@ -120,7 +121,9 @@ bool build_dict(const Columns& c, size_t n, size_t limit, uint64_t* values, size
   return true;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// target_clones needs ifunc (glibc); the columns are read as little-endian words.
+static_assert(std::endian::native == std::endian::little, "packing reads records as little-endian words");
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
 #define HOOKSCOPE_COLUMN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define HOOKSCOPE_COLUMN_CLONES

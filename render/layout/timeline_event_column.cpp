@@ -43,10 +43,14 @@ void EventColumn::append(const uint32_t* v, size_t n) {
   while (k < n && !pending_.empty()) push_back_stored(v[k++]);
   // Room for byte steps (the common case when threads interleave): the
   // vectors grow once, not by doubling with a copy each time.
+  // Grown geometrically, so that appending in pieces stays linear.
   const size_t blocks = (n - k) / kBlock;
-  base_.reserve(base_.size() + blocks);
-  where_.reserve(where_.size() + blocks);
-  pool_.reserve(pool_.size() + blocks * (kBlock - 1));
+  auto room = [](auto& vec, size_t more) {
+    if (vec.capacity() < vec.size() + more) vec.reserve(std::max(vec.size() + more, 2 * vec.capacity()));
+  };
+  room(base_, blocks);
+  room(where_, blocks);
+  room(pool_, blocks * (kBlock - 1));
   for (; n - k >= kBlock; k += kBlock) {
     encode(v + k, kBlock);
     size_ += kBlock;
