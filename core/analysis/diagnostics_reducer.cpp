@@ -34,7 +34,7 @@ Context context_of(const Model& m, EventIndex i, const trace::Event& e) {
   auto p = std::upper_bound(prepares.begin(), prepares.end(), i);
   if (p == prepares.begin()) return c;
   c.prepare = *(p - 1);
-  c.backward = static_cast<int64_t>(m.event(c.prepare).arg);
+  c.backward = static_cast<int64_t>(m.reducers()[c.reducer].prepare_backwards[p - 1 - prepares.begin()]);
   return c;
 }
 
