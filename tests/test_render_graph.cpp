@@ -76,6 +76,12 @@ TEST_CASE("graph view: culling draws exactly the boxes on screen") {
   CHECK(fx.view.stats().min_text_px >= 10.f);
   CHECK(fx.view.stats().minimap_shown);
   CHECK(fx.view.stats().minimap.x0 >= fx.view.stats().content.x1);
+  // The map keeps the layout's shape, and its column is as wide as that map
+  // needs (at most minimap_width): no empty band beside a narrow map.
+  const GraphDrawStats::Rect mm = fx.view.stats().minimap;
+  const float map_w = mm.x1 - mm.x0 - 8.f, map_h = mm.y1 - mm.y0 - 8.f;
+  CHECK(map_w / map_h == doctest::Approx((l.max.x - l.min.x) / (l.max.y - l.min.y)).epsilon(0.02));
+  CHECK(mm.x0 - fx.view.stats().content.x1 <= 4.f + std::max(0.f, 48.f - map_w) + 0.5f);
   // Zoomed in on a box in the middle: a few dozen boxes, nothing else.
   const size_t u = l.center.size() / 2;
   fx.view.set_view(l.center[u], 1.f);

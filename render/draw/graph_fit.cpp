@@ -99,7 +99,7 @@ void GraphView::fit_now(const Frame& f) {
   }
   zoom_ = readable;
   if (can_map) {
-    w = full_w - options_.minimap_width - 16.f;
+    w = full_w - minimap_column(f) - 16.f;
     minimap_needed_ = true;
   }
   Vec2 flo, fhi;
@@ -115,10 +115,23 @@ void GraphView::fit_now(const Frame& f) {
   center_ = {axis(lo.x, hi.x, flo.x, fhi.x, w), axis(lo.y, hi.y, flo.y, fhi.y, h)};
 }
 
+// The minimap's column: as wide as the layout's shape needs at the panel's
+// height, up to minimap_width. A deep, narrow graph (a million Functions in
+// layers) gets a narrow column, not a wide empty one beside a sliver.
+float GraphView::minimap_column(const Frame& f) const {
+  constexpr float kNarrowest = 48.f;
+  const float widest = options_.minimap_width;
+  if (!layout_) return widest;
+  const Layout& l = *layout_;
+  const float h = std::max(f.panel_max.y - f.panel_min.y - f.header_h - 16.f, 1.f);
+  const float need = std::max(l.max.x - l.min.x, 1.f) * h / std::max(l.max.y - l.min.y, 1.f);
+  return std::clamp(need, std::min(kNarrowest, widest), widest);
+}
+
 bool GraphView::minimap_rect(const Frame& f, float* x0, float* y0, float* x1, float* y1, float* scale) const {
   if (!layout_ || f.canvas_max.x >= f.panel_max.x - 1.f) return false;
   const Layout& l = *layout_;
-  const float w = options_.minimap_width, h = f.panel_max.y - f.canvas_min.y - 16.f;
+  const float w = minimap_column(f), h = f.panel_max.y - f.canvas_min.y - 16.f;
   *scale = std::min(w / std::max(l.max.x - l.min.x, 1.f), h / std::max(l.max.y - l.min.y, 1.f));
   *x1 = f.panel_max.x - 8.f;
   *y0 = f.canvas_min.y + 8.f;

@@ -131,7 +131,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   const bool minimap = options_.minimap && minimap_open_ && minimap_needed_ &&
                        f.panel_max.x - f.panel_min.x > 3.f * options_.minimap_width;
   f.canvas_min = {f.panel_min.x, f.panel_min.y + f.header_h};
-  f.canvas_max = {f.panel_max.x - (minimap ? options_.minimap_width + 16.f : 0.f), f.panel_max.y};
+  f.canvas_max = {f.panel_max.x - (minimap ? minimap_column(f) + 16.f : 0.f), f.panel_max.y};
   if (f.canvas_max.y < f.canvas_min.y + 20.f) f.canvas_min.y = f.canvas_max.y - 20.f;
   stats_.content = {f.canvas_min.x, f.canvas_min.y, f.canvas_max.x, f.canvas_max.y};
   stats_.minimap_shown = minimap;

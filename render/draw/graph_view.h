@@ -211,6 +211,7 @@ class GraphView {
   void draw_legend(const analysis::State& state);
   void draw_tag(Frame& f, uint32_t unit, const char* text, uint32_t color);
   bool minimap_rect(const Frame& f, float* x0, float* y0, float* x1, float* y1, float* scale) const;
+  float minimap_column(const Frame& f) const;  // the minimap column's width (graph_fit.cpp)
   // Text through here, so that stats know the smallest size drawn.
   void put_text(Frame& f, float size, float x, float y, uint32_t color, const char* begin,
                 const char* end = nullptr, const float* clip = nullptr);
