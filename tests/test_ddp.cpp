@@ -21,23 +21,7 @@ namespace {
 // Runs `fn(rank, group)` on `world` threads sharing one HashStore.
 template <class Fn>
 void run_ranks(int world, Fn fn) {
-  auto store = ddp::make_hash_store();
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(static_cast<size_t>(world));
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        trace::set_thread_rank(static_cast<uint16_t>(r));
-        ddp::ProcessGroupOptions opts;
-        opts.timeout = std::chrono::milliseconds(10000);
-        auto pg = ddp::make_gloo_process_group(store, r, world, opts);
-        fn(r, pg);
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  const std::vector<std::string> errors = testing::run_gloo_ranks(world, fn);
   for (int r = 0; r < world; ++r) {
     CAPTURE(r);
     CHECK(errors[static_cast<size_t>(r)] == "");

@@ -19,20 +19,7 @@ namespace {
 
 template <class Fn>
 void on_two_ranks(Fn fn) {
-  auto store = ddp::make_hash_store();
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(2);
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        trace::set_thread_rank(static_cast<uint16_t>(r));
-        fn(r, ddp::make_gloo_process_group(store, r, 2));
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  const std::vector<std::string> errors = testing::run_gloo_ranks(2, fn);
   CHECK(errors[0] == "");
   CHECK(errors[1] == "");
 }

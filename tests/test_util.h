@@ -12,7 +12,13 @@
 #include <thread>
 #include <vector>
 
+#include <barrier>
+#include <exception>
+#include <memory>
+
+#include "ddp/process_group.h"
 #include "scenarios/ddp_scenarios.h"
+#include "trace/emit.h"
 #include "trace/event.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"
@@ -58,6 +64,38 @@ inline trace::TraceData record_recovery_trace() {
   o.policy = trace::DestroyPolicy::kNone;
   o.steps = 6;
   return record_trace([&] { scenarios::run_ddp_scenario(o); });
+}
+
+// Runs `fn(rank, group)` on `world` threads, each with its Gloo group over
+// one HashStore; the error each rank threw ("" when none), by rank. Every
+// group lives until every rank's fn has returned: a group that closes its
+// sockets while a peer still finishes its last collective resets that
+// peer's connection ("Connection closed by peer"), as a rank exiting early
+// does in any DDP program (PyTorch's advice: a barrier before tearing down).
+template <class Fn>
+std::vector<std::string> run_gloo_ranks(int world, Fn fn,
+                                        std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) {
+  auto store = ddp::make_hash_store();
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(static_cast<size_t>(world));
+  std::barrier done(world);
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      std::shared_ptr<ddp::ProcessGroup> pg;
+      try {
+        trace::set_thread_rank(static_cast<uint16_t>(r));
+        ddp::ProcessGroupOptions opts;
+        opts.timeout = timeout;
+        pg = ddp::make_gloo_process_group(store, r, world, opts);
+        fn(r, pg);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+      done.arrive_and_wait();
+    });
+  }
+  for (auto& t : threads) t.join();
+  return errors;
 }
 
 // Runs a shell command as a user would; stdout and stderr together.
