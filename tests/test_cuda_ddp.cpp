@@ -149,10 +149,7 @@ TEST_CASE("trace: a GPU collective's device and stream show in describe and the 
 }
 
 TEST_CASE("ddp: tensor collectives on a Gloo group work in place on CPU tensors") {
-  const int world = 2;
-  auto store = ddp::make_hash_store();
-  on_threads(world, [&](int r) {
-    auto pg = ddp::make_gloo_process_group(store, r, world);
+  const std::vector<std::string> errors = testing::run_gloo_ranks(2, [&](int r, std::shared_ptr<ddp::ProcessGroup> pg) {
     Tensor t = Tensor::full({5}, static_cast<float>(r + 1));
     pg->allreduce_tensor(t)->wait();
     CHECK(t.to_vector() == std::vector<float>(5, 3.f));
@@ -162,6 +159,8 @@ TEST_CASE("ddp: tensor collectives on a Gloo group work in place on CPU tensors"
     CHECK(w->placement() == trace::kPlacementHost);
     CHECK(b.to_vector() == std::vector<float>(3, 10.f));
   });
+  CHECK(errors[0] == "");
+  CHECK(errors[1] == "");
 }
 
 // ---- on GPUs ----------------------------------------------------------------------

@@ -125,18 +125,15 @@ PackedEvents PackedEvents::pack(const Event* events, size_t n) {
 
 namespace {
 
-// Packing writes every byte of an arena once, into fresh memory: a new
-// arena's pages are populated in one call, not faulted in one by one (as
-// the model's tables: Note [Tables populated at once]).
-void populate(uint8_t* p, size_t bytes) { populate_pages(p, bytes); }
-
 // Appends a packed block to `p`'s last arena, or a new one when it is full.
 void push_block(std::vector<std::vector<uint8_t>>& arenas, std::vector<uint64_t>& blocks,
                 const Event* events, size_t n) {
   if (arenas.empty() || arenas.back().capacity() - arenas.back().size() < kMaxBlockBytes) {
     arenas.emplace_back().reserve(kArenaBytes);
-    // Not a store's first: a small trace's store would take a whole arena.
-    if (arenas.size() > 1) populate(arenas.back().data(), kArenaBytes);
+    // Every byte is written once, into fresh memory: the pages populated in one
+    // call (Note [Tables populated at once]), not for a store's first arena: a
+    // small trace's store would take a whole one.
+    if (arenas.size() > 1) populate_pages(arenas.back().data(), kArenaBytes);
   }
   const size_t at = detail::pack_block(events, n, arenas.back());
   blocks.push_back(static_cast<uint64_t>(arenas.size() - 1) << 40 | at);
