@@ -14,6 +14,8 @@ packages=(
   xvfb xauth fonts-dejavu-core help2man
   libtorch-dev python3-torch pybind11-dev python3-dev
   redis-server procps python3
+  ccache       # scripts/test.sh compiles through it when present
+  debootstrap  # fresh Debian roots: the package test (bookworm), the PyTorch 2.6 root (trixie)
   clang libclang-rt-14-dev  # libFuzzer + ASan/UBSan for .ci/run (scripts/fuzz.sh)
 )
 if [[ "${1:-}" == "--bench" ]]; then
