@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "tensor/device.h"
+#include "tensor/shared_library.h"
 #include "tensor/tensor.h"
 
 using namespace hookscope;
@@ -26,6 +27,23 @@ TEST_CASE("device names parse") {
                        std::invalid_argument);
 }
 
+// Note [GPU libraries opened on first use]: the messages a user gets when one is missing.
+TEST_CASE("a library opened on first use: a missing one is named with what to do") {
+  CHECK_THROWS_WITH_AS(open_shared_library("libhookscope-absent.so.7", "/nonexistent",
+                                           "a test needs the absent library", "install it"),
+                       doctest::Contains("a test needs the absent library, and "
+                                         "libhookscope-absent.so.7 could not be loaded ("),
+                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(open_shared_library("libhookscope-absent.so.7", nullptr, "x", "install it"),
+                       doctest::Contains("): install it"), std::runtime_error);
+  // A library without the expected function: it is not the version built against.
+  const SharedLibrary libc = open_shared_library("libc.so.6", nullptr, "x", "y");
+  CHECK(shared_library_symbol(libc, "malloc", "libc") != nullptr);
+  CHECK_THROWS_WITH_AS(shared_library_symbol(libc, "cublasCreate_v2", "the cuBLAS 13 built against"),
+                       doctest::Contains("libc.so.6 has no cublasCreate_v2: it is not the cuBLAS 13"),
+                       std::runtime_error);
+}
+
 #if HOOKSCOPE_WITH_CUDA
 #include <fstream>
 
@@ -33,29 +51,58 @@ TEST_CASE("device names parse") {
 #include "test_util.h"
 
 namespace {
-bool cublas_mapped() {  // whether libcublas is in this process's memory map
+bool mapped(const char* library) {  // whether `library` is in this process's memory map
   std::ifstream maps("/proc/self/maps");
   std::string line;
   while (std::getline(maps, line)) {
-    if (line.find("libcublas.so") != std::string::npos) return true;
+    if (line.find(library) != std::string::npos) return true;
   }
   return false;
 }
 }  // namespace
 
-// Note [cuBLAS loaded on first use]: no GPU is needed to load the library.
-TEST_CASE("cuda: cuBLAS is not loaded at start, and loads with its four functions when first needed") {
-  // A process that needs no matmul never opens it: ld.so lists what it loads.
+// Note [GPU libraries opened on first use]: no GPU is needed to check it.
+TEST_CASE("cuda: a process that never touches a GPU loads no CUDA library") {
+  // ld.so lists what it loads: nothing of CUDA at start (the runtime is
+  // linked statically and opens the driver at the first CUDA call).
   const testing::CommandResult r = testing::run_command("LD_DEBUG=libs " + std::string(HOOKSCOPE_CLI_PATH) +
                                                         " --version");
   REQUIRE(r.exit == 0);
-  CHECK(r.out.find("libcudart") != std::string::npos);  // the rest of CUDA is linked
-  CHECK(r.out.find("libcublas") == std::string::npos);
+  CHECK(r.out.find("hookscope-cli") != std::string::npos);
+  for (const char* lib : {"libcudart", "libcublas", "libnccl", "libcuda.so"}) {
+    INFO(lib);
+    CHECK(r.out.find(lib) == std::string::npos);
+  }
+  // And the program does not name one among its needed libraries at all.
+  const testing::CommandResult needed =
+      testing::run_command("ldd " + std::string(HOOKSCOPE_CLI_PATH));
+  REQUIRE(needed.exit == 0);
+  CHECK(needed.out.find("/usr/local") == std::string::npos);
+  CHECK(needed.out.find("not found") == std::string::npos);
+}
+
+TEST_CASE("cuda: without a driver, --device cuda names the missing library and --device cpu") {
+  std::string why;
+  if (cuda_available(&why)) {
+    MESSAGE("skipping: this machine has a usable GPU");
+    return;
+  }
+  if (mapped("libcuda.so")) {
+    MESSAGE("skipping: a driver is loaded but no device is usable (" << why << ")");
+    return;
+  }
+  CHECK(why.find("libcuda.so.1") != std::string::npos);
+  CHECK(why.find("LD_LIBRARY_PATH") != std::string::npos);
+  CHECK_THROWS_WITH_AS(check_device_usable(Device::kCUDA), doctest::Contains("use --device cpu"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("cuda: cuBLAS is not loaded at start, and loads with its four functions when first needed") {
   // Other tests of this process may have run a GPU matmul already; where none
   // can have (no device), the library must not be there yet.
   std::string why;
-  if (!cuda_available(&why)) CHECK_FALSE(cublas_mapped());
+  if (!cuda_available(&why)) CHECK_FALSE(mapped("libcublas.so"));
   cuda::cublas();  // throws, naming what to install, when it cannot be loaded
-  CHECK(cublas_mapped());
+  CHECK(mapped("libcublas.so"));
 }
 #endif

@@ -314,3 +314,22 @@ TEST_CASE("cuda: every DDP scenario and the autograd demo run with --device cuda
                                 " record marked-twice --device cuda --steps 2");
   CHECK(r.out.find("marked ready twice") != std::string::npos);
 }
+
+#if HOOKSCOPE_WITH_NCCL
+#include "ddp/nccl_api.h"
+
+// Note [GPU libraries opened on first use]: libnccl is not linked; the
+// first group opens it. No GPU is needed to open it and look its functions up.
+TEST_CASE("nccl: libnccl opens on first use with every function the group calls") {
+  const ddp::NcclApi& api = ddp::nccl();  // throws, naming libnccl.so.N, where it is missing
+  for (const void* fn : {(const void*)api.get_unique_id, (const void*)api.comm_init_rank_config,
+                         (const void*)api.comm_get_async_error, (const void*)api.comm_finalize,
+                         (const void*)api.comm_destroy, (const void*)api.comm_abort,
+                         (const void*)api.all_reduce, (const void*)api.broadcast,
+                         (const void*)api.get_error_string, (const void*)api.get_last_error}) {
+    CHECK(fn != nullptr);
+  }
+  CHECK(std::string(api.get_error_string(ncclInvalidArgument)).find("invalid argument") !=
+        std::string::npos);
+}
+#endif

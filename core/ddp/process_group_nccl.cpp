@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "ddp/nccl_api.h"
 #include "ddp/process_group.h"
 #include "tensor/cuda/cuda_context.h"
 #include "trace/emit.h"
@@ -41,15 +42,21 @@ bool nccl_usable(int world_size, std::string* why) {
     }
     return false;
   }
+  try {
+    nccl();  // the library is opened by the first group (Note [GPU libraries opened on first use])
+  } catch (const std::exception& e) {
+    if (why) *why = e.what();
+    return false;
+  }
   return true;
 }
 
 namespace {
 
 std::string nccl_message(ncclResult_t r, ncclComm_t comm) {
-  std::string s = ncclGetErrorString(r);
+  std::string s = nccl().get_error_string(r);
   if (comm != nullptr) {
-    const char* last = ncclGetLastError(comm);
+    const char* last = nccl().get_last_error(comm);
     if (last != nullptr && *last != '\0') s += std::string(" (") + last + ")";
   }
   return s;
@@ -77,7 +84,7 @@ struct NcclComm {
   ncclResult_t settle_locked(Clock::time_point deadline) {
     for (;;) {
       ncclResult_t state = ncclSuccess;
-      const ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+      const ncclResult_t r = nccl().comm_get_async_error(comm, &state);
       if (r != ncclSuccess) return r;
       if (state != ncclInProgress) return state;
       if (Clock::now() >= deadline) return ncclInProgress;
@@ -92,7 +99,7 @@ struct NcclComm {
     broken = true;
     if (aborted || comm == nullptr) return;
     aborted = true;
-    ncclCommAbort(comm);  // nothing useful to do if it reports an error: the comm is gone
+    nccl().comm_abort(comm);  // nothing useful to do if it reports an error: the comm is gone
     comm = nullptr;
   }
   void abort(const std::string& why) {
@@ -149,7 +156,7 @@ class NcclWork : public Work {
                   " did not complete: the process group was aborted (" + comm_->first_error + ")";
         } else {
           ncclResult_t state = ncclSuccess;
-          const ncclResult_t r = ncclCommGetAsyncError(comm_->comm, &state);
+          const ncclResult_t r = nccl().comm_get_async_error(comm_->comm, &state);
           if (r != ncclSuccess || (state != ncclSuccess && state != ncclInProgress)) {
             status = CollectiveStatus::kError;
             error = comm_->where() + ": NCCL " + what_ + " failed (a peer rank may have died): " +
@@ -249,6 +256,12 @@ class NcclProcessGroup : public ProcessGroup {
       throw std::runtime_error("cannot create an NCCL process group: " + why +
                                "; use --device cpu (gloo)");
     }
+    try {
+      nccl();  // a missing libnccl is said before any rank waits on the store for the unique id
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("cannot create an NCCL process group: ") + e.what() +
+                               "; or use the gloo backend");
+    }
     c_->rank = rank;
     c_->device = rank % cuda_device_count();
     c_->timeout = options.timeout;
@@ -273,10 +286,10 @@ class NcclProcessGroup : public ProcessGroup {
         // Finish what was queued, then free the communicator; a peer that
         // never finishes its part makes this an abort after the timeout.
         const auto deadline = Clock::now() + c_->timeout;
-        ncclResult_t r = ncclCommFinalize(c_->comm);
+        ncclResult_t r = nccl().comm_finalize(c_->comm);
         if (r == ncclSuccess || r == ncclInProgress) r = c_->settle_locked(deadline);
         if (r == ncclSuccess) {
-          ncclCommDestroy(c_->comm);
+          nccl().comm_destroy(c_->comm);
           c_->comm = nullptr;
         } else {
           c_->abort_locked("process group destroyed while a collective was pending");
@@ -294,13 +307,13 @@ class NcclProcessGroup : public ProcessGroup {
 
   std::shared_ptr<Work> allreduce(float* data, size_t count) override {
     return enqueue("allreduce", nullptr, [=](ncclComm_t comm, cudaStream_t s) {
-      return ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm, s);
+      return nccl().all_reduce(data, data, count, ncclFloat, ncclSum, comm, s);
     });
   }
 
   std::shared_ptr<Work> broadcast(float* data, size_t count, int root) override {
     return enqueue("broadcast", nullptr, [=](ncclComm_t comm, cudaStream_t s) {
-      return ncclBroadcast(data, data, count, ncclFloat, root, comm, s);
+      return nccl().broadcast(data, data, count, ncclFloat, root, comm, s);
     });
   }
 
@@ -345,7 +358,7 @@ class NcclProcessGroup : public ProcessGroup {
     float* data = t.data_ptr();
     const size_t count = static_cast<size_t>(t.numel());
     return enqueue("allreduce", t.impl()->storage, [=](ncclComm_t comm, cudaStream_t s) {
-      return ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm, s);
+      return nccl().all_reduce(data, data, count, ncclFloat, ncclSum, comm, s);
     });
   }
 
@@ -354,7 +367,7 @@ class NcclProcessGroup : public ProcessGroup {
     float* data = t.data_ptr();
     const size_t count = static_cast<size_t>(t.numel());
     return enqueue("broadcast", t.impl()->storage, [=](ncclComm_t comm, cudaStream_t s) {
-      return ncclBroadcast(data, data, count, ncclFloat, root, comm, s);
+      return nccl().broadcast(data, data, count, ncclFloat, root, comm, s);
     });
   }
 
@@ -372,7 +385,7 @@ class NcclProcessGroup : public ProcessGroup {
     ncclUniqueId id;
     std::memset(&id, 0, sizeof(id));
     if (rank_ == 0) {
-      const ncclResult_t r = ncclGetUniqueId(&id);
+      const ncclResult_t r = nccl().get_unique_id(&id);
       if (r != ncclSuccess) {
         throw std::runtime_error(c_->where() + ": ncclGetUniqueId failed: " +
                                  nccl_message(r, nullptr));
@@ -407,7 +420,7 @@ class NcclProcessGroup : public ProcessGroup {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // so that joining and collectives can time out
     std::lock_guard<std::mutex> lock(c_->mutex);
-    ncclResult_t r = ncclCommInitRankConfig(&c_->comm, size_, id, rank_, &config);
+    ncclResult_t r = nccl().comm_init_rank_config(&c_->comm, size_, id, rank_, &config);
     const auto deadline = Clock::now() + std::max(options.timeout, options.rendezvous_timeout);
     if ((r == ncclSuccess || r == ncclInProgress) && c_->comm != nullptr) {
       r = c_->settle_locked(deadline);
@@ -420,7 +433,7 @@ class NcclProcessGroup : public ProcessGroup {
                                          " ms"
                                    : nccl_message(r, c_->comm);
     if (c_->comm != nullptr) {
-      ncclCommAbort(c_->comm);
+      nccl().comm_abort(c_->comm);
       c_->comm = nullptr;
     }
     c_->aborted = true;

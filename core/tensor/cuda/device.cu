@@ -1,5 +1,6 @@
 // CUDA runtime queries. Compiled only when the build has CUDA (HOOKSCOPE_WITH_CUDA).
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <cstdio>
 #include <stdexcept>
@@ -20,13 +21,35 @@ int cuda_device_count() {
   return n;
 }
 
+namespace {
+
+// The runtime is linked statically and opens the driver itself (Note [GPU
+// libraries opened on first use]); when it could not, its own words are
+// "CUDA driver version is insufficient", which sends a user hunting for a
+// driver upgrade on a machine that has no driver: name the library instead.
+std::string runtime_error_text(cudaError_t err) {
+  if (err != cudaErrorInsufficientDriver && err != cudaErrorNoDevice) {
+    return cudaGetErrorString(err);
+  }
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver != nullptr) {
+    ::dlclose(driver);
+    return cudaGetErrorString(err);
+  }
+  return std::string("no NVIDIA driver: libcuda.so.1 could not be loaded (") + ::dlerror() +
+         "); install the NVIDIA driver, or put the folder holding libcuda.so.1 on "
+         "LD_LIBRARY_PATH";
+}
+
+}  // namespace
+
 bool cuda_available(std::string* why) {
   int n = 0;
   cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess || n == 0) {
     if (why) {
       *why = std::string("CUDA is compiled in, but ") +
-             (err != cudaSuccess ? cudaGetErrorString(err) : "the machine has 0 devices");
+             (err != cudaSuccess ? runtime_error_text(err) : "the machine has 0 devices");
     }
     cudaGetLastError();
     return false;
