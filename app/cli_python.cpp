@@ -87,17 +87,14 @@ bool has_bridge(const fs::path& dir) {
 }
 
 // Where the package is: $HOOKSCOPE_PYTHONPATH, the install next to this
-// program (PREFIX/lib/hookscope/python), the build tree it was built in.
+// program (PREFIX/lib/python3/dist-packages: the .deb python3-hookscope or
+// `cmake --install --component torch_bridge`), the build tree it was built in.
 std::vector<fs::path> bridge_dirs() {
   std::vector<fs::path> out;
   if (const char* env = std::getenv("HOOKSCOPE_PYTHONPATH"); env && *env) out.emplace_back(env);
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (const char* lib : {"lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"}) {
-      out.push_back(exe.parent_path().parent_path() / lib / "hookscope" / "python");
-    }
-  }
+  if (!ec) out.push_back(exe.parent_path().parent_path() / "lib" / "python3" / "dist-packages");
 #ifdef HOOKSCOPE_PYTHON_BUILD_DIR
   out.emplace_back(HOOKSCOPE_PYTHON_BUILD_DIR);
 #endif

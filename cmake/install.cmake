@@ -1,23 +1,24 @@
-# `cmake --install` and `cpack -G DEB`: the programs, their man pages, the
-# data (share/hookscope: sample traces, icons), the desktop entry and icon.
-# Debian's layout (GNUInstallDirs); the .deb's dependencies are Debian
-# package names found by dpkg-shlibdeps plus the font the app draws with.
+# `cmake --install`: the programs, their man pages, the data
+# (share/hookscope: sample traces, icons), the desktop entry and icon, all in
+# the component `hookscope`, in Debian's layout (GNUInstallDirs). The torch
+# bridge is the component `torch_bridge` (python/CMakeLists.txt); the .deb
+# packages are made from the two in cmake/package.cmake.
 include(GNUInstallDirs)
 
-install(TARGETS hookscope-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS hookscope-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT hookscope)
 set(man_programs hookscope-cli)
 if(TARGET hookscope)
-  install(TARGETS hookscope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(TARGETS hookscope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT hookscope)
   list(APPEND man_programs hookscope)
 endif()
 
-install(DIRECTORY ${HOOKSCOPE_DATA_DIR}/ DESTINATION ${CMAKE_INSTALL_DATADIR}/hookscope)
+install(DIRECTORY ${HOOKSCOPE_DATA_DIR}/ DESTINATION ${CMAKE_INSTALL_DATADIR}/hookscope COMPONENT hookscope)
 install(FILES ${CMAKE_SOURCE_DIR}/assets/hookscope.desktop
-        DESTINATION ${CMAKE_INSTALL_DATADIR}/applications)
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/applications COMPONENT hookscope)
 foreach(size 256 48)
   install(FILES ${CMAKE_SOURCE_DIR}/assets/icons/hookscope-${size}.png
           DESTINATION ${CMAKE_INSTALL_DATADIR}/icons/hicolor/${size}x${size}/apps
-          RENAME hookscope.png)
+          RENAME hookscope.png COMPONENT hookscope)
 endforeach()
 
 # A man page per program, made from its --help by help2man (Debian package
@@ -43,20 +44,7 @@ if(HELP2MAN_EXECUTABLE)
     list(APPEND man_pages ${page})
   endforeach()
   add_custom_target(hookscope_man_pages ALL DEPENDS ${man_pages})
-  install(FILES ${man_pages} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  install(FILES ${man_pages} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT hookscope)
 else()
   message(STATUS "hookscope: help2man not found; no man pages (scripts/setup.sh installs it)")
 endif()
-
-set(CPACK_PACKAGE_NAME hookscope)
-set(CPACK_PACKAGE_VENDOR hookscope)
-set(CPACK_PACKAGE_CONTACT "hookscope developers <hookscope@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "visual debugger for autograd graphs, hooks and DDP Reducers")
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-set(CPACK_DEBIAN_PACKAGE_SECTION devel)
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)       # libopenblas0, libzstd1, libglfw3, ... by name
-set(CPACK_STRIP_FILES ON)                    # the .deb without debug info
-set(CPACK_DEBIAN_PACKAGE_DEPENDS fonts-dejavu-core)
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS xvfb)      # --screenshot without a display
-include(CPack)
