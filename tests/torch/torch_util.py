@@ -33,6 +33,11 @@ def _child(fn, rank, world, port, args, errors):
 
 def init_group(rank, world):
     import torch.distributed as dist
+    # PyTorch 2.x's TCPStore (made here by the tcp:// init) uses libuv by
+    # default, and Debian's 2.6 is built without it ("use_libuv was requested
+    # but PyTorch was built without libuv support"): the classic TCPStore,
+    # which is also 1.13's only one (there the variable means nothing).
+    os.environ["USE_LIBUV"] = "0"
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}",
                             rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=30))
