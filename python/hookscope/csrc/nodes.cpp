@@ -161,13 +161,18 @@ bool is_python_post(const FunctionPostHook* h) {
          dynamic_cast<const ObserverPost*>(h);
 }
 
+// The addresses of a hook list's C++ hooks that are not the bridge's or Python's.
 template <typename List, typename Skip>
-void diff_hooks(NodeState& s, const List& list, std::vector<Foreign>& known, HookKind kind,
-                uint32_t add_owner, uint32_t remove_actor, Skip skip) {
+std::vector<uintptr_t> foreign_addrs(const List& list, Skip skip) {
   std::vector<uintptr_t> now;
   for (const auto& h : list) {
     if (!skip(h.get())) now.push_back(reinterpret_cast<uintptr_t>(h.get()));
   }
+  return now;
+}
+
+void diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<Foreign>& known,
+                HookKind kind, uint32_t add_owner, uint32_t remove_actor) {
   for (auto it = known.begin(); it != known.end();) {
     if (std::find(now.begin(), now.end(), it->addr) == now.end()) {
       trace::emit(EventKind::kHookRemoved, static_cast<uint8_t>(it->kind), s.id, it->key,
@@ -285,10 +290,17 @@ void snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
   for (const auto& n : nodes) {
     NodeState* s = find(n.get());
     if (!s) continue;
-    diff_hooks(*s, n->post_hooks(), s->post, HookKind::kPost, add_owner, remove_actor,
-               [](const FunctionPostHook* h) { return is_python_post(h); });
-    diff_hooks(*s, n->pre_hooks(), s->pre, static_cast<HookKind>(pre_kind), add_owner,
-               remove_actor, [](const FunctionPreHook* h) { return is_python_pre(h); });
+    auto post = foreign_addrs(n->post_hooks(), [](const FunctionPostHook* h) { return is_python_post(h); });
+    auto pre = foreign_addrs(n->pre_hooks(), [](const FunctionPreHook* h) { return is_python_pre(h); });
+    diff_hooks(*s, post, s->post, HookKind::kPost, add_owner, remove_actor);
+    diff_hooks(*s, pre, s->pre, static_cast<HookKind>(pre_kind), add_owner, remove_actor);
+#if HOOKSCOPE_RETAINS_GRAD_HOOKS
+    std::vector<uintptr_t> retain;
+    for (const auto& [output_nr, h] : n->retains_grad_hooks()) {
+      retain.push_back(reinterpret_cast<uintptr_t>(h.get()));
+    }
+    diff_hooks(*s, retain, s->retain, HookKind::kRetainGrad, add_owner, remove_actor);
+#endif
     keep_last<ObserverPost>(n->post_hooks());
     keep_last<ObserverPre>(n->pre_hooks());
   }
