@@ -84,6 +84,36 @@ def _run_ranks(fn, world, args, timeout):
         raise AssertionError(f"ranks failed (exit codes {bad}):\n" + "\n".join(msgs))
 
 
+def maybe_recording(path):
+    """hookscope.recording(path), or nothing when path is None: the same
+    program unrecorded, for the tests that recording changes nothing."""
+    if path is None:
+        import contextlib
+        return contextlib.nullcontext()
+    import hookscope
+    return hookscope.recording(path)
+
+
+def digest(losses, params):
+    """What a program computed, bit for bit: each loss (a float or a tensor)
+    and each named parameter as the hex of its bytes (sha256 for tensors)."""
+    import hashlib
+    import torch
+
+    def bits(t):
+        if isinstance(t, torch.Tensor):
+            return hashlib.sha256(t.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
+        return float(t).hex()
+    return {"losses": [bits(x) for x in losses], "params": {n: bits(p) for n, p in params}}
+
+
+def expect_same_result(plain, recorded, what):
+    """Recording never changes what the program computes (issue 24 item 7)."""
+    expect(plain["losses"], f"{what}: no losses were collected")
+    expect(plain == recorded, f"{what}: recording changed the result:\n plain    {plain}\n"
+                              f" recorded {recorded}")
+
+
 def cli(*args, check=None):
     """Runs hookscope-cli; returns (exit code, stdout)."""
     r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=60)
