@@ -80,15 +80,9 @@ def hooks_at_end(path):
     return result
 
 
-_launched = set()
-
-
 def run(mode, record=True):
-    """Runs the program once per (mode, record) in this process: the prefix of its outputs."""
     prefix = os.path.join(tu.OUT, f"ddp_rebuild_{mode}" + ("" if record else "_plain"))
-    if prefix not in _launched:
-        tu.run_ranks(worker, 2, (mode, prefix, record), timeout=100)
-        _launched.add(prefix)
+    tu.run_ranks_once(worker, 2, (mode, prefix, record), timeout=100)
     return prefix
 
 

@@ -83,7 +83,7 @@ def worker(rank, world, case, prefix, record=True):
 
 def run(case, record=True):
     prefix = os.path.join(tu.OUT, f"ddp_{case}" + ("" if record else "_plain"))
-    tu.run_ranks(worker, 2, (case, prefix, record), timeout=80)
+    tu.run_ranks_once(worker, 2, (case, prefix, record), timeout=80)
     return [f"{prefix}.rank{r}.hstrace" for r in range(2)]
 
 

@@ -56,6 +56,18 @@ def run_ranks(fn, world=2, args=(), timeout=90):
         _run_ranks(fn, world, args, timeout)
 
 
+_launched = set()
+
+
+def run_ranks_once(fn, world=2, args=(), timeout=90):
+    """run_ranks, once per (fn, world, args) in this process: tests that read
+    the same run (its traces, what it computed) share it."""
+    key = (fn.__module__, fn.__name__, world, args)
+    if key not in _launched:
+        run_ranks(fn, world, args, timeout)
+        _launched.add(key)
+
+
 def _run_ranks(fn, world, args, timeout):
     ctx = multiprocessing.get_context("spawn")
     errors = ctx.Queue()
