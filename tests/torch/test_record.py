@@ -103,6 +103,26 @@ def test_exit_status_and_message_come_through():
         tu.expect(said in r.stderr and said in plain.stderr, f"{ending}: '{said}' not said: {r.stderr}")
 
 
+def test_retain_grad_then_in_place_is_clean():
+    # PyTorch 2.x moves a retained tensor's retain_grad hook to the grad_fn
+    # of an in-place op (Note [retain_grad on 2.x]): not a collateral removal.
+    import torch
+    import hookscope
+    out = os.path.join(tu.OUT, "retain_in_place.hstrace")
+    with hookscope.recording(out):
+        x = torch.ones(3, requires_grad=True)
+        y = x * 2
+        y.retain_grad()
+        y.mul_(3)
+        y.sum().backward()
+    tu.expect(y.grad.tolist() == [1.0, 1.0, 1.0], f"PyTorch retained it: {y.grad}")
+    ev = tu.events(out)
+    adds = [e for e in ev if e["kind"] == "hook_add" and e.get("hook_kind") == "retain_grad"]
+    tu.expect(adds and adds[0].get("owner_label") == "retain_grad", f"retain_grad's hook: {adds}")
+    code, report = tu.check_json(out)
+    tu.expect(code == 0, f"retain_grad then an in-place op is clean: {report}")
+
+
 def test_recording_context_and_pause():
     import torch
     import hookscope
@@ -195,6 +215,7 @@ def test_missing_internals_are_named_not_fatal():
 
 if __name__ == "__main__":
     tu.main([test_record_module_cli, test_recording_changes_nothing,
-             test_exit_status_and_message_come_through, test_recording_context_and_pause,
+             test_exit_status_and_message_come_through, test_retain_grad_then_in_place_is_clean,
+             test_recording_context_and_pause,
              test_killed_program_leaves_readable_trace, test_bad_use_gives_clear_errors,
              test_missing_internals_are_named_not_fatal])

@@ -171,12 +171,17 @@ std::vector<uintptr_t> foreign_addrs(const List& list, Skip skip) {
   return now;
 }
 
+// `moved` (retain_grad hooks on 2.x only): the owners of hooks that may
+// have moved here from another Node; a hook that leaves a Node is removed by
+// its own owner (Note [retain_grad on 2.x]).
 void diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<Foreign>& known,
-                HookKind kind, uint32_t add_owner, uint32_t remove_actor) {
+                HookKind kind, uint32_t add_owner, uint32_t remove_actor,
+                const std::unordered_map<uintptr_t, uint32_t>* moved = nullptr) {
   for (auto it = known.begin(); it != known.end();) {
     if (std::find(now.begin(), now.end(), it->addr) == now.end()) {
       trace::emit(EventKind::kHookRemoved, static_cast<uint8_t>(it->kind), s.id, it->key,
-                  static_cast<uint64_t>(trace::RemoveCause::kByKey), it->owner, remove_actor);
+                  static_cast<uint64_t>(trace::RemoveCause::kByKey), it->owner,
+                  moved ? it->owner : remove_actor);
       it = known.erase(it);
     } else {
       ++it;
@@ -185,7 +190,12 @@ void diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<For
   for (uintptr_t addr : now) {
     bool seen = std::any_of(known.begin(), known.end(), [&](const Foreign& f) { return f.addr == addr; });
     if (seen) continue;
-    Foreign f{addr, g_next_key++, add_owner, kind};
+    uint32_t owner = add_owner;
+    if (moved) {
+      auto m = moved->find(addr);
+      if (m != moved->end()) owner = m->second;
+    }
+    Foreign f{addr, g_next_key++, owner, kind};
     known.push_back(f);
     trace::emit(EventKind::kHookAdded, static_cast<uint8_t>(kind), s.id, f.key, 0, add_owner);
   }
@@ -287,6 +297,14 @@ void observe_graph(PyObject* roots) {
 void snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   std::vector<std::shared_ptr<Node>> nodes = live_nodes();
+#if HOOKSCOPE_RETAINS_GRAD_HOOKS
+  std::unordered_map<uintptr_t, uint32_t> retain_owners;
+  for (const auto& n : nodes) {
+    if (NodeState* s = find(n.get())) {
+      for (const Foreign& f : s->retain) retain_owners[f.addr] = f.owner;
+    }
+  }
+#endif
   for (const auto& n : nodes) {
     NodeState* s = find(n.get());
     if (!s) continue;
@@ -299,7 +317,7 @@ void snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
     for (const auto& [output_nr, h] : n->retains_grad_hooks()) {
       retain.push_back(reinterpret_cast<uintptr_t>(h.get()));
     }
-    diff_hooks(*s, retain, s->retain, HookKind::kRetainGrad, add_owner, remove_actor);
+    diff_hooks(*s, retain, s->retain, HookKind::kRetainGrad, add_owner, remove_actor, &retain_owners);
 #endif
     keep_last<ObserverPost>(n->post_hooks());
     keep_last<ObserverPre>(n->pre_hooks());

@@ -47,6 +47,10 @@ struct NodeState {
 // Node::retains_grad_hooks(), and the engine runs those after the tensor pre
 // hooks and before pre_hooks(): snapshots read that map as retain_grad hooks,
 // and the pre observer (last in pre_hooks()) records their fires first.
+// An in-place op on the tensor moves its hook (the same object) to the new
+// grad_fn: recorded as removed from the old Node by retain_grad itself and
+// added to the new one under the same owner, not as a C++ hook's removal of
+// someone else's hook (which `check` would call collateral).
 #if TORCH_VERSION_MAJOR >= 2
 #define HOOKSCOPE_RETAINS_GRAD_HOOKS 1
 #else
