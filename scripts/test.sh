@@ -14,11 +14,13 @@ dir=build
 
 # Sanitizer builds: core and the headless tests only (no GUI under Xvfb),
 # no CUDA; ASan's own checks make the timed tests slower, not wrong.
+# The torch tests under PyTorch 2.6 (label torch2, a Debian trixie root to
+# download and build) are a step of their own in .ci/run.
 extra=()
-exclude=()
+exclude=(-LE torch2)
 if [[ -n "$sanitize" ]]; then
   extra=(-DHOOKSCOPE_GUI=OFF -DHOOKSCOPE_BENCH=OFF -DHOOKSCOPE_CUDA=OFF)
-  exclude=(-LE "gui|gpu")
+  exclude=(-LE "gui|gpu|torch2|install")  # install: packaging, not memory; package_deb takes minutes
 fi
 launcher=()
 if command -v ccache >/dev/null; then

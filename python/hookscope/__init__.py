@@ -16,15 +16,15 @@ try:
 except ImportError as e:  # built against another libtorch, or not built
     raise ImportError(
         f"hookscope: cannot load its extension hookscope._C with PyTorch {torch.__version__} "
-        f"({e}). It is built by hookscope's CMake against Debian's libtorch 1.13 "
-        "(scripts/setup.sh, then cmake --build build); use /usr/bin/python3 and "
-        "PYTHONPATH=build/python") from e
+        f"({e}). It is built by hookscope's CMake against the libtorch it finds: Debian's "
+        "1.13 (scripts/setup.sh, then cmake --build build; use /usr/bin/python3 and "
+        "PYTHONPATH=build/python) or Debian's 2.6 (scripts/torch2-root.sh run python3 ...)") from e
 from ._recorder import Recorder, rank_path, running
 
 __all__ = ["recording", "start", "stop", "pause", "resume", "name_modules", "post_hook_count",
            "cpp_post_hook_keys", "rank_path"]
 
-_SUPPORTED = ("1.13",)
+_SUPPORTED = ("1.13", "2.6")   # tested: Debian bookworm's and trixie's (scripts/torch2-root.sh)
 
 
 def _check_version():

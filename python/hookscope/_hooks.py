@@ -40,7 +40,8 @@ class _HookInfo:
 
 
 class TensorHook:
-    """Wraps a Tensor.register_hook function; records each fire."""
+    """Wraps a Tensor.register_hook (or 2.x register_post_accumulate_grad_hook)
+    function; records each fire."""
     __slots__ = ("fn", "info", "__weakref__")
 
     def __init__(self, fn, info):
@@ -103,6 +104,8 @@ class PythonHooks:
         rec = self
         Tensor = torch.Tensor
         orig_register = Tensor.register_hook
+        # PyTorch 2.x only (2.1+): absent in 1.13, so nothing there to record.
+        orig_post_accumulate = Tensor.__dict__.get("register_post_accumulate_grad_hook")
         orig_retain = Tensor.retain_grad
         orig_remove = _hooks_mod.RemovableHandle.remove
         mixin = getattr(_function_mod, "_HookMixin", None)
@@ -110,26 +113,33 @@ class PythonHooks:
         backward_hook = getattr(_hooks_mod, "BackwardHook", None)
         orig_set_user_hook = getattr(backward_hook, "_set_user_hook", None)
         orig_apply_on_tensors = getattr(backward_hook, "_apply_on_tensors", None)
+        orig_setup_output_hook = getattr(backward_hook, "setup_output_hook", None)
 
-        def register_hook(self, hook):
-            if _internal() or not _C.recording():
-                return orig_register(self, hook)
-            owners = rec.rec.owners
-            leaf = self.grad_fn is None
-            node = _C.accumulator_id(self, True) if leaf else _C.node_id(self.grad_fn)
-            info = _HookInfo(_C.new_key(), node, _C.HOOK_tensor_pre, owners.call_site())
-            if leaf:
-                info.tensor = weakref.ref(self)
-                rec.rec.label_accumulators()
-            wrapper = TensorHook(hook, info)
-            try:
-                handle = orig_register(self, wrapper)
-                handle._hookscope = info
-                _C.emit(_C.EV_hook_add, sub=info.kind, node=node, key=info.key,
-                        arg=0 if leaf else self.output_nr, owner=info.owner)
-            finally:
-                _C.release_held()  # the AccumulateGrad made for it goes, as in PyTorch
-            return handle
+        def tensor_register(orig, kind):
+            # A leaf's hooks live on the tensor (its AccumulateGrad may change);
+            # a non-leaf's on its grad_fn. PyTorch's own errors (a tensor that
+            # does not require grad, a post-accumulate hook on a non-leaf) come
+            # from orig.
+            def register(self, hook, *args, **kwargs):
+                if _internal() or not _C.recording():
+                    return orig(self, hook, *args, **kwargs)
+                owners = rec.rec.owners
+                leaf = self.grad_fn is None
+                node = _C.accumulator_id(self, True) if leaf else _C.node_id(self.grad_fn)
+                info = _HookInfo(_C.new_key(), node, kind, owners.call_site())
+                if leaf:
+                    info.tensor = weakref.ref(self)
+                    rec.rec.label_accumulators()
+                wrapper = TensorHook(hook, info)
+                try:
+                    handle = orig(self, wrapper, *args, **kwargs)
+                    handle._hookscope = info
+                    _C.emit(_C.EV_hook_add, sub=info.kind, node=node, key=info.key,
+                            arg=0 if leaf else self.output_nr, owner=info.owner)
+                finally:
+                    _C.release_held()  # the AccumulateGrad made for it goes, as in PyTorch
+                return handle
+            return register
 
         def retain_grad(self):
             if _internal() or not _C.recording() or self.grad_fn is None or self.retains_grad:
@@ -177,6 +187,21 @@ class PythonHooks:
                                    for h in self.user_hooks]
             return orig_set_user_hook(self, grad_fn)
 
+        def setup_output_hook(self, args):
+            # Full backward pre hooks (2.x) run in the post hook of the
+            # outputs' BackwardHookFunction Node, made here.
+            result = orig_setup_output_hook(self, args)
+            if _C.recording() and any(isinstance(h, ModuleHook) for h in self.user_pre_hooks):
+                outputs = result if isinstance(result, tuple) else (result,)
+                fn = next((t.grad_fn for t in outputs if isinstance(t, torch.Tensor)
+                           and t.grad_fn is not None
+                           and t.grad_fn.name() == "BackwardHookFunctionBackward"), None)
+                if fn is not None:
+                    node = _C.node_id(fn)
+                    self.user_pre_hooks = [h.bound(node) if isinstance(h, ModuleHook) else h
+                                           for h in self.user_pre_hooks]
+            return result
+
         def apply_on_tensors(self, fn, args):
             was = _internal()
             _state.internal = True
@@ -185,7 +210,10 @@ class PythonHooks:
             finally:
                 _state.internal = was
 
-        self._patch(Tensor, "register_hook", register_hook)
+        self._patch(Tensor, "register_hook", tensor_register(orig_register, _C.HOOK_tensor_pre))
+        if orig_post_accumulate is not None:
+            self._patch(Tensor, "register_post_accumulate_grad_hook",
+                        tensor_register(orig_post_accumulate, _C.HOOK_post_accumulate))
         self._patch(Tensor, "retain_grad", retain_grad)
         self._patch(_hooks_mod.RemovableHandle, "remove", remove)
         # PyTorch internals as of 1.13: another version may lack them; then
@@ -202,13 +230,20 @@ class PythonHooks:
             self.missing.append("the Node of module full backward hook fires: "
                                 "torch.utils.hooks.BackwardHook differs from 1.13")
         Module = torch.nn.Module
+        has_backward_pre = "register_full_backward_pre_hook" in Module.__dict__   # 2.x only
+        if has_backward_pre and orig_setup_output_hook is not None:
+            self._patch(backward_hook, "setup_output_hook", setup_output_hook)
+        elif has_backward_pre:
+            self.missing.append("the Node of module full backward pre hook fires: "
+                                "torch.utils.hooks.BackwardHook.setup_output_hook not found")
         for name, kind in (("register_forward_pre_hook", _C.HOOK_module_forward_pre),
                            ("register_forward_hook", _C.HOOK_module_forward),
+                           ("register_full_backward_pre_hook", _C.HOOK_module_backward_pre),
                            ("register_full_backward_hook", _C.HOOK_module_backward),
                            ("register_backward_hook", _C.HOOK_module_legacy_backward)):
             if name in Module.__dict__:
                 self._patch(Module, name, self._module_register(Module.__dict__[name], kind))
-            else:
+            elif name != "register_full_backward_pre_hook":   # 2.x only: nothing to miss
                 self.missing.append(f"Module.{name}")
 
     def _module_register(self, orig, kind):

@@ -26,17 +26,17 @@ def main(argv=None):
     sys.argv = [opts.script] + opts.args
     sys.path.insert(0, os.path.dirname(os.path.abspath(opts.script)))
     rec = hookscope.start(opts.output, scenario="python " + " ".join(sys.argv))
-    code = 0
     try:
         runpy.run_path(opts.script, run_name="__main__")
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     finally:
+        # The script's SystemExit or exception goes on to Python as if the
+        # script ran alone: its exit status and message are never changed
+        # (sys.exit("message") prints it and exits 1, an exception exits 1).
         stats = rec.finish()
         if stats:
             print(f"hookscope: {stats['events']} events, {stats['bytes']} bytes -> {stats['path']}",
                   file=sys.stderr)
-    return code
+    return 0
 
 
 if __name__ == "__main__":

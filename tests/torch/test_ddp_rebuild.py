@@ -21,7 +21,7 @@ class Failure(RuntimeError):
     pass
 
 
-def worker(rank, world, mode, prefix):
+def worker(rank, world, mode, prefix, record=True):
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -29,7 +29,8 @@ def worker(rank, world, mode, prefix):
     import hookscope
 
     torch.manual_seed(0)
-    with hookscope.recording(prefix):
+    losses = []
+    with tu.maybe_recording(prefix if record else None):
         tu.init_group(rank, world)
         model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
         forgotten = []
@@ -38,6 +39,7 @@ def worker(rank, world, mode, prefix):
         for generation in range(REBUILDS + 1):
             for step in range(2):
                 loss = ddp(x).pow(2).mean()
+                losses.append(loss.item())
                 if step == 1 and generation < REBUILDS:
                     # The failure: raised at the start of backward on every
                     # rank (before any bucket is reduced), as a real job's
@@ -59,7 +61,8 @@ def worker(rank, world, mode, prefix):
         keys = {name: hookscope.cpp_post_hook_keys(p) for name, p in model.named_parameters()}
         dist.barrier()
     with open(f"{prefix}.rank{rank}.json", "w") as f:
-        json.dump({"counts": counts, "keys": keys}, f)
+        json.dump({"counts": counts, "keys": keys,
+                   "result": tu.digest(losses, model.named_parameters())}, f)
     del forgotten, ddp
     dist.destroy_process_group()
 
@@ -77,10 +80,15 @@ def hooks_at_end(path):
     return result
 
 
-def run(mode):
-    prefix = os.path.join(tu.OUT, f"ddp_rebuild_{mode}")
-    tu.run_ranks(worker, 2, (mode, prefix), timeout=100)
+def run(mode, record=True):
+    prefix = os.path.join(tu.OUT, f"ddp_rebuild_{mode}" + ("" if record else "_plain"))
+    tu.run_ranks_once(worker, 2, (mode, prefix, record), timeout=100)
     return prefix
+
+
+def result(prefix, rank):
+    with open(f"{prefix}.rank{rank}.json") as f:
+        return json.load(f)["result"]
 
 
 def test_deleted_ddp_is_clean():
@@ -143,5 +151,14 @@ def test_kept_ddp_shows_every_reducer():
             tu.expect(len(got["keys"][name]) == count, f"{name}: keys {got['keys'][name]}")
 
 
+def test_recording_changes_nothing():
+    # The kept-DDP program (every hook of every Reducer fires) recorded and
+    # not: the same losses and parameters on each rank, bit for bit.
+    recorded, plain = run("kept"), run("kept", record=False)
+    for r in range(2):
+        tu.expect_same_result(result(plain, r), result(recorded, r), f"ddp rebuild, rank {r}")
+
+
 if __name__ == "__main__":
-    tu.main([test_deleted_ddp_is_clean, test_kept_ddp_shows_every_reducer])
+    tu.main([test_deleted_ddp_is_clean, test_kept_ddp_shows_every_reducer,
+             test_recording_changes_nothing])

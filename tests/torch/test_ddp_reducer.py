@@ -5,18 +5,17 @@ under two reentrant checkpoints), and a rank that dies (the survivor's DDP
 collective fails). The trace names the parameter, and
 `check` reports it."""
 
+import json
 import os
 
 import torch_util as tu
 
 
-def worker(rank, world, case, prefix):
+def worker(rank, world, case, prefix, record=True):
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
     from torch.utils.checkpoint import checkpoint
-
-    import hookscope
 
     class TwoHeads(torch.nn.Module):
         def __init__(self):
@@ -41,12 +40,17 @@ def worker(rank, world, case, prefix):
 
     torch.manual_seed(0)
     x = torch.randn(4, 6, requires_grad=True)
-    with hookscope.recording(prefix):
+    with tu.maybe_recording(prefix if record else None):
         tu.init_group(rank, world)
         if case == "unused":
             ddp = DDP(TwoHeads(), find_unused_parameters=True)
+            losses = []
             for _ in range(2):
-                ddp(x).sum().backward()
+                loss = ddp(x).sum()
+                losses.append(loss.item())
+                loss.backward()
+            with open(f"{prefix}.rank{rank}.result.json", "w") as f:
+                json.dump(tu.digest(losses + [x.grad], ddp.module.named_parameters()), f)
         elif case == "unused_unhandled":
             ddp = DDP(TwoHeads())
             ddp(x).sum().backward()
@@ -77,10 +81,15 @@ def worker(rank, world, case, prefix):
     dist.destroy_process_group()
 
 
-def run(case):
-    prefix = os.path.join(tu.OUT, f"ddp_{case}")
-    tu.run_ranks(worker, 2, (case, prefix), timeout=80)
+def run(case, record=True):
+    prefix = os.path.join(tu.OUT, f"ddp_{case}" + ("" if record else "_plain"))
+    tu.run_ranks_once(worker, 2, (case, prefix, record), timeout=80)
     return [f"{prefix}.rank{r}.hstrace" for r in range(2)]
+
+
+def result(trace):
+    with open(trace[:-len(".hstrace")] + ".result.json") as f:
+        return json.load(f)
 
 
 def findings(paths, kind):
@@ -101,6 +110,13 @@ def test_unused_parameters_found():
     text = " ".join(f["message"] for f in found)
     tu.expect("head_b.weight" in text and "head_b.bias" in text, f"check names them: {text}")
     tu.expect(all(f["severity"] == "warning" for f in found), f"handled: {found}")
+
+
+def test_recording_changes_nothing():
+    # The unused-parameter program recorded and not: the same losses,
+    # parameters and input gradient on each rank, bit for bit.
+    for r, (plain, recorded) in enumerate(zip(run("unused", record=False), run("unused"))):
+        tu.expect_same_result(result(plain), result(recorded), f"ddp unused parameters, rank {r}")
 
 
 def test_unused_parameters_without_find_unused():
@@ -132,5 +148,6 @@ def test_a_rank_dies():
 
 
 if __name__ == "__main__":
-    tu.main([test_unused_parameters_found, test_unused_parameters_without_find_unused,
+    tu.main([test_unused_parameters_found, test_recording_changes_nothing,
+             test_unused_parameters_without_find_unused,
              test_marked_ready_twice, test_a_rank_dies])

@@ -72,12 +72,13 @@ def random_spec(seed, n_ops=30, n_leaves=3):
 
 
 def run_torch(spec, trace):
+    """Runs the spec in PyTorch, recorded to `trace` (None: not recorded).
+    Returns the hooks' fire log, their keys and what it computed."""
     import torch
-    import hookscope
     fns = {"tanh": torch.tanh, "sigmoid": torch.sigmoid, "neg": torch.neg, "exp": torch.exp,
            "add": torch.add, "mul": torch.mul}
     log, keys = [], {}
-    with hookscope.recording(trace):
+    with tu.maybe_recording(trace):
         values = [torch.tensor(v, requires_grad=True) for v in spec["leaves"]]
         for op in spec["ops"]:
             values.append(fns[op["op"]](*[values[i] for i in op["in"]]))
@@ -105,9 +106,11 @@ def run_torch(spec, trace):
                 handle = fn.register_prehook(lambda go, label=label: log.append(label))
             else:
                 handle = fn.register_hook(lambda gi, go, label=label: log.append(label))
-            keys[label] = handle._hookscope.key
+            if trace is not None:
+                keys[label] = handle._hookscope.key
         loss.backward()
-    return log, keys
+    grads = [v.grad for v in values if v.is_leaf or v.retains_grad]
+    return log, keys, tu.digest([loss] + grads, [])
 
 
 def run_runtime(spec, trace, name):
@@ -159,7 +162,7 @@ def normalize(seq):
 def compare(spec, name):
     torch_trace = os.path.join(tu.OUT, f"{name}.torch.hstrace")
     runtime_trace = os.path.join(tu.OUT, f"{name}.runtime.hstrace")
-    torch_log, torch_keys = run_torch(spec, torch_trace)
+    torch_log, torch_keys, _ = run_torch(spec, torch_trace)
     runtime_log, runtime_keys = run_runtime(spec, runtime_trace, name)
     tu.expect(trace_fires(torch_trace, torch_keys) == torch_log,
               f"{name}: the bridge's fires differ from what PyTorch ran")
@@ -198,5 +201,15 @@ def test_random_graph():
     print(f"Functions whose raw order differs (1.13 vs 2.x pre-hook order): {differ}")
 
 
+def test_recording_changes_nothing():
+    # The random graph's gradients (leaves' and retained) and its hooks'
+    # order, recorded and not.
+    spec = random_spec(seed=7)
+    plain_log, _, plain = run_torch(spec, None)
+    log, _, recorded = run_torch(spec, os.path.join(tu.OUT, "random30.same.hstrace"))
+    tu.expect(plain_log == log, f"the hooks ran differently:\n plain    {plain_log}\n recorded {log}")
+    tu.expect_same_result(plain, recorded, "the random graph")
+
+
 if __name__ == "__main__":
-    tu.main([test_diamond, test_random_graph])
+    tu.main([test_diamond, test_random_graph, test_recording_changes_nothing])

@@ -10,24 +10,26 @@ import torch_util as tu
 
 
 def record_25723(out):
+    """The program of #25723, recorded to `out` (None: not recorded). Returns
+    the hook's fires and what it computed (torch_util.digest)."""
     import torch
-    import hookscope
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
     fired = []
-    with hookscope.recording(out):
+    with tu.maybe_recording(out):
         handle = model[2].register_full_backward_hook(lambda m, gi, go: fired.append("full"))
-        y = model(torch.randn(3, 4, requires_grad=True))
+        x = torch.randn(3, 4, requires_grad=True)
+        y = model(x)
         handle.remove()          # removed after forward...
         y.sum().backward()       # ...and it still runs here (PyTorch 1.13 and 2.x)
         y2 = model(torch.randn(3, 4))
         y2.sum().backward()      # not any more
-    return fired
+    return fired, tu.digest([y.sum(), y2.sum(), x.grad], model.named_parameters())
 
 
 def test_25723_fire_after_removal_in_trace():
     out = os.path.join(tu.OUT, "issue25723.hstrace")
-    fired = record_25723(out)
+    fired, _ = record_25723(out)
     tu.expect(fired == ["full"], f"PyTorch ran the removed hook once: {fired}")
     ev = tu.events(out)
     adds = [e for e in ev if e["kind"] == "hook_add" and e.get("hook_kind") == "module_backward"]
@@ -64,5 +66,13 @@ def test_hook_that_removes_itself():
     tu.expect(code == 0, f"a hook removing itself is clean: {report}")
 
 
+def test_recording_changes_nothing():
+    plain_fired, plain = record_25723(None)
+    fired, recorded = record_25723(os.path.join(tu.OUT, "issue25723.same.hstrace"))
+    tu.expect(plain_fired == fired == ["full"], f"the same fires: {plain_fired} {fired}")
+    tu.expect_same_result(plain, recorded, "the #25723 program")
+
+
 if __name__ == "__main__":
-    tu.main([test_25723_fire_after_removal_in_trace, test_hook_that_removes_itself])
+    tu.main([test_25723_fire_after_removal_in_trace, test_hook_that_removes_itself,
+             test_recording_changes_nothing])

@@ -67,6 +67,62 @@ def test_record_module_cli():
     tu.expect(code == 0, f"state: {state}")
 
 
+def test_recording_changes_nothing():
+    # The program alone and under `python -m hookscope.record`: the same
+    # losses and parameters, bit for bit, and the same exit status.
+    prog = os.path.join(HERE, "programs", "hooks_program.py")
+    plain_report = os.path.join(tu.OUT, "hooks_program.plain.json")
+    plain = subprocess.run([sys.executable, prog, "3", plain_report], capture_output=True,
+                           text=True, timeout=120)
+    tu.expect(plain.returncode == 3, f"the program alone: {plain.returncode} {plain.stderr}")
+    report = os.path.join(tu.OUT, "hooks_program.recorded.json")
+    r = record(prog, os.path.join(tu.OUT, "hooks_program.same.hstrace"), "3", report)
+    tu.expect(r.returncode == 3, f"recorded: {r.returncode} {r.stderr}")
+    tu.expect_same_result(json.load(open(plain_report))["result"], json.load(open(report))["result"],
+                          "hooks_program.py")
+
+
+def test_exit_status_and_message_come_through():
+    # However a script ends, recorded it ends the same way: status and message.
+    # (sys.exit(3): test_record_module_cli.)
+    endings = {"raise ValueError('bad batch')": (1, "ValueError: bad batch"),
+               "sys.exit('usage: train.py DATA')": (1, "usage: train.py DATA"),
+               "os._exit(5)": (5, "")}
+    for i, (ending, (code, said)) in enumerate(endings.items()):
+        script = os.path.join(tu.OUT, f"ending{i}.py")
+        with open(script, "w") as f:
+            f.write("import os, sys, torch\n"
+                    "a = torch.ones(2, requires_grad=True)\n"
+                    "(a * 2).sum().backward()\n"
+                    f"{ending}\n")
+        plain = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=60)
+        r = record(script, os.path.join(tu.OUT, f"ending{i}.hstrace"))
+        tu.expect(plain.returncode == code, f"{ending} alone: {plain.returncode} {plain.stderr}")
+        tu.expect(r.returncode == code, f"{ending} recorded: exit {r.returncode}, wanted {code}\n"
+                                        f"{r.stderr}")
+        tu.expect(said in r.stderr and said in plain.stderr, f"{ending}: '{said}' not said: {r.stderr}")
+
+
+def test_retain_grad_then_in_place_is_clean():
+    # PyTorch 2.x moves a retained tensor's retain_grad hook to the grad_fn
+    # of an in-place op (Note [retain_grad on 2.x]): not a collateral removal.
+    import torch
+    import hookscope
+    out = os.path.join(tu.OUT, "retain_in_place.hstrace")
+    with hookscope.recording(out):
+        x = torch.ones(3, requires_grad=True)
+        y = x * 2
+        y.retain_grad()
+        y.mul_(3)
+        y.sum().backward()
+    tu.expect(y.grad.tolist() == [1.0, 1.0, 1.0], f"PyTorch retained it: {y.grad}")
+    ev = tu.events(out)
+    adds = [e for e in ev if e["kind"] == "hook_add" and e.get("hook_kind") == "retain_grad"]
+    tu.expect(adds and adds[0].get("owner_label") == "retain_grad", f"retain_grad's hook: {adds}")
+    code, report = tu.check_json(out)
+    tu.expect(code == 0, f"retain_grad then an in-place op is clean: {report}")
+
+
 def test_recording_context_and_pause():
     import torch
     import hookscope
@@ -158,6 +214,8 @@ def test_missing_internals_are_named_not_fatal():
 
 
 if __name__ == "__main__":
-    tu.main([test_record_module_cli, test_recording_context_and_pause,
+    tu.main([test_record_module_cli, test_recording_changes_nothing,
+             test_exit_status_and_message_come_through, test_retain_grad_then_in_place_is_clean,
+             test_recording_context_and_pause,
              test_killed_program_leaves_readable_trace, test_bad_use_gives_clear_errors,
              test_missing_internals_are_named_not_fatal])

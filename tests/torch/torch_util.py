@@ -33,6 +33,11 @@ def _child(fn, rank, world, port, args, errors):
 
 def init_group(rank, world):
     import torch.distributed as dist
+    # PyTorch 2.x's TCPStore (made here by the tcp:// init) uses libuv by
+    # default, and Debian's 2.6 is built without it ("use_libuv was requested
+    # but PyTorch was built without libuv support"): the classic TCPStore,
+    # which is also 1.13's only one (there the variable means nothing).
+    os.environ["USE_LIBUV"] = "0"
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}",
                             rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=30))
@@ -49,6 +54,18 @@ def run_ranks(fn, world=2, args=(), timeout=90):
         if "Address already in use" not in str(e):
             raise
         _run_ranks(fn, world, args, timeout)
+
+
+_launched = set()
+
+
+def run_ranks_once(fn, world=2, args=(), timeout=90):
+    """run_ranks, once per (fn, world, args) in this process: tests that read
+    the same run (its traces, what it computed) share it."""
+    key = (fn.__module__, fn.__name__, world, args)
+    if key not in _launched:
+        run_ranks(fn, world, args, timeout)
+        _launched.add(key)
 
 
 def _run_ranks(fn, world, args, timeout):
@@ -77,6 +94,36 @@ def _run_ranks(fn, world, args, timeout):
     bad = [p.exitcode for p in procs if p.exitcode != 0]
     if bad:
         raise AssertionError(f"ranks failed (exit codes {bad}):\n" + "\n".join(msgs))
+
+
+def maybe_recording(path):
+    """hookscope.recording(path), or nothing when path is None: the same
+    program unrecorded, for the tests that recording changes nothing."""
+    if path is None:
+        import contextlib
+        return contextlib.nullcontext()
+    import hookscope
+    return hookscope.recording(path)
+
+
+def digest(losses, params):
+    """What a program computed, bit for bit: each loss (a float or a tensor)
+    and each named parameter as the hex of its bytes (sha256 for tensors)."""
+    import hashlib
+    import torch
+
+    def bits(t):
+        if isinstance(t, torch.Tensor):
+            return hashlib.sha256(t.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
+        return float(t).hex()
+    return {"losses": [bits(x) for x in losses], "params": {n: bits(p) for n, p in params}}
+
+
+def expect_same_result(plain, recorded, what):
+    """Recording never changes what the program computes (issue 24 item 7)."""
+    expect(plain["losses"], f"{what}: no losses were collected")
+    expect(plain == recorded, f"{what}: recording changed the result:\n plain    {plain}\n"
+                              f" recorded {recorded}")
 
 
 def cli(*args, check=None):

@@ -161,17 +161,27 @@ bool is_python_post(const FunctionPostHook* h) {
          dynamic_cast<const ObserverPost*>(h);
 }
 
+// The addresses of a hook list's C++ hooks that are not the bridge's or Python's.
 template <typename List, typename Skip>
-void diff_hooks(NodeState& s, const List& list, std::vector<Foreign>& known, HookKind kind,
-                uint32_t add_owner, uint32_t remove_actor, Skip skip) {
+std::vector<uintptr_t> foreign_addrs(const List& list, Skip skip) {
   std::vector<uintptr_t> now;
   for (const auto& h : list) {
     if (!skip(h.get())) now.push_back(reinterpret_cast<uintptr_t>(h.get()));
   }
+  return now;
+}
+
+// `moved` (retain_grad hooks on 2.x only): the owners of hooks that may
+// have moved here from another Node; a hook that leaves a Node is removed by
+// its own owner (Note [retain_grad on 2.x]).
+void diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<Foreign>& known,
+                HookKind kind, uint32_t add_owner, uint32_t remove_actor,
+                const std::unordered_map<uintptr_t, uint32_t>* moved = nullptr) {
   for (auto it = known.begin(); it != known.end();) {
     if (std::find(now.begin(), now.end(), it->addr) == now.end()) {
       trace::emit(EventKind::kHookRemoved, static_cast<uint8_t>(it->kind), s.id, it->key,
-                  static_cast<uint64_t>(trace::RemoveCause::kByKey), it->owner, remove_actor);
+                  static_cast<uint64_t>(trace::RemoveCause::kByKey), it->owner,
+                  moved ? it->owner : remove_actor);
       it = known.erase(it);
     } else {
       ++it;
@@ -180,7 +190,12 @@ void diff_hooks(NodeState& s, const List& list, std::vector<Foreign>& known, Hoo
   for (uintptr_t addr : now) {
     bool seen = std::any_of(known.begin(), known.end(), [&](const Foreign& f) { return f.addr == addr; });
     if (seen) continue;
-    Foreign f{addr, g_next_key++, add_owner, kind};
+    uint32_t owner = add_owner;
+    if (moved) {
+      auto m = moved->find(addr);
+      if (m != moved->end()) owner = m->second;
+    }
+    Foreign f{addr, g_next_key++, owner, kind};
     known.push_back(f);
     trace::emit(EventKind::kHookAdded, static_cast<uint8_t>(kind), s.id, f.key, 0, add_owner);
   }
@@ -282,13 +297,28 @@ void observe_graph(PyObject* roots) {
 void snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   std::vector<std::shared_ptr<Node>> nodes = live_nodes();
+#if HOOKSCOPE_RETAINS_GRAD_HOOKS
+  std::unordered_map<uintptr_t, uint32_t> retain_owners;
+  for (const auto& n : nodes) {
+    if (NodeState* s = find(n.get())) {
+      for (const Foreign& f : s->retain) retain_owners[f.addr] = f.owner;
+    }
+  }
+#endif
   for (const auto& n : nodes) {
     NodeState* s = find(n.get());
     if (!s) continue;
-    diff_hooks(*s, n->post_hooks(), s->post, HookKind::kPost, add_owner, remove_actor,
-               [](const FunctionPostHook* h) { return is_python_post(h); });
-    diff_hooks(*s, n->pre_hooks(), s->pre, static_cast<HookKind>(pre_kind), add_owner,
-               remove_actor, [](const FunctionPreHook* h) { return is_python_pre(h); });
+    auto post = foreign_addrs(n->post_hooks(), [](const FunctionPostHook* h) { return is_python_post(h); });
+    auto pre = foreign_addrs(n->pre_hooks(), [](const FunctionPreHook* h) { return is_python_pre(h); });
+    diff_hooks(*s, post, s->post, HookKind::kPost, add_owner, remove_actor);
+    diff_hooks(*s, pre, s->pre, static_cast<HookKind>(pre_kind), add_owner, remove_actor);
+#if HOOKSCOPE_RETAINS_GRAD_HOOKS
+    std::vector<uintptr_t> retain;
+    for (const auto& [output_nr, h] : n->retains_grad_hooks()) {
+      retain.push_back(reinterpret_cast<uintptr_t>(h.get()));
+    }
+    diff_hooks(*s, retain, s->retain, HookKind::kRetainGrad, add_owner, remove_actor, &retain_owners);
+#endif
     keep_last<ObserverPost>(n->post_hooks());
     keep_last<ObserverPre>(n->pre_hooks());
   }

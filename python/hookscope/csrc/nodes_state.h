@@ -4,6 +4,7 @@
 // torch's headers: only those two translation units include it.
 
 #include <torch/csrc/autograd/function.h>
+#include <torch/version.h>
 
 #include <atomic>
 #include <cstdint>
@@ -36,7 +37,25 @@ struct NodeState {
   uint64_t epoch = 0;
   Node* node = nullptr;
   std::vector<Foreign> post, pre;  // C++ hooks seen at the last snapshot
+  std::vector<Foreign> retain;     // 2.x: retains_grad_hooks() (Note [retain_grad on 2.x])
 };
+
+// Note [retain_grad on 2.x]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// PyTorch 1.13's Tensor.retain_grad() adds a C++ pre hook to the grad_fn
+// (pre_hooks(), seen like any other). 2.x keeps it apart, one per output, in
+// Node::retains_grad_hooks(), and the engine runs those after the tensor pre
+// hooks and before pre_hooks(): snapshots read that map as retain_grad hooks,
+// and the pre observer (last in pre_hooks()) records their fires first.
+// An in-place op on the tensor moves its hook (the same object) to the new
+// grad_fn: recorded as removed from the old Node by retain_grad itself and
+// added to the new one under the same owner, not as a C++ hook's removal of
+// someone else's hook (which `check` would call collateral).
+#if TORCH_VERSION_MAJOR >= 2
+#define HOOKSCOPE_RETAINS_GRAD_HOOKS 1
+#else
+#define HOOKSCOPE_RETAINS_GRAD_HOOKS 0
+#endif
 
 // Guards every registry and NodeState; recursive, because freeing a Node
 // (its observer's destructor) can happen while it is held.
@@ -54,7 +73,8 @@ extern int g_rank;
 // before it in its list (the engine runs a list's hooks all, in order), then
 // kApplyBegin (pre) or kApplyEnd (post); each snapshot moves the observers
 // back to the ends, which changes no other hook's position relative to the
-// others. (C++ pre hooks include 1.13's retain_grad hook.)
+// others. (C++ pre hooks include 1.13's retain_grad hook; Note [retain_grad
+// on 2.x] for 2.x's.)
 // When the Node dies its post hook list is destroyed with it, so the post
 // observer's destructor records kNodeReleased at the moment PyTorch frees the
 // Node: the bridge holds Nodes only weakly. Observers are not hooks of the

@@ -46,16 +46,25 @@ variable_list ObserverPre::operator()(const variable_list& grads) {
   if (!live(*state)) return grads;
   stamp_rank();
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
-  // Every pre hook before this one has run (the engine runs them all, in order).
-  for (const auto& hook : state->node->pre_hooks()) {
-    if (hook.get() == this) break;
-    const auto addr = reinterpret_cast<uintptr_t>(hook.get());
-    for (const Foreign& f : state->pre) {
+  auto fired = [&](const std::vector<Foreign>& known, const FunctionPreHook* hook) {
+    const auto addr = reinterpret_cast<uintptr_t>(hook);
+    for (const Foreign& f : known) {
       if (f.addr == addr) {
         trace::emit(EventKind::kHookFired, static_cast<uint8_t>(f.kind), state->id, f.key, 0,
                     f.owner);
       }
     }
+  };
+#if HOOKSCOPE_RETAINS_GRAD_HOOKS
+  // They ran before pre_hooks() (Note [retain_grad on 2.x]).
+  for (const auto& [output_nr, hook] : state->node->retains_grad_hooks()) {
+    fired(state->retain, hook.get());
+  }
+#endif
+  // Every pre hook before this one has run (the engine runs them all, in order).
+  for (const auto& hook : state->node->pre_hooks()) {
+    if (hook.get() == this) break;
+    fired(state->pre, hook.get());
   }
   trace::emit(EventKind::kApplyBegin, 0, state->id);
   return grads;

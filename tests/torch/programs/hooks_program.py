@@ -1,7 +1,9 @@
 """A user's program with every Python hook kind, recorded by the tests with
-`python -m hookscope.record` (test_record.py). Prints what PyTorch did so the
-test can compare the trace with it."""
+`python -m hookscope.record` (test_record.py). Writes what PyTorch did so the
+test can compare the trace with it, and what it computed (losses, parameters:
+the same bits with and without recording, as torch_util.digest writes them)."""
 
+import hashlib
 import json
 import sys
 
@@ -23,6 +25,7 @@ def count(name):
 weight_handle = model[0].weight.register_hook(count("weight"))
 model[2].register_forward_hook(count("forward"))
 model.register_full_backward_hook(count("backward"))
+losses = []
 for step in range(steps):
     x = torch.randn(3, 4, requires_grad=True)
     y = model(x)
@@ -30,10 +33,18 @@ for step in range(steps):
     y.retain_grad()
     post = y.grad_fn.register_hook(count("post"))
     y.grad_fn.register_prehook(count("pre"))
-    y.sum().backward()
+    loss = y.sum()
+    loss.backward()
+    losses.append(loss.item())
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= 0.1 * p.grad
     post.remove()
     if step == 0:
         weight_handle.remove()
+fired["result"] = {"losses": [x.hex() for x in losses],
+                   "params": {n: hashlib.sha256(p.detach().numpy().tobytes()).hexdigest()
+                              for n, p in model.named_parameters()}}
 with open(report, "w") as f:
     json.dump(fired, f)
 sys.exit(3)  # the exit status must come through hookscope.record

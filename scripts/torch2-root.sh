@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# A PyTorch 2.6 environment the project makes itself: a Debian trixie root
+# (debootstrap --variant=minbase) with Debian's python3-torch/libtorch-dev 2.6
+# (Python 3.13), the bridge (python/hookscope and hookscope._C) and the
+# hookscope-cli built inside it against that torch, and a command run there.
+#   scripts/torch2-root.sh build            make/refresh the root and the build
+#   scripts/torch2-root.sh run CMD ARGS...  build if needed, then run CMD inside
+#   scripts/torch2-root.sh path             print the root's path
+#   scripts/torch2-root.sh clean            delete the root (refused while mounted)
+# The root is built once and cached (cold: minutes and ~3 GB; warm: seconds):
+#   HOOKSCOPE_TORCH2_ROOT   the root (default /var/cache/hookscope/torch2-root)
+#   HOOKSCOPE_TORCH2_MIRROR Debian mirror (default http://deb.debian.org/debian)
+#   HOOKSCOPE_TORCH2_BINDS  more host directories to see inside, ':'-separated
+# Inside, the source tree (and the current directory) are at their host paths;
+# PYTHONPATH starts with the bridge built for 2.6, HOOKSCOPE_CLI and
+# HOOKSCOPE_RUNTIME_GRAPH name the binaries built there. Exit status: the
+# command's; 77 when the root cannot be built (e.g. no network), with the reason.
+# Needs root (debootstrap, chroot, mount) and util-linux's unshare.
+#
+# Note [torch2 root mounts]
+# Every mount (/proc, /dev, /dev/shm, the source tree) is made inside a private
+# mount namespace (unshare -m) and also unmounted by a trap: even a run killed
+# by SIGKILL leaves nothing mounted in the host's namespace, so deleting the
+# root can never reach through a bind mount into /dev or the source tree.
+# `clean` still checks /proc/mounts first and deletes with --one-file-system.
+set -euo pipefail
+
+src="$(cd "$(dirname "$0")/.." && pwd)"
+root="${HOOKSCOPE_TORCH2_ROOT:-/var/cache/hookscope/torch2-root}"
+mirror="${HOOKSCOPE_TORCH2_MIRROR:-http://deb.debian.org/debian}"
+# What the bridge and the CLI need to build in the root (the host's list is
+# scripts/setup.sh); a change here reinstalls on the next run.
+packages=(
+  python3-torch libtorch-dev python3-dev pybind11-dev
+  g++ cmake ninja-build pkgconf
+  libfmt-dev nlohmann-json3-dev libcli11-dev libgloo-dev libopenblas-dev libzstd-dev
+  doctest-dev libstb-dev ccache
+)
+# One build directory per source tree, so worktrees sharing the root do not
+# rebuild each other's.
+build="/var/lib/hookscope/build$(printf %s "$src" | tr -c 'A-Za-z0-9._\n-' '_')"
+
+die() { echo "torch2-root: $*" >&2; exit 1; }
+skip() { echo "torch2-root: SKIP: $*" >&2; exit 77; }
+[[ $(id -u) -eq 0 ]] || skip "needs root (debootstrap, chroot and mount); run it as root or with sudo"
+command -v unshare >/dev/null || die "unshare (util-linux) is missing"
+
+mounted_under() {  # prints the mount points at or below $1 in this namespace
+  awk -v d="$1" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/mounts
+}
+
+remove_root() {  # $1: a root (or a half-made one) that nothing may be mounted in
+  local busy
+  busy="$(mounted_under "$1")"
+  [[ -z "$busy" ]] || die "not deleting $1: still mounted there: $busy (unmount first)"
+  rm -rf --one-file-system "$1"
+}
+
+# Runs "$@" inside the root in a private mount namespace (Note [torch2 root
+# mounts]) with /proc, /dev, /dev/shm and the given host directories bound.
+# Binds come from $binds (space-separated absolute paths).
+in_root_script='
+set -euo pipefail
+root="$1" binds="$2"; shift 2
+made=()
+cleanup() {
+  local i
+  for ((i = ${#made[@]} - 1; i >= 0; i--)); do umount -l "${made[i]}" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+trap "exit 130" INT TERM
+mount -t proc proc "$root/proc" && made+=("$root/proc")
+mount --bind /dev "$root/dev" && made+=("$root/dev")
+mkdir -p "$root/dev/shm"
+mount --bind /dev/shm "$root/dev/shm" && made+=("$root/dev/shm")
+for d in $binds; do
+  mkdir -p "$root$d"
+  mount --bind "$d" "$root$d" && made+=("$root$d")
+done
+cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+chroot "$root" "$@"
+'
+in_root() {
+  unshare -m --propagation private /bin/bash -c "$in_root_script" in_root "$root" "$binds" "$@"
+}
+
+# Stage 1: the bare trixie root, made in $root.new and renamed when complete,
+# so an interrupted debootstrap never leaves a root that looks finished.
+make_base() {
+  [[ -f "$root/.hookscope-base" ]] && return 0
+  command -v debootstrap >/dev/null || {
+    echo "torch2-root: installing debootstrap" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >&2 ||
+      skip "debootstrap is missing and could not be installed (apt-get install debootstrap)"
+  }
+  local tmp="$root.new"
+  [[ -e "$tmp" ]] && remove_root "$tmp"
+  [[ -e "$root" ]] && remove_root "$root"
+  mkdir -p "$(dirname "$root")"
+  echo "torch2-root: debootstrap trixie into $root (once; a few minutes)" >&2
+  # debootstrap mounts /proc in the target itself: a private namespace again.
+  if ! unshare -m --propagation private \
+      debootstrap --variant=minbase trixie "$tmp" "$mirror" >"$root.debootstrap.log" 2>&1; then
+    tail -5 "$root.debootstrap.log" >&2
+    remove_root "$tmp"
+    skip "debootstrap of Debian trixie from $mirror failed (no network?); log: $root.debootstrap.log"
+  fi
+  touch "$tmp/.hookscope-base"
+  mv "$tmp" "$root"
+}
+
+# Stage 2: the packages; redone when the list above changes.
+install_packages() {
+  local want="${packages[*]}"
+  [[ "$(cat "$root/.hookscope-packages" 2>/dev/null)" == "$want" ]] && return 0
+  echo "torch2-root: installing ${packages[*]} in the root" >&2
+  binds="" in_root /usr/bin/env DEBIAN_FRONTEND=noninteractive /bin/sh -c \
+    "apt-get update -qq && apt-get install -y -qq --no-install-recommends ${want} && apt-get clean" \
+    >"$root.apt.log" 2>&1 || {
+      tail -5 "$root.apt.log" >&2
+      skip "apt-get install in the trixie root failed (no network?); log: $root.apt.log"
+    }
+  printf %s "$want" >"$root/.hookscope-packages"
+}
+
+# Stage 3: the bridge, hookscope-cli and hook_order_runtime for this source
+# tree, built in the root against 2.6 (ninja makes a warm run a no-op). A
+# new build directory (another worktree) compiles through the root's ccache,
+# with paths relative to its source tree so that worktrees share hits.
+build_bridge() {
+  local log="$root$build.log" launcher=""
+  mkdir -p "$root$build"
+  [[ -f "$root$build/CMakeCache.txt" ]] ||
+    launcher="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+  binds="$src" in_root /usr/bin/env CCACHE_DIR=/var/cache/ccache CCACHE_BASEDIR="$src" /bin/sh -c "
+    cmake -S '$src' -B '$build' -G Ninja -DHOOKSCOPE_GUI=OFF -DHOOKSCOPE_CUDA=OFF \
+          -DHOOKSCOPE_BENCH=OFF -DHOOKSCOPE_TORCH=ON $launcher >/dev/null &&
+    cmake --build '$build' -j$(nproc) --target hookscope_python hookscope-cli hook_order_runtime" \
+    >"$log" 2>&1 || { tail -30 "$log" >&2; die "building the bridge in the root failed; log: $log"; }
+}
+
+ensure() {
+  # One builder at a time (ctest runs several torch2 tests at once).
+  mkdir -p "$(dirname "$root")"
+  exec 9>"$root.lock"
+  flock 9
+  make_base
+  install_packages
+  build_bridge
+  exec 9>&-
+}
+
+cmd="${1:-}"
+[[ $# -gt 0 ]] && shift
+case "$cmd" in
+  path) echo "$root" ;;
+  clean) [[ -e "$root" ]] && remove_root "$root"; rm -f "$root".*.log ;;
+  build) ensure ;;
+  run)
+    [[ $# -gt 0 ]] || die "usage: scripts/torch2-root.sh run CMD [ARGS...]"
+    ensure
+    binds="$src"
+    IFS=: read -ra extra <<<"${HOOKSCOPE_TORCH2_BINDS:-}"
+    here="$(pwd)"
+    for d in "${extra[@]}" "$here"; do
+      [[ -n "$d" && -d "$d" && "$d" != / ]] || continue
+      d="$(cd "$d" && pwd -P)"
+      case "$d/" in "$src"/*|"$root"/*) continue ;; esac
+      binds+=" $d"
+    done
+    # The host's PATH and library paths mean nothing in the root; the rest of
+    # the environment (HOOKSCOPE_TEST_OUT, RANK, ...) is the caller's.
+    export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    unset LD_LIBRARY_PATH LD_PRELOAD PYTHONHOME VIRTUAL_ENV
+    export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
+    export HOOKSCOPE_CLI="$build/app/hookscope-cli"
+    export HOOKSCOPE_RUNTIME_GRAPH="$build/tests/torch/hook_order_runtime"
+    export HOOKSCOPE_GUI=""
+    in_root /bin/sh -c 'cd "$0" 2>/dev/null || cd /; exec "$@"' "$here" "$@"
+    ;;
+  *) die "usage: scripts/torch2-root.sh build | run CMD [ARGS...] | path | clean" ;;
+esac
