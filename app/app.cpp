@@ -96,6 +96,17 @@ bool App::settled() const {
          compare_settled();
 }
 
+bool App::wants_frames() const {  // Note [Idle frames]
+  auto graph_busy = [](const std::unique_ptr<render::GraphView>& g) { return g && g->busy(); };
+  return session_.playing() || session_.state_pending() || initial_load_pending_ || loader_.busy() ||
+         compare_.loader.busy() || (live_.active() && !live_.finished()) || rows_.pending.valid() ||
+         !rows_.retired.empty() || findings_.pending.valid() ||
+         (findings_.wanted && findings_.wanted.get() != findings_.model) || graph_.busy() ||
+         (show_compare_ && (graph_busy(compare_graphs_.view_a) || graph_busy(compare_graphs_.view_b) ||
+                            compare_graphs_.pending)) ||
+         graph_busy(export_.whole) || !exports_done() || views_.focus_frames > 0;
+}
+
 void App::shutdown() {
   live_.stop();
   if (findings_.pending.valid()) findings_.pending.wait();
@@ -127,9 +138,11 @@ void App::place(float x, float y, float w, float h) {
 
 void App::frame() {
   const auto t0 = std::chrono::steady_clock::now();
+  // Note [Idle frames]: the first frame after a wait follows seconds of
+  // nothing; playback started in it must not count them.
   const double dt = last_frame_ == std::chrono::steady_clock::time_point{}
                         ? 0.0
-                        : std::chrono::duration<double>(t0 - last_frame_).count();
+                        : std::min(std::chrono::duration<double>(t0 - last_frame_).count(), 0.1);
   last_frame_ = t0;
   poll_live();
   poll_background();

@@ -104,6 +104,16 @@ class App {
   // Shift held, opens them for comparison.
   void on_drop(std::vector<std::string> files);
 
+  // Note [Idle frames]
+  // ~~~~~~~~~~~~~~~~~~
+  // A still window costs nothing: main.cpp draws a frame only after input
+  // (and a few more for ImGui to settle) or while the App says something
+  // will change without input: playback, a load, a live run growing, a
+  // background job (filter, diagnostics, lazy state, layout, LiveIndex,
+  // compare), an export, a fire's ring pulsing (it pulses for
+  // kFlashPulseSeconds, then stays lit). Otherwise it waits in
+  // glfwWaitEventsTimeout. Anything new that moves on its own must say so here.
+  bool wants_frames() const;
   // True once what was asked for on the command line is loaded (or failed)
   // and the graph layout has landed: screenshots wait for it.
   bool settled() const;
