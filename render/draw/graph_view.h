@@ -81,6 +81,10 @@ struct GraphDrawStats {
   uint32_t stale_chips = 0;       // chips of a hook firing stale at this event
   uint32_t ghost_chips = 0;       // removed hooks' fading chips
   bool pulsing = false;           // a fire's ring pulsed this frame (Note [Idle frames])
+  // The owners' legend: entries drawn, left for "+N more", lines, entries
+  // saying "gen", and its right edge beside the panel's (it never runs past).
+  uint32_t legend_entries = 0, legend_more = 0, legend_lines = 0, legend_gens = 0;
+  float legend_right = 0.f, panel_right = 0.f;
   uint32_t removal_boxes = 0;     // boxes highlighted for a removal at this event
   uint32_t live_units = 0;        // boxes that are live now (drawn or not: off screen, culled)
   uint32_t layout_units = 0;      // boxes laid out (compact: the live ones only)
