@@ -14,6 +14,23 @@
 
 namespace hookscope::app {
 
+// Note [UI glyphs]: every character the UI prints is in the font atlas,
+// or ImGui draws "?". Latin-1 is ImGui's default; the text also uses
+// general punctuation ("…", "—", "•"), arrows ("→") and a few shapes.
+// tests/test_app_text_ui.cpp scans the sources' strings against the atlas.
+const ImWchar* ui_glyph_ranges() {
+  static const ImWchar kRanges[] = {
+      0x0020, 0x00FF,  // Basic Latin, Latin-1 ("·", "×")
+      0x2010, 0x205E,  // general punctuation: dashes, "…", "•", "‹›"
+      0x2190, 0x21FF,  // arrows
+      0x2200, 0x22FF,  // mathematical operators ("≤", "≥", "≠")
+      0x25A0, 0x25FF,  // geometric shapes ("■", "▶", "●")
+      0x2713, 0x2717,  // check marks
+      0,
+  };
+  return kRanges;
+}
+
 App::App(const Args& args)
     : args_(args), recent_(args.headless_frames() ? std::filesystem::path() : default_recent_file()) {
   if (args_.live) {
@@ -55,7 +72,7 @@ void App::setup_style(float scale) {
   }
   scale = std::clamp(scale, 1.f, 4.f);
   if (const std::string font = ui_font().string(); !font.empty()) {
-    io.Fonts->AddFontFromFileTTF(font.c_str(), 15.f * scale);
+    io.Fonts->AddFontFromFileTTF(font.c_str(), 15.f * scale, nullptr, ui_glyph_ranges());
   } else {
     ImFontConfig config;
     config.SizePixels = 13.f * scale;
@@ -96,6 +113,17 @@ bool App::settled() const {
          compare_settled();
 }
 
+bool App::wants_frames() const {  // Note [Idle frames]
+  auto graph_busy = [](const std::unique_ptr<render::GraphView>& g) { return g && g->busy(); };
+  return session_.playing() || session_.state_pending() || initial_load_pending_ || loader_.busy() ||
+         compare_.loader.busy() || (live_.active() && !live_.finished()) || rows_.pending.valid() ||
+         !rows_.retired.empty() || findings_.pending.valid() ||
+         (findings_.wanted && findings_.wanted.get() != findings_.model) || graph_.busy() ||
+         (show_compare_ && (graph_busy(compare_graphs_.view_a) || graph_busy(compare_graphs_.view_b) ||
+                            compare_graphs_.pending)) ||
+         graph_busy(export_.whole) || !exports_done() || views_.focus_frames > 0;
+}
+
 void App::shutdown() {
   live_.stop();
   if (findings_.pending.valid()) findings_.pending.wait();
@@ -127,9 +155,11 @@ void App::place(float x, float y, float w, float h) {
 
 void App::frame() {
   const auto t0 = std::chrono::steady_clock::now();
+  // Note [Idle frames]: the first frame after a wait follows seconds of
+  // nothing; playback started in it must not count them.
   const double dt = last_frame_ == std::chrono::steady_clock::time_point{}
                         ? 0.0
-                        : std::chrono::duration<double>(t0 - last_frame_).count();
+                        : std::min(std::chrono::duration<double>(t0 - last_frame_).count(), 0.1);
   last_frame_ = t0;
   poll_live();
   poll_background();
@@ -149,7 +179,7 @@ void App::frame() {
   // describes the selection is to its right; time runs along the bottom.
   // The Function panel takes most of the right column (its hook table and
   // history need the room at 1280x800); the Reducers panel scrolls below it.
-  constexpr float kLeft = 0.62f, kTop = 0.52f, kTimeline = 0.27f, kFunction = 0.34f;
+  constexpr float kLeft = kLayoutLeft, kTop = kLayoutTop, kTimeline = kLayoutTimeline, kFunction = kLayoutFunction;
   place(0.f, 0.f, kLeft, kTop);
   draw_graph_panel();
   place(kLeft, 0.f, 1.f - kLeft, kFunction);

@@ -35,6 +35,13 @@
 
 namespace hookscope::app {
 
+// Note [Default layout] (app.cpp): fractions of the window below the menu.
+// The graph is kLeft wide and kTop high, the Function panel kFunction high
+// beside it, the timeline kTimeline high under both.
+constexpr float kLayoutLeft = 0.62f, kLayoutTop = 0.52f, kLayoutTimeline = 0.27f, kLayoutFunction = 0.34f;
+// Note [UI glyphs]: the code points the UI font is loaded with (app.cpp).
+const ImWchar* ui_glyph_ranges();
+
 // The Events panel's filtered rows, computed off the UI thread for big traces.
 struct EventRows {
   std::string expression;            // what the rows are for
@@ -104,6 +111,16 @@ class App {
   // Shift held, opens them for comparison.
   void on_drop(std::vector<std::string> files);
 
+  // Note [Idle frames]
+  // ~~~~~~~~~~~~~~~~~~
+  // A still window costs nothing: main.cpp draws a frame only after input
+  // (and a few more for ImGui to settle) or while the App says something
+  // will change without input: playback, a load, a live run growing, a
+  // background job (filter, diagnostics, lazy state, layout, LiveIndex,
+  // compare), an export, a fire's ring pulsing (it pulses for
+  // kFlashPulseSeconds, then stays lit). Otherwise it waits in
+  // glfwWaitEventsTimeout. Anything new that moves on its own must say so here.
+  bool wants_frames() const;
   // True once what was asked for on the command line is loaded (or failed)
   // and the graph layout has landed: screenshots wait for it.
   bool settled() const;
@@ -122,6 +139,11 @@ class App {
   // The Events panel's filter text (tests set it as a user types).
   void set_filter(const std::string& expression);
   bool help_open() const { return show_help_; }
+  // The Help window as last drawn (tests): its width, its description column's.
+  struct HelpLayout {
+    float window_w = 0.f, what_w = 0.f;
+  };
+  const HelpLayout& help_layout() const { return help_layout_; }
   bool live() const { return live_.active(); }
   bool live_finished() const { return live_.finished(); }
 
@@ -221,6 +243,7 @@ class App {
 
   // UI state.
   bool show_help_ = false;
+  HelpLayout help_layout_;
   bool show_goto_ = false;
   bool show_browser_ = false;
   bool browser_for_compare_ = false;
@@ -296,6 +319,8 @@ class App {
     size_t selected = SIZE_MAX;               // the finding whose details show below
     uint32_t hidden = 0;                      // bits: severities 0..2, kinds 8..
     bool up_to_current = false;
+    const analysis::Model* end_model = nullptr;  // what end_text describes (no findings)
+    std::string end_text;
   } diagnostics_view_;
   struct CompareView {
     const analysis::ModelDiff* diff = nullptr;  // what `rows` are for (with its size)

@@ -73,6 +73,30 @@ void set_window_icon(GLFWwindow* window) {
   stbi_image_free(image.pixels);
 }
 
+// Note [Idle frames] (app/app.h): what GLFW delivered since the last frame.
+// The callbacks are installed before ImGui's, which call them in turn.
+unsigned long g_input_events = 0;
+
+void count_input_events(GLFWwindow* window) {
+  glfwSetMouseButtonCallback(window, [](GLFWwindow*, int, int, int) { ++g_input_events; });
+  glfwSetScrollCallback(window, [](GLFWwindow*, double, double) { ++g_input_events; });
+  glfwSetKeyCallback(window, [](GLFWwindow*, int, int, int, int) { ++g_input_events; });
+  glfwSetCharCallback(window, [](GLFWwindow*, unsigned int) { ++g_input_events; });
+  glfwSetWindowFocusCallback(window, [](GLFWwindow*, int) { ++g_input_events; });
+  glfwSetCursorEnterCallback(window, [](GLFWwindow*, int) { ++g_input_events; });
+  // ImGui 1.86 reads the mouse position itself, without a callback.
+  glfwSetCursorPosCallback(window, [](GLFWwindow*, double, double) { ++g_input_events; });
+  glfwSetFramebufferSizeCallback(window, [](GLFWwindow*, int, int) { ++g_input_events; });
+  glfwSetWindowRefreshCallback(window, [](GLFWwindow*) { ++g_input_events; });  // uncovered: draw again
+}
+
+// A held key or button: ImGui's key repeat and drags run on its clock.
+bool input_held() {
+  const ImGuiIO& io = ImGui::GetIO();
+  return std::any_of(std::begin(io.MouseDown), std::end(io.MouseDown), [](bool d) { return d; }) ||
+         std::any_of(std::begin(io.KeysDown), std::end(io.KeysDown), [](bool d) { return d; });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,10 +128,12 @@ int main(int argc, char** argv) {
   float xscale = 1.f, yscale = 1.f;
   glfwGetWindowContentScale(window, &xscale, &yscale);
   app.setup_style(xscale);
+  count_input_events(window);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   // Files dropped onto the window open (with Shift held: for comparison).
   glfwSetWindowUserPointer(window, &app);
   glfwSetDropCallback(window, [](GLFWwindow* w, int count, const char** paths) {
+    ++g_input_events;
     auto* a = static_cast<hookscope::app::App*>(glfwGetWindowUserPointer(w));
     a->on_drop(std::vector<std::string>(paths, paths + count));
   });
@@ -116,8 +142,28 @@ int main(int argc, char** argv) {
   int frames = 0;
   int settled_at = -1;
   Offscreen offscreen_fb;
+  // Note [Idle frames]: after input or background work, a few frames for
+  // ImGui to settle (hover, a window that appears sizes itself in its first
+  // frames), then none until something moves.
+  constexpr int kSettleFrames = 4;
+  int settle = kSettleFrames;
+  unsigned long input_seen = 0;
   while (!glfwWindowShouldClose(window) && !app.quit_requested()) {
-    glfwPollEvents();
+    const bool typing = ImGui::GetIO().WantTextInput;  // the text cursor blinks
+    const bool busy = app.wants_frames();
+    const bool idle = !args.headless_frames() && settle <= 0 && !busy && !input_held();
+    if (idle) {
+      glfwWaitEventsTimeout(typing ? 0.5 : 1.0);
+    } else {
+      glfwPollEvents();
+    }
+    if (g_input_events != input_seen || busy) {
+      input_seen = g_input_events;
+      settle = kSettleFrames;
+    } else if (idle && !typing && !app.wants_frames()) {
+      continue;  // woken for nothing: the window shows what it showed
+    }
+    --settle;
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     // A whole-graph export draws this frame offscreen, at the size it needs.

@@ -12,6 +12,10 @@ namespace hookscope::app {
 using analysis::kNoIndex;
 using render::palette;
 
+std::string count_of(size_t n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 std::string key_text(uint64_t key) { return trace::format_hook_key(key); }
 
 const char* kind_name(int kind) {

@@ -17,6 +17,11 @@
 namespace hookscope::app {
 
 inline ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packed); }
+// "1 bucket", "3 buckets": a count and its noun, plural when not one.
+std::string count_of(size_t n, const char* noun);
+// The Diagnostics panel's line when nothing was found: which hooks are
+// still attached at the trace's last event, per owner (panel_diagnostics.cpp).
+std::string attached_at_end(const analysis::Model& m);
 // Note [Hook keys in text].
 std::string key_text(uint64_t key);
 // trace::to_string(HookKind) as a C string, "?" out of range.

@@ -79,6 +79,36 @@ void finding_tooltip(const Finding& f, const std::string& kind, bool future) {
 
 }  // namespace
 
+std::string attached_at_end(const analysis::Model& m) {
+  struct Owner {
+    std::string name;
+    size_t hooks = 0;
+    bool destroyed = false;
+  };
+  std::vector<Owner> owners;
+  size_t total = 0;
+  for (const analysis::HookInfo& h : m.hooks()) {
+    if (h.ended_at != analysis::kNever) continue;
+    ++total;
+    const std::string name = h.owner == kNoIndex ? "no owner" : m.owner_name(h.owner);
+    auto it = std::find_if(owners.begin(), owners.end(), [&](const Owner& o) { return o.name == name; });
+    if (it == owners.end()) it = owners.insert(owners.end(), {name});
+    ++it->hooks;
+    it->destroyed = it->destroyed || (h.owner != kNoIndex && m.owners()[h.owner].destroyed_at != analysis::kNever);
+  }
+  const size_t last = m.num_events() ? m.num_events() - 1 : 0;
+  if (total == 0) return fmt::format("At the end (#{}) no hook is attached.", last);
+  std::stable_sort(owners.begin(), owners.end(), [](const Owner& a, const Owner& b) { return a.hooks > b.hooks; });
+  std::string text = fmt::format("At the end (#{}) {} still attached: ", last, count_of(total, "hook"));
+  constexpr size_t kNamed = 6;
+  for (size_t i = 0; i < owners.size() && i < kNamed; ++i) {
+    text += fmt::format("{}{} {}{}", i ? ", " : "", owners[i].name, owners[i].hooks,
+                        owners[i].destroyed ? " (owner destroyed)" : "");
+  }
+  if (owners.size() > kNamed) text += fmt::format(" and {} more", count_of(owners.size() - kNamed, "owner"));
+  return text + ".";
+}
+
 void App::draw_diagnostics_panel() {
   const bool open = ImGui::Begin("Diagnostics");
   const analysis::Model* m = session_.model();
@@ -96,7 +126,14 @@ void App::draw_diagnostics_panel() {
   // grown model's are in (their event indices stay valid).
   if (findings_.model != m) ImGui::TextDisabled("updating...");
   if (findings_.findings.empty()) {
-    ImGui::TextColored(col(kOkColor), "No findings: every hook was removed by its owner, no stale fires.");
+    if (diagnostics_view_.end_model != m) {
+      diagnostics_view_.end_model = m;
+      diagnostics_view_.end_text = attached_at_end(*m);
+    }
+    ImGui::PushTextWrapPos(0.f);
+    ImGui::TextColored(col(kOkColor), "No findings.");
+    ImGui::TextUnformatted(diagnostics_view_.end_text.c_str());
+    ImGui::PopTextWrapPos();
     ImGui::End();
     return;
   }
@@ -244,34 +281,50 @@ void App::diagnostics_rows(size_t g, size_t n) {
   ImGui::TableSetupColumn("at", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("#00000000").x);
   ImGui::TableSetupColumn("rank", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("r00").x);
   ImGui::TableSetupColumn("message", ImGuiTableColumnFlags_WidthStretch);
-  ImGuiListClipper clipper;
-  clipper.Begin(static_cast<int>(n));
-  while (clipper.Step()) {
-    for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) {
-      const uint32_t i = all_rows[static_cast<size_t>(r)];
-      const Finding f = findings[i];  // unpacked (Note [Compact findings])
-      const bool future = f.at > now;
-      ImGui::TableNextRow();
-      ImGui::TableNextColumn();
-      if (future) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-      char at[24];
-      std::snprintf(at, sizeof(at), "#%zu##%u", f.at, i);
-      if (ImGui::Selectable(at, v.selected == i, ImGuiSelectableFlags_SpanAllColumns)) {
-        v.selected = i;
-        jump_to(f.at, f.function);
-        if (f.owner != kNoIndex) select_owner(f.owner);
-      }
-      const bool hovered = ImGui::IsItemHovered();
-      ImGui::TableNextColumn();
-      if (f.rank >= 0) ImGui::Text("r%d", f.rank);
-      ImGui::TableNextColumn();
-      if (f.count > 1) {
-        ImGui::TextDisabled("x%zu", f.count);
-        ImGui::SameLine();
-      }
+  // Messages wrap in their column. A clipper needs rows of one height, so
+  // only a group too long to draw whole is clipped, its rows one line each
+  // (the tooltip has the whole message).
+  constexpr size_t kWrappedRows = 2000;
+  const bool wrap = n <= kWrappedRows;
+  auto row = [&](size_t r) {
+    const uint32_t i = all_rows[r];
+    const Finding f = findings[i];  // unpacked (Note [Compact findings])
+    const bool future = f.at > now;
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    if (future) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    char at[24];
+    std::snprintf(at, sizeof(at), "#%zu##%u", f.at, i);
+    if (ImGui::Selectable(at, v.selected == i, ImGuiSelectableFlags_SpanAllColumns)) {
+      v.selected = i;
+      jump_to(f.at, f.function);
+      if (f.owner != kNoIndex) select_owner(f.owner);
+    }
+    const bool hovered = ImGui::IsItemHovered();
+    ImGui::TableNextColumn();
+    if (f.rank >= 0) ImGui::Text("r%d", f.rank);
+    ImGui::TableNextColumn();
+    if (f.count > 1) {
+      ImGui::TextDisabled("x%zu", f.count);
+      ImGui::SameLine();
+    }
+    if (wrap) {
+      ImGui::PushTextWrapPos(0.f);
       ImGui::TextUnformatted(f.message.c_str());
-      if (future) ImGui::PopStyleColor();
-      if (hovered) finding_tooltip(f, kind, future);
+      ImGui::PopTextWrapPos();
+    } else {
+      ImGui::TextUnformatted(f.message.c_str());
+    }
+    if (future) ImGui::PopStyleColor();
+    if (hovered) finding_tooltip(f, kind, future);
+  };
+  if (wrap) {
+    for (size_t r = 0; r < n; ++r) row(r);
+  } else {
+    ImGuiListClipper clipper;
+    clipper.Begin(static_cast<int>(n));
+    while (clipper.Step()) {
+      for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) row(static_cast<size_t>(r));
     }
   }
   ImGui::EndTable();

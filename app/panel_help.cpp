@@ -1,6 +1,8 @@
 // The Help window (F1): every key and what each panel shows; and the
 // Go to event dialog (Ctrl+G).
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 #include "app.h"
 
@@ -8,11 +10,12 @@ namespace hookscope::app {
 
 namespace {
 
-struct KeyHelp {
-  const char* keys;
+// A row of the Help window: what to press (or which panel), what it does.
+struct HelpRow {
+  const char* name;
   const char* what;
 };
-constexpr KeyHelp kKeys[] = {
+constexpr HelpRow kKeys[] = {
     {"Left / Right", "previous / next event"},
     {"Ctrl+Left / Ctrl+Right", "previous / next event of the step kind (Timeline's \"step kind\"; by default the current event's kind)"},
     {"PgUp / PgDn", "previous / next Reducer lifecycle event: constructed, failure, destroyed, DDP rebuilt"},
@@ -26,14 +29,10 @@ constexpr KeyHelp kKeys[] = {
     {"F1", "this window"},
     {"Ctrl+Q", "quit"},
     {"Graph: drag / wheel", "pan / zoom; double-click: fit; click: select a Function or a hook's owner"},
-    {"Timeline: drag / wheel / click", "pan / zoom / move the current event; Shift+drag: select a range"},
+    {"Timeline: drag / wheel / click", "pan / zoom / move the current event (on a track: to its nearest event); Shift+drag: select a range"},
 };
 
-struct PanelHelp {
-  const char* name;
-  const char* what;
-};
-constexpr PanelHelp kPanels[] = {
+constexpr HelpRow kPanels[] = {
     {"Graph", "the autograd graph at the current event, each rank side by side; hook chips per Function "
               "(colour = owner); a red outline and \"!\" = a hook whose owner is destroyed; a chip flashes when it fires"},
     {"Function", "the selected Function's hooks by kind: key, owner (alive / destroyed), fires so far, "
@@ -44,7 +43,34 @@ constexpr PanelHelp kPanels[] = {
     {"Events", "every event; filter with kind:, owner:, fn:, rank:, key:, hook: and words; -term negates"},
     {"Diagnostics", "leaked hooks, stale fires, collateral removals...; click one to jump to its proof"},
     {"Compare", "a second trace beside this one: hook counts per Function, findings in only one"},
+    {"Lanes", "one bar per hook from add to removal, red once its owner is destroyed, fires as ticks (View menu)"},
+    {"Readiness", "per rank, parameters × backward passes: ok, unused, ready twice, stale, cut (View menu)"},
+    {"Why did this fire?", "at a hook fire: whose hook it is, when it was added, whether its owner acted (View menu)"},
 };
+
+// Two columns: the names as wide as the widest (at most a third of the
+// window), the descriptions wrapped in the rest. Returns the description
+// column's width.
+float help_table(const char* id, const HelpRow* rows, size_t n) {
+  float name_w = 0.f;
+  for (size_t i = 0; i < n; ++i) name_w = std::max(name_w, ImGui::CalcTextSize(rows[i].name).x);
+  const float avail = ImGui::GetContentRegionAvail().x;
+  name_w = std::min(name_w, avail / 3.f);
+  float what_w = 0.f;
+  if (!ImGui::BeginTable(id, 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) return 0.f;
+  ImGui::TableSetupColumn("name", ImGuiTableColumnFlags_WidthFixed, name_w);
+  ImGui::TableSetupColumn("what", ImGuiTableColumnFlags_WidthStretch);
+  for (size_t i = 0; i < n; ++i) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextWrapped("%s", rows[i].name);
+    ImGui::TableNextColumn();
+    what_w = ImGui::GetContentRegionAvail().x;
+    ImGui::TextWrapped("%s", rows[i].what);
+  }
+  ImGui::EndTable();
+  return what_w;
+}
 
 }  // namespace
 
@@ -55,30 +81,15 @@ void App::draw_help_window() {
                           ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
   ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 48.f, ImGui::GetFontSize() * 34.f),
                            ImGuiCond_Appearing);
+  // Opaque: the graph under it would make the text hard to read.
+  ImGui::SetNextWindowBgAlpha(1.f);
   if (ImGui::Begin("Help", &show_help_, ImGuiWindowFlags_NoSavedSettings)) {
+    help_layout_.window_w = ImGui::GetWindowWidth();
     ImGui::TextUnformatted("Keys");
-    if (ImGui::BeginTable("keys", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
-      for (const KeyHelp& k : kKeys) {
-        ImGui::TableNextRow();
-        ImGui::TableNextColumn();
-        ImGui::TextUnformatted(k.keys);
-        ImGui::TableNextColumn();
-        ImGui::TextWrapped("%s", k.what);
-      }
-      ImGui::EndTable();
-    }
+    help_layout_.what_w = help_table("keys", kKeys, std::size(kKeys));
     ImGui::Spacing();
     ImGui::TextUnformatted("Panels");
-    if (ImGui::BeginTable("panels", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
-      for (const PanelHelp& p : kPanels) {
-        ImGui::TableNextRow();
-        ImGui::TableNextColumn();
-        ImGui::TextUnformatted(p.name);
-        ImGui::TableNextColumn();
-        ImGui::TextWrapped("%s", p.what);
-      }
-      ImGui::EndTable();
-    }
+    help_table("panels", kPanels, std::size(kPanels));
     ImGui::Spacing();
     ImGui::TextDisabled("Drop .hstrace files on the window to open them (hold Shift to compare).");
   }

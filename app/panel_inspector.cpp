@@ -203,8 +203,8 @@ void App::inspector_owner(analysis::OwnerIndex o) {
   const analysis::ReducerIndex ri = m->reducer_of(o);
   if (ri != kNoIndex) {
     const analysis::ReducerInfo& r = m->reducers()[ri];
-    ImGui::TextDisabled("Reducer: %u parameters, %u buckets, destroy policy %s", r.num_parameters,
-                       r.num_buckets, std::string(trace::to_string(r.policy)).c_str());
+    ImGui::TextDisabled("Reducer: %s, %s, destroy policy %s", count_of(r.num_parameters, "parameter").c_str(),
+                        count_of(r.num_buckets, "bucket").c_str(), std::string(trace::to_string(r.policy)).c_str());
   }
 }
 
@@ -394,7 +394,10 @@ void App::inspector_history(analysis::FunctionIndex f) {
   // Every hook ever on it, so that hooks removed before now are still seen.
   const auto segments = m->segments_of(f);
   ImGui::Spacing();
-  const std::string history = fmt::format("History: {} hook stays on this Function###history", segments.size());
+  // A row per time a hook was on it (a leaf's tensor hook moved to its
+  // AccumulateGrad is on it twice): attachments, not hooks.
+  const std::string history =
+      fmt::format("History: {} over the run###history", count_of(segments.size(), "hook attachment"));
   ImGui::SetNextItemOpen(true, ImGuiCond_Once);
   if (!segments.empty() && ImGui::CollapsingHeader(history.c_str())) {
     ImGui::TextDisabled("greyed: not on it at the current event");

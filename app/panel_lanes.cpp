@@ -42,6 +42,11 @@ using Go = std::optional<std::pair<size_t, analysis::FunctionIndex>>;
 // (live) stays fitted if it was, else keeps the view.
 void lanes_refresh(ViewPanels& v, const analysis::Model* m, size_t n) {
   v.lanes = analysis::hook_lanes(*m);
+  // Several ranks: every group says whose it is ("Reducer 1" and
+  // "AccumulateGrad" exist on each).
+  v.lanes_ranks = std::any_of(v.lanes.begin(), v.lanes.end(), [&](const analysis::HookLane& l) {
+    return m->hooks()[l.hook].rank != m->hooks()[v.lanes.front().hook].rank;
+  });
   v.counter.build(v.lanes, m->owners().size());
   v.lanes_model = m;
   v.rows_dirty = true;
@@ -332,9 +337,16 @@ void App::lanes_row_label(const LanesFrame& f, int r, ImDrawList* dl) {
   std::string label;
   uint32_t label_color = palette().text;
   if (row.lane == kNoIndex) {
-    const std::string name = v.grouping == LaneGrouping::kFunction
-                                 ? (g.key < m->functions().size() ? m->function_name(g.key) : "no Function")
-                                 : (g.key < m->owners().size() ? m->owner_name(g.key) : "no owner");
+    std::string name = v.grouping == LaneGrouping::kFunction
+                           ? (g.key < m->functions().size() ? m->function_name(g.key) : "no Function")
+                           : (g.key < m->owners().size() ? m->owner_name(g.key) : "no owner");
+    const bool known = v.grouping == LaneGrouping::kFunction ? g.key < m->functions().size() : g.key < m->owners().size();
+    if (v.lanes_ranks && known) {
+      const uint16_t rank = v.grouping == LaneGrouping::kFunction ? m->functions()[g.key].rank : m->owners()[g.key].rank;
+      name = fmt::format("rank {} · {}", rank, name);
+      ++v.stats.ranked_headers;
+    }
+    ++v.stats.headers;
     label = fmt::format("{} {} ({})", g.folded ? "+" : "-", name, g.count);
     if (g.outliving) label_color = palette().alarm;
     if (label_clicked) {
@@ -438,7 +450,7 @@ void App::draw_lanes_panel() {
   const size_t n = m->num_events();
   if (v.lanes_model != m) lanes_refresh(v, m, n);
   ViewsDrawStats& s = v.stats;
-  s.lane_rows = s.bars = s.dead_segments = s.ticks = s.stale_ticks = 0;
+  s.lane_rows = s.bars = s.dead_segments = s.ticks = s.stale_ticks = s.headers = s.ranked_headers = 0;
   lanes_toolbar(v, n);
 
   const float row_h = ImGui::GetTextLineHeightWithSpacing();

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "app.h"
 #include "panel_common.h"
@@ -66,6 +67,7 @@ struct GridPlace {
   ImDrawList* dl;
   float line, cw, ch;
   float top;                     // of the title line
+  float header_top;              // of the backward passes' numbers
   float grid_top;                // of the first row of cells
   float clip_top, clip_bottom;   // the child's visible band
 };
@@ -144,6 +146,29 @@ void readiness_hover(const analysis::Model& m, const analysis::ReadinessGrid& g,
   ImGui::PopID();
 }
 
+// The columns' header: each backward pass's number (1 = the rank's first),
+// as many as fit without touching, the first and the current pass's always.
+void readiness_header(const analysis::ReadinessGrid& g, float x, float cx0, const GridPlace& at, size_t now,
+                      ViewsDrawStats& s) {
+  const size_t nb = g.backwards.size();
+  at.dl->AddText(ImVec2(x, at.header_top), palette().text_dim, "backward pass");
+  float next_x = cx0;  // where the next label may start
+  char buf[24];
+  for (size_t b = 0; b < nb; ++b) {
+    const auto& col = g.backwards[b];
+    const size_t from = col.prepared_at != kNever ? col.prepared_at : col.begin;
+    const bool current = now >= from && (col.end == kNever || now <= col.end);
+    const int len = std::snprintf(buf, sizeof buf, "%zu", b + 1);
+    const float w = ImGui::CalcTextSize(buf, buf + len).x;
+    const float cx = cx0 + b * at.cw + (at.cw - w) * 0.5f;  // centred on its column
+    if (cx < next_x && !current) continue;
+    at.dl->AddText(ImVec2(std::max(cx, cx0), at.header_top), current ? palette().selected : palette().text_dim, buf,
+                   buf + len);
+    next_x = std::max(cx, cx0) + w + 4.f;
+    ++s.readiness_headers;
+  }
+}
+
 // Grid `gi` at `x`: title, rows, the current pass and the hover button. Returns its width.
 float readiness_grid(const analysis::Model& m, const analysis::ReadinessGrid& g, size_t gi, float x,
                      const GridPlace& at, size_t now, ViewsDrawStats& s, Go& go) {
@@ -151,6 +176,7 @@ float readiness_grid(const analysis::Model& m, const analysis::ReadinessGrid& g,
   const std::string title = fmt::format("rank {}: {} parameters x {} backward passes", g.rank, np, nb);
   at.dl->AddText(ImVec2(x, at.top), palette().text, title.c_str());
   const float cx0 = x + kNameWidth;
+  readiness_header(g, x, cx0, at, now, s);
   readiness_rows(g, x, cx0, at, s);  // only the visible rows are drawn
   readiness_current_pass(g, cx0, at, now);
   readiness_hover(m, g, gi, cx0, at, go);
@@ -169,6 +195,7 @@ void App::draw_readiness_panel() {
   }
   ViewsDrawStats& s = v.stats;
   s.cells = 0;
+  s.readiness_headers = 0;
   std::fill(std::begin(s.cell_status), std::end(s.cell_status), 0u);
   if (v.grids.empty()) {
     ImGui::TextDisabled("No DDP Reducer in this trace: nothing to map.");
@@ -191,8 +218,9 @@ void App::draw_readiness_panel() {
   Go go;
   float x = origin.x;
   float right = origin.x, bottom = origin.y;
-  const float grid_top = origin.y + line + 4.f;
-  const GridPlace at{dl, line, cw, ch, origin.y, grid_top, clip_min.y, clip_bottom};
+  const float header_top = origin.y + line + 4.f;
+  const float grid_top = header_top + line + 2.f;
+  const GridPlace at{dl, line, cw, ch, origin.y, header_top, grid_top, clip_min.y, clip_bottom};
   const size_t now = session_.current();
   for (size_t gi = 0; gi < ranks; ++gi) {
     const analysis::ReadinessGrid& g = v.grids[gi];

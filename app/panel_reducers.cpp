@@ -140,9 +140,10 @@ void reducer_buckets(const analysis::Model& m, const analysis::ReducerInfo& info
   ImGui::SetCursorScreenPos(ImVec2(ImGui::GetCursorScreenPos().x, y0));
   ImGui::Dummy(ImVec2(width, h));
   if (at.backward < 0) {
-    ImGui::TextDisabled("%zu buckets, none prepared yet", n);
+    ImGui::TextDisabled("%s, none prepared yet", count_of(n, "bucket").c_str());
   } else if (pending_buckets > 0) {
-    ImGui::TextDisabled("pending: %zu parameters in %zu of %zu buckets", pending_params, pending_buckets, n);
+    ImGui::TextDisabled("pending: %s in %zu of %s", count_of(pending_params, "parameter").c_str(), pending_buckets,
+                        count_of(n, "bucket").c_str());
   } else {
     ImGui::TextDisabled("no gradient pending");
   }
@@ -342,7 +343,8 @@ void App::reducer_life(const analysis::ReducerInfo& info, bool live) {
     ImGui::SameLine();
     event_link(info.destroyed_at);
   }
-  ImGui::TextDisabled("%u parameters in %u buckets · destroy policy", info.num_parameters, info.num_buckets);
+  ImGui::TextDisabled("%s in %s · destroy policy", count_of(info.num_parameters, "parameter").c_str(),
+                      count_of(info.num_buckets, "bucket").c_str());
   ImGui::SameLine(0.f, 4.f);
   const bool legacy = info.policy != trace::DestroyPolicy::kByKey;
   ImGui::TextColored(legacy ? col(kReadyColor) : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled), "%s",

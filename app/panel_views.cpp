@@ -37,10 +37,12 @@ void write_report(const ViewsDrawStats& s, const char* path) {
   const std::string json = fmt::format(
       "{{\"lanes\":{},\"counter\":{},\"readiness\":{},\"lane_rows\":{},\"bars\":{},\"dead_segments\":{},"
       "\"ticks\":{},\"stale_ticks\":{},\"cells\":{},\"cell_status\":[{},{},{},{},{},{}],"
-      "\"explain_verdict\":\"{}\",\"explain_steps\":{},\"explain_links\":{}}}\n",
+      "\"explain_verdict\":\"{}\",\"explain_steps\":{},\"explain_links\":{},\"readiness_headers\":{},"
+      "\"lane_headers\":{},\"ranked_lane_headers\":{}}}\n",
       rect(s.lanes), rect(s.counter), rect(s.readiness), s.lane_rows, s.bars, s.dead_segments, s.ticks, s.stale_ticks,
       s.cells, s.cell_status[0], s.cell_status[1], s.cell_status[2], s.cell_status[3], s.cell_status[4],
-      s.cell_status[5], s.explain_verdict, s.explain_steps, s.explain_links);
+      s.cell_status[5], s.explain_verdict, s.explain_steps, s.explain_links, s.readiness_headers, s.headers,
+      s.ranked_headers);
   if (std::FILE* out = std::fopen(path, "w")) {
     std::fwrite(json.data(), 1, json.size(), out);
     std::fclose(out);
@@ -65,22 +67,24 @@ void App::draw_view_panels() {
   auto focus_if = [&](const char* title) {
     if (front && std::string_view(front) == title) ImGui::SetNextWindowFocus();
   };
-  // Over the graph and the timeline: the lanes and the map need the width.
+  // Over the graph, the right column and the timeline, all of them: the
+  // lanes and the map need the width, and no other panel shows a fragment.
+  constexpr float kViewsH = kLayoutTop + kLayoutTimeline;  // Note [Default layout]
   if (v.show_lanes) {
-    place(0.f, 0.f, 0.62f, 0.79f);
+    place(0.f, 0.f, 1.f, kViewsH);
     focus_if("Lanes");
     ImGui::SetNextWindowBgAlpha(1.f);  // over other panels: nothing shows through
     draw_lanes_panel();
   }
   if (v.show_readiness) {
-    place(0.f, 0.f, 0.62f, 0.79f);
+    place(0.f, 0.f, 1.f, kViewsH);
     focus_if("Readiness");
     ImGui::SetNextWindowBgAlpha(1.f);  // over other panels: nothing shows through
     draw_readiness_panel();
   }
   // Over the Function and Reducers panels (the right column): the chain needs the height.
   if (v.show_explain) {
-    place(0.62f, 0.f, 0.38f, 0.52f);
+    place(kLayoutLeft, 0.f, 1.f - kLayoutLeft, kLayoutTop);
     focus_if("Why did this fire?");
     ImGui::SetNextWindowBgAlpha(1.f);  // over other panels: nothing shows through
     draw_explain_panel();

@@ -28,7 +28,9 @@ struct ViewsDrawStats {
   Rect counter;        // the live-hooks track
   Rect readiness;      // the grids' cells
   uint32_t lane_rows = 0, bars = 0, dead_segments = 0, ticks = 0, stale_ticks = 0;
+  uint32_t headers = 0, ranked_headers = 0;  // group headers drawn, of them naming their rank
   uint32_t cells = 0;
+  uint32_t readiness_headers = 0;  // backward-pass numbers drawn over the columns
   uint32_t cell_status[6] = {};  // by analysis::Readiness
   std::string explain_verdict;   // "" when the current event is no fire
   uint32_t explain_steps = 0, explain_links = 0;
@@ -43,6 +45,7 @@ struct ViewPanels {
   const analysis::Model* lanes_model = nullptr;
   size_t lanes_events = 0;  // events of lanes_model
   std::vector<analysis::HookLane> lanes;
+  bool lanes_ranks = false;  // the lanes are of several ranks: group labels name theirs
   LiveCounter counter;
   const analysis::Model* series_model = nullptr;  // the selected Function's live hooks
   analysis::FunctionIndex series_function = analysis::kNoIndex;

@@ -35,11 +35,14 @@ inline std::filesystem::path scratch_config_dir(const std::string& name) {
 
 class HeadlessApp {
  public:
-  explicit HeadlessApp(app::Args args) {
+  explicit HeadlessApp(app::Args args, ImVec2 display = ImVec2(1600, 1000)) {
     ctx_ = ImGui::CreateContext();
     ImGuiIO& io = ImGui::GetIO();
-    io.DisplaySize = ImVec2(1600, 1000);
+    io.DisplaySize = display;
     io.DeltaTime = 1.f / 60.f;
+    // What the real backend (OpenGL3) says: large draw lists split into
+    // several 16-bit-indexed commands (a full-width Lanes panel needs it).
+    io.BackendFlags |= ImGuiBackendFlags_RendererHasVtxOffset;
     const std::pair<ImGuiKey, int> keys[] = {
         {ImGuiKey_LeftArrow, kLeft}, {ImGuiKey_RightArrow, kRight}, {ImGuiKey_PageUp, kPageUp},
         {ImGuiKey_PageDown, kPageDown}, {ImGuiKey_Home, kHome},      {ImGuiKey_End, kEnd},

@@ -170,7 +170,8 @@ TEST_CASE("module generations: a replaced rank's parameter copies are told apart
     CHECK(gens.function_label(f, first_new - 1).empty());
     CHECK(gens.function_label(f, first_new) == "gen " + std::to_string(gens.of_function(f)));
   }
-  // Owners: a rank's k-th Reducer is the DDP of generation k.
+  // Owners: a rank's k-th Reducer is the DDP of generation k; it says so
+  // only on the rank that holds copies (rank 1), from its first new copy on.
   for (uint16_t rank : {0, 1}) {
     std::vector<std::pair<analysis::EventIndex, analysis::OwnerIndex>> reducers;
     for (analysis::OwnerIndex o = 0; o < m.owners().size(); ++o) {
@@ -180,7 +181,11 @@ TEST_CASE("module generations: a replaced rank's parameter copies are told apart
     }
     std::sort(reducers.begin(), reducers.end());
     REQUIRE(reducers.size() == 3);
-    for (size_t k = 0; k < reducers.size(); ++k) CHECK(gens.owner_label(reducers[k].second) == "gen " + std::to_string(k));
+    for (size_t k = 0; k < reducers.size(); ++k) {
+      const analysis::OwnerIndex o = reducers[k].second;
+      CHECK(gens.owner_label(o) == (rank == 1 ? "gen " + std::to_string(k) : std::string()));
+      CHECK(gens.owner_label(o, first_new - 1).empty());
+    }
   }
   // Copies live at once take their own slots (old copies hold leaked hooks),
   // each with room for its label.

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -159,6 +161,66 @@ TEST_CASE("timeline view: a still view reuses its marks; a pan or a new index wa
   view.set_window(5e8, 5e8 + 2e5);
   imgui.frame([&] { view.draw(0); });
   CHECK(view.stats().ticks + view.stats().folds <= 2);
+}
+
+TEST_CASE("timeline view: a click on empty track space moves to that track's nearest event") {
+  scenarios::DdpScenarioOptions o;
+  o.policy = trace::DestroyPolicy::kNone;
+  o.steps = 4;
+  const analysis::Model m(testing::record_trace([&] { scenarios::run_ddp_scenario(o); }));
+  hookscope::testing::HeadlessImGui imgui(1200.f, 400.f);
+  TimelineView view;
+  view.set_model(&m);
+  imgui.frame([&] { view.draw(0); });
+  REQUIRE(view.stats().track_y.size() == view.index().tracks().size());
+  REQUIRE(view.index().tracks().size() >= 2);
+  // On the last track's tick row, at the x of the widest stretch without
+  // any of its events: no tick or span under the mouse there.
+  const TimelineTrack& track = view.index().tracks().back();
+  const auto [top, bottom] = view.stats().track_y.back();
+  const float plot_x = 8.f + TimelineViewOptions{}.header_width, right = 1192.f;  // the window's padding is 8
+  std::vector<float> xs;
+  for (size_t k = 0; k < track.size(); ++k) {
+    const double t = static_cast<double>(track.time(k));
+    // x of t by bisection on time_at (monotone in x).
+    float lo = plot_x - 2000.f, hi = right + 2000.f;
+    for (int i = 0; i < 40; ++i) (view.time_at((lo + hi) * 0.5f) < t ? lo : hi) = (lo + hi) * 0.5f;
+    xs.push_back(lo);
+  }
+  float best_gap = 0.f, click_x = 0.f;
+  for (size_t k = 1; k < xs.size(); ++k) {
+    const float a = std::max(xs[k - 1], plot_x + 4.f), b = std::min(xs[k], right - 4.f);
+    if (b - a > best_gap) best_gap = b - a, click_x = a + (b - a) * 0.3f;  // nearer the earlier one
+  }
+  REQUIRE_MESSAGE(best_gap > 20.f, "no empty stretch on the track to click");
+  auto click = [&](ImVec2 at) {
+    std::optional<size_t> moved;
+    for (bool down : {true, false}) {
+      ImGui::GetIO().MousePos = at;
+      ImGui::GetIO().MouseDown[0] = down;
+      imgui.frame([&] {
+        const TimelineResult r = view.draw(0);
+        if (r.current_event) moved = r.current_event;
+      });
+    }
+    return moved;
+  };
+  const std::optional<size_t> moved = click({click_x, top + 6.f});
+  REQUIRE(moved.has_value());
+  // The event is on that track, and none of the track's events is nearer in time.
+  const double t = view.time_at(click_x);
+  size_t on_track = SIZE_MAX;
+  double nearest = 1e300;
+  for (size_t k = 0; k < track.size(); ++k) {
+    nearest = std::min(nearest, std::abs(static_cast<double>(track.time(k)) - t));
+    if (track.event(k) == *moved) on_track = k;
+  }
+  REQUIRE(on_track != SIZE_MAX);
+  CHECK(std::abs(static_cast<double>(track.time(on_track)) - t) == doctest::Approx(nearest));
+  CHECK(m.event(*moved).rank == track.rank);
+  // The track's name column is no track space: nothing moves.
+  CHECK_FALSE(click({20.f, top + 6.f}).has_value());
+  (void)bottom;
 }
 
 TEST_CASE("timeline view: bookmarks toggle") {

@@ -234,7 +234,7 @@ void GraphView::hover_and_click(Frame& f) {
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(hook_kind_tag(static_cast<trace::HookKind>(kind)).data());
       ImGui::TableNextColumn();
-      const std::string gen = scene_->generations().owner_label(info.owner);
+      const std::string gen = scene_->generations().owner_label(info.owner, f.state->index);
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(scene_->owner_color(info.owner)), "%s%s%s",
                          model.owner_name(info.owner).c_str(), gen.empty() ? "" : ", ", gen.c_str());
       ImGui::TableNextColumn();

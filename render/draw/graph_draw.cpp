@@ -190,7 +190,10 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
   const float y0 = f.to_screen({0.f, row_top}).y, y1 = y0 + m.chip_height * z;
   const float cfs = chip_font(m) * z;
   const bool chip_text_on = text && cfs >= min_px;
-  const double pulse = 0.5 + 0.5 * std::sin(f.time * 10.0);
+  // Note [Idle frames]: the ring pulses for a while after the event is
+  // reached, then stays lit, so that a still view needs no more frames.
+  const bool pulsing = f.since_event < kFlashPulseSeconds;
+  const double pulse = pulsing ? 0.5 + 0.5 * std::sin(f.time * 10.0) : 1.0;
   int last_kind = -1;
   char buf[48];
   for (const Chip& chip : f.chips) {
@@ -220,6 +223,7 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
       f.dl->AddRect({x0 - 3.f, y0 - 3.f}, {x1 + 3.f, y1 + 3.f}, scale_alpha(ring, 0.6f + 0.4f * static_cast<float>(pulse)),
                     cr + 2.f, 0, chip.stale ? 4.f : 3.f);
       stats_.stale_chips += chip.stale ? 1 : 0;
+      stats_.pulsing = stats_.pulsing || pulsing;
     }
     f.dl->AddRectFilled({x0, y0}, {x1, y1}, fill, cr);
     if (chip.dead) f.dl->AddRect({x0, y0}, {x1, y1}, pal.alarm, cr, 0, std::max(1.5f, 2.f * std::min(z, 1.f)));

@@ -156,7 +156,9 @@ void GraphView::draw_banners(Frame& f) {
 }
 
 // The owners that hold hooks now (or are alive), each a square of its colour
-// (red-ringed once destroyed) and its tag; hover for the full name.
+// (red-ringed once destroyed) and its tag; hover for the full name. Entries
+// wrap onto a second line; what does not fit then is "+N more" (hover
+// lists them): the legend never runs past the panel's edge.
 void GraphView::draw_legend(const analysis::State& state) {
   const analysis::Model& model = *model_;
   const Palette& pal = palette();
@@ -166,13 +168,11 @@ void GraphView::draw_legend(const analysis::State& state) {
     uint32_t color = 0;
     uint32_t live = 0, dead = 0, hooks = 0;
     std::string ranks;
-    std::vector<uint32_t> gens;  // Note [Module generations], when the trace has several
+    std::vector<uint32_t> gens;  // Note [Module generations]: only on a rank holding copies
   };
   std::vector<Entry> entries;
-  // Note [Module generations]: owners say theirs once a later one exists.
   const Generations& gens = scene_->generations();
-  const bool rebuilt = gens.any() && std::any_of(state.owners.begin(), state.owners.end(),
-                                                 [&](const analysis::OwnerAt& o) { return gens.of_owner(o.owner) > 0; });
+  const auto at = static_cast<analysis::EventIndex>(state.index);
   for (const analysis::OwnerAt& o : state.owners) {
     if (!o.live && o.hooks == 0) continue;
     const std::string name = model.owner_name(o.owner);
@@ -184,41 +184,81 @@ void GraphView::draw_legend(const analysis::State& state) {
     (o.live ? it->live : it->dead) += 1;
     it->hooks += o.hooks;
     it->ranks += fmt::format("{}{}", it->ranks.empty() ? "" : ", ", model.owners()[o.owner].rank);
-    if (rebuilt && std::find(it->gens.begin(), it->gens.end(), gens.of_owner(o.owner)) == it->gens.end()) {
+    if (gens.owner_label_from(o.owner) != analysis::kNever && gens.owner_label_from(o.owner) <= at &&
+        std::find(it->gens.begin(), it->gens.end(), gens.of_owner(o.owner)) == it->gens.end()) {
       it->gens.push_back(gens.of_owner(o.owner));
     }
   }
-  int shown = 0;
-  for (const Entry& e : entries) {
-    if (shown == 10) break;
-    if (shown++ > 0) ImGui::SameLine(0.f, 10.f);
-    const float h = ImGui::GetTextLineHeight(), side = h * 0.75f;
+  if (entries.empty()) {
+    ImGui::TextDisabled("no hook owners");
+    return;
+  }
+  auto label_of = [](const Entry& e) {
+    std::string gen;
+    for (uint32_t g : e.gens) gen += fmt::format("{}{}", gen.empty() ? " gen " : "/", g);
+    return e.tag + gen + (e.live == 0 ? " destroyed" : e.dead ? " (part destroyed)" : "");
+  };
+  const float h = ImGui::GetTextLineHeight(), side = h * 0.75f, gap = 10.f;
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  constexpr int kLines = 2;
+  int line = 1;
+  size_t shown = 0;
+  for (; shown < entries.size(); ++shown) {
+    const Entry& e = entries[shown];
+    const std::string label = label_of(e);
+    const float w = side + 3.f + 2.f + ImGui::CalcTextSize(label.c_str()).x;
+    // On the last line, room for "+N more" after it unless it is the last entry.
+    const std::string more = fmt::format("+{} more", entries.size() - shown - 1);
+    const float reserve = line == kLines && shown + 1 < entries.size() ? gap + ImGui::CalcTextSize(more.c_str()).x : 0.f;
+    if (shown > 0) {
+      const float x = ImGui::GetItemRectMax().x + gap;
+      if (x + w + reserve <= right) {
+        ImGui::SameLine(0.f, gap);
+      } else if (line < kLines) {
+        ++line;  // the next line, at the window's left
+      } else {
+        break;
+      }
+    }
     const ImVec2 p = ImGui::GetCursorScreenPos();
+    if (shown == 0 && p.x + w > right && line < kLines) {  // after the toolbar: start below it
+      ImGui::NewLine();
+      ++line;
+    }
     ImDrawList* dl = ImGui::GetWindowDrawList();
-    const ImVec2 a{p.x + 1.f, p.y + (h - side) * 0.5f + 1.f}, b{a.x + side, a.y + side};
+    const ImVec2 q = ImGui::GetCursorScreenPos();
+    const ImVec2 a{q.x + 1.f, q.y + (h - side) * 0.5f + 1.f}, b{a.x + side, a.y + side};
     const bool dead = e.live == 0;
     if (dead) dl->AddRectFilled({a.x - 2.f, a.y - 2.f}, {b.x + 2.f, b.y + 2.f}, pal.alarm);
     dl->AddRectFilled(a, b, e.color);
     ImGui::Dummy({side + 3.f, h});
     ImGui::SameLine(0.f, 2.f);
-    std::string gen;
-    for (uint32_t g : e.gens) gen += fmt::format("{}{}", gen.empty() ? " gen " : "/", g);
-    const std::string label = e.tag + gen + (dead ? " destroyed" : e.dead ? " (part destroyed)" : "");
     if (dead) {
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pal.alarm), "%s", label.c_str());
     } else {
       ImGui::TextUnformatted(label.c_str());
     }
+    stats_.legend_right = std::max(stats_.legend_right, ImGui::GetItemRectMax().x);
+    stats_.legend_gens += e.gens.empty() ? 0 : 1;
     if (ImGui::IsItemHovered()) {
       ImGui::SetTooltip("%s on rank%s %s: %u alive, %u destroyed; %u hook%s attached", e.name.c_str(),
                         e.live + e.dead == 1 ? "" : "s", e.ranks.c_str(), e.live, e.dead, e.hooks, e.hooks == 1 ? "" : "s");
     }
   }
-  if (entries.size() > 10) {
-    ImGui::SameLine();
-    ImGui::TextDisabled("+%zu more", entries.size() - 10);
+  stats_.legend_entries = static_cast<uint32_t>(shown);
+  stats_.legend_more = static_cast<uint32_t>(entries.size() - shown);
+  stats_.legend_lines = static_cast<uint32_t>(line);
+  stats_.panel_right = right;
+  if (shown < entries.size()) {
+    ImGui::SameLine(0.f, gap);
+    ImGui::TextDisabled("+%zu more", entries.size() - shown);
+    stats_.legend_right = std::max(stats_.legend_right, ImGui::GetItemRectMax().x);
+    if (ImGui::IsItemHovered()) {
+      ImGui::BeginTooltip();
+      for (size_t i = shown; i < entries.size(); ++i) ImGui::TextUnformatted(label_of(entries[i]).c_str());
+      ImGui::EndTooltip();
+    }
   }
-  if (entries.empty()) ImGui::TextDisabled("no hook owners");
 }
 
 // Where fit looks when everything does not fit readably: the selection,

@@ -89,9 +89,11 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
       f.indexed = true;
     }
   }
+  f.time = ImGui::GetTime();
+  if (drawn_at_ != state.index || event_since_ == 0.0) event_since_ = f.time;
+  f.since_event = f.time - event_since_;
   drawn_at_ = static_cast<analysis::EventIndex>(state.index);
   f.dl = ImGui::GetWindowDrawList();
-  f.time = ImGui::GetTime();
   stats_ = {};
   stats_.state_pending = lazy_;
   stats_.indexed = f.view != nullptr;

@@ -80,6 +80,11 @@ struct GraphDrawStats {
   Rect content;                   // where boxes are drawn
   uint32_t stale_chips = 0;       // chips of a hook firing stale at this event
   uint32_t ghost_chips = 0;       // removed hooks' fading chips
+  bool pulsing = false;           // a fire's ring pulsed this frame (Note [Idle frames])
+  // The owners' legend: entries drawn, left for "+N more", lines, entries
+  // saying "gen", and its right edge beside the panel's (it never runs past).
+  uint32_t legend_entries = 0, legend_more = 0, legend_lines = 0, legend_gens = 0;
+  float legend_right = 0.f, panel_right = 0.f;
   uint32_t removal_boxes = 0;     // boxes highlighted for a removal at this event
   uint32_t live_units = 0;        // boxes that are live now (drawn or not: off screen, culled)
   uint32_t layout_units = 0;      // boxes laid out (compact: the live ones only)
@@ -152,6 +157,9 @@ class GraphView {
   // ---- inspection (tests, benchmarks, the demo) ----
   bool layout_ready() const { return layout_ != nullptr; }
   bool layout_pending() const { return job_ != nullptr; }
+  // Note [Idle frames]: something will change without input (a layout or
+  // LiveIndex being built, a fire's ring still pulsing): draw again soon.
+  bool busy() const;
   // Layout jobs started since the view was made (Note [One layout at open]).
   uint64_t layouts_started() const { return layouts_started_; }
   void wait_for_layout();  // blocks until the pending layout lands
@@ -293,6 +301,7 @@ class GraphView {
   analysis::FunctionIndex selected_function_ = analysis::kNoIndex;
   analysis::OwnerIndex selected_owner_ = analysis::kNoIndex;
   uint32_t menu_unit_ = UINT32_MAX;
+  double event_since_ = 0.0;  // ImGui time the drawn event was first drawn (the fire ring's pulse)
   GraphDrawStats stats_;
   std::unique_ptr<Frame> frame_;
   // Note [Graph while the state is pending]: the view drawn from, and the

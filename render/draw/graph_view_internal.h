@@ -22,6 +22,8 @@
 namespace hookscope::render {
 
 constexpr uint32_t kNone = UINT32_MAX;
+// How long a firing hook's ring pulses after its event is reached (Note [Idle frames]).
+constexpr double kFlashPulseSeconds = 1.5;
 
 struct GraphView::Chip {
   uint8_t kind = 0;  // trace::HookKind
@@ -97,7 +99,8 @@ struct GraphView::Frame {
   Vec2 view_min, view_max;  // the world rectangle on screen
   float zoom = 1.f;
   GraphDetail detail = GraphDetail::kFull;
-  double time = 0.0;  // for the flash
+  double time = 0.0;         // for the flash
+  double since_event = 0.0;  // seconds the current event has been drawn (the flash pulses that long)
   // Per slot: 1 + the index of its live Function in state->functions, or 0.
   mutable std::vector<uint32_t> slot_live;
   std::vector<uint8_t> keep;  // per slot: live or holding ghost hooks (Note [Compact boxes])

@@ -262,6 +262,12 @@ void GraphView::poll_layout() {
   if (finish_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) land_layout();
 }
 
+bool GraphView::busy() const {
+  // A fit or focus waits for a layout; without one they are no reason to draw.
+  const bool queued = layout_ && (fit_pending_ || (model_ && focus_pending_ < model_->functions().size()));
+  return job_ != nullptr || finish_.valid() || (live_job_.valid() && !live_index_) || queued || stats_.pulsing;
+}
+
 void GraphView::wait_for_layout() {
   if (job_) land_layout();
 }

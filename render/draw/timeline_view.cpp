@@ -146,8 +146,10 @@ TimelineResult TimelineView::draw(size_t current_event) {
     draw_track(f, track, y);
     const float height = options_.tick_height + f.lane_h * static_cast<float>(track.lanes.size());
     draw_lost(f, track, y, height);
+    f.track_y.push_back({y, y + height});
     y += height + options_.track_gap;
   }
+  stats_.track_y = f.track_y;
   draw_markers(f, f.min.y + options_.axis_height, y);
   // The selection, the bookmarks and the cursor over everything.
   if (selection_) {
@@ -205,7 +207,30 @@ TimelineResult TimelineView::draw(size_t current_event) {
       if (f.clicked && model_) f.result.current_event = f.hover_span->begin_event;
     }
   }
+  if (f.clicked && !f.result.current_event && !selecting_from_) f.result.current_event = nearest_event(f);
   return f.result;
+}
+
+std::optional<size_t> TimelineView::nearest_event(const TimelineFrame& f) const {
+  if (!model_ || model_->num_events() == 0 || f.mouse.x < f.plot_x) return std::nullopt;
+  const double t = t_of(f.mouse.x);
+  const auto ns = static_cast<int64_t>(std::clamp(t, -9.2e18, 9.2e18));
+  for (size_t k = 0; k < f.track_y.size() && k < index_.tracks().size(); ++k) {
+    if (f.mouse.y < f.track_y[k].first || f.mouse.y >= f.track_y[k].second) continue;
+    const TimelineTrack& track = index_.tracks()[k];
+    if (track.size() == 0) return std::nullopt;
+    const size_t after = track.lower_bound(0, track.size(), ns);
+    if (after == 0) return track.event(0);
+    if (after == track.size()) return track.event(after - 1);
+    // Ties go to the earlier event.
+    const bool later = static_cast<double>(track.time(after)) - t < t - static_cast<double>(track.time(after - 1));
+    return track.event(later ? after : after - 1);
+  }
+  const size_t after = event_at_time(t);  // the axis, the marker strip, the gaps between tracks
+  if (after > 0 && t - static_cast<double>(model_->time_ns(after - 1)) <= static_cast<double>(model_->time_ns(after)) - t) {
+    return after - 1;
+  }
+  return after;
 }
 
 void TimelineView::handle_input(TimelineFrame& f) {

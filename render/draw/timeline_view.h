@@ -59,6 +59,7 @@ struct TimelineDrawStats {
   uint32_t spans = 0;   // spans and span folds
   uint32_t markers = 0;        // marker lines drawn
   uint32_t marker_labels = 0;  // of them labelled (labels never overlap)
+  std::vector<std::pair<float, float>> track_y;  // each track's rows on screen, top and bottom
 };
 
 class TimelineView {
@@ -85,11 +86,16 @@ class TimelineView {
   const TimelineIndex& index() const { return index_; }
   const TimelineDrawStats& stats() const { return stats_; }
   const std::vector<TimelineMarker>& markers() const { return markers_; }
+  // The time (ns on the model's clock) at screen x in the last frame.
+  double time_at(float x) const { return t_of(x); }
 
  private:
   float x_of(double t) const;
   double t_of(float x) const;
   size_t event_at_time(double t) const;  // the first event at or after t (model order)
+  // A click on no mark: the event nearest in time on the track under the
+  // mouse (anywhere else in the plot: of the whole trace).
+  std::optional<size_t> nearest_event(const TimelineFrame& f) const;
   void draw_axis(TimelineFrame& f);
   void draw_track(TimelineFrame& f, const TimelineTrack& track, float y);
   void handle_input(TimelineFrame& f);

@@ -4,6 +4,9 @@
 
 #include <imgui.h>
 
+#include <utility>
+#include <vector>
+
 #include "render/draw/timeline_view.h"
 
 namespace hookscope::render {
@@ -23,6 +26,7 @@ struct TimelineFrame {
   const TimelineSpan* hover_span = nullptr;
   size_t hover_span_count = 0;
   bool clicked = false;
+  std::vector<std::pair<float, float>> track_y;  // each track's rows, top and bottom (clicks)
   // Note [Timeline lanes fit the panel]: lanes shrink (down to a few pixels,
   // text dropped) so that every track shows; a short panel never hides a rank.
   float lane_h = 17.f;

@@ -185,6 +185,11 @@ Generations::Generations(const analysis::Model& model) {
   for (analysis::FunctionIndex f = 0; f < fs.size(); ++f) {
     if (copied_[f]) label_from_[f] = rank_from[fs[f].rank];
   }
+  owner_label_from_.assign(model.owners().size(), kNever);
+  for (size_t o = 0; o < model.owners().size(); ++o) {
+    const uint16_t rank = model.owners()[o].rank;
+    if (rank < rank_from.size()) owner_label_from_[o] = rank_from[rank];
+  }
 }
 
 uint32_t Generations::of_function(analysis::FunctionIndex f) const {
@@ -197,8 +202,9 @@ std::string Generations::function_label(analysis::FunctionIndex f, analysis::Eve
   return label_from(f) <= at ? fmt::format("gen {}", function_gen_[f]) : std::string();
 }
 
-std::string Generations::owner_label(analysis::OwnerIndex o) const {
-  return any() && o < owner_gen_.size() ? fmt::format("gen {}", owner_gen_[o]) : std::string();
+std::string Generations::owner_label(analysis::OwnerIndex o, analysis::EventIndex at) const {
+  const analysis::EventIndex from = owner_label_from(o);
+  return from != kNever && from <= at ? fmt::format("gen {}", owner_gen_[o]) : std::string();
 }
 
 bool is_stale_fire(const analysis::Model& model, size_t index) {

@@ -94,8 +94,10 @@ class CollectiveNames {
 // that lives on keeps its generation. Leaves are labelled "gen N" only where
 // copies exist (two leaves of one rank and parameter name in different
 // generations), all of a rank's from the event its first copy of another
-// generation is created on (before the rebuild nothing needs telling apart); owners whenever the
-// trace has several generations.
+// generation is created on (before the rebuild nothing needs telling apart); owners likewise:
+// only on a rank that holds copies, from the same event (a trace whose
+// process groups were made again but whose parameters were never copied
+// says no "gen" at all).
 class Generations {
  public:
   Generations() = default;
@@ -111,13 +113,17 @@ class Generations {
   }
   // "gen N" for a copied leaf at event `at` and later, else "".
   std::string function_label(analysis::FunctionIndex f, analysis::EventIndex at = analysis::kNever) const;
-  // "gen N" when the trace has several generations, else "".
-  std::string owner_label(analysis::OwnerIndex o) const;
+  // "gen N" for an owner on a rank holding copies, at `at` and later, else "".
+  std::string owner_label(analysis::OwnerIndex o, analysis::EventIndex at = analysis::kNever) const;
+  // From which event the owner shows its generation (kNever: its rank has no copies).
+  analysis::EventIndex owner_label_from(analysis::OwnerIndex o) const {
+    return o < owner_label_from_.size() ? owner_label_from_[o] : analysis::kNever;
+  }
 
  private:
   std::vector<uint32_t> function_gen_, owner_gen_;
   std::vector<uint8_t> copied_;
-  std::vector<analysis::EventIndex> label_from_;
+  std::vector<analysis::EventIndex> label_from_, owner_label_from_;
   uint32_t max_ = 0;
 };
 
