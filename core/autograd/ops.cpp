@@ -464,10 +464,10 @@ Tensor nll_loss(const Tensor& log_probs, const std::vector<int64_t>& target) {
            const Tensor &self = s[0], &target = s[1], &total_weight = s[3];
            std::vector<int64_t> classes;
            for (float c : target.to_vector()) classes.push_back(static_cast<int64_t>(c));
-           // The kernel divides by the rows; the mean is over total_weight.
+           // The kernel divides by the rows; the mean is over total_weight
+           // (on the device: no sync for its value).
            const float rows = static_cast<float>(self.size(0));
-           const float tw = total_weight.item();
-           Tensor grad = tw == rows ? g[0] : scaled(g[0], rows / tw);
+           Tensor grad = scaled(bin(BinaryOp::kDiv, g[0], total_weight), rows);
            Tensor gi = Tensor::empty(self.shape(), self.device());
            k(grad).nll_loss_grad(grad, classes, gi);
            return {gi};
