@@ -1,7 +1,8 @@
 // hookscope's own runtime side of tests/torch/test_saved_tensors.py: runs
 // each case of a JSON spec under saved-tensor hooks and writes, per case, the
 // graph (Nodes depth first from the output, each once), every pack in order
-// (Node, field, shape, values) and the leaves' gradients of sum(output).
+// (Node, field, shape, values), every unpack in backward (Node, field) and
+// the leaves' gradients of sum(output).
 //
 //   saved_tensors_runtime SPEC.json RESULT.json
 //
@@ -135,7 +136,16 @@ json run_case(const json& spec) {
   }
   if (k != packed.size()) throw std::logic_error("packs without a pack event");
   Tensor loss = out.dim() == 0 ? out : sum(out);
+  trace::MemoryRecorder backward_rec;  // unpacks, in the order the Functions ran
+  backward_rec.start();
   loss.backward();
+  backward_rec.finish();
+  json unpacks = json::array();
+  for (const auto& e : backward_rec.events()) {
+    if (e.kind != trace::EventKind::kSavedTensorUnpacked) continue;
+    const size_t ni = index_of(e.node);
+    unpacks.push_back({ni, dynamic_cast<const FunctionNode&>(*nodes[ni]).saved_name(e.arg)});
+  }
   json grads = json::array();
   for (const Tensor& l : leaves) {
     if (l.grad().defined()) {
@@ -144,7 +154,7 @@ json run_case(const json& spec) {
       grads.push_back(nullptr);
     }
   }
-  return {{"graph", graph}, {"packs", packs}, {"grads", grads}};
+  return {{"graph", graph}, {"packs", packs}, {"unpacks", unpacks}, {"grads", grads}};
 }
 
 }  // namespace

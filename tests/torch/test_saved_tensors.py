@@ -4,7 +4,8 @@ runtime op, with each input requiring grad or not, runs in real PyTorch and in
 our runtime (saved_tensors_runtime) under saved_tensors_hooks. Per case they
 must have the same graph (Node names, edges in order, None where an input
 needs no gradient), pack the same fields of the same Nodes in the same order
-with the same values, and give the same gradients. No exceptions list.
+with the same values, unpack them in backward in the same order, and give
+the same gradients. No exceptions list.
 
 PyTorch 2.x is the reference. 2.x packs a Node's saved inputs sorted by field
 name and then its saved outputs sorted by name (gen_variable_type.py
@@ -173,8 +174,19 @@ def run_torch(spec):
         order = [i for i in order_of_2x(raw, tokens) if not wrapped_number(torch, tokens[i].tensor)]
     saved = [{"node": packs[i][0], "field": packs[i][1], "shape": list(tokens[i].tensor.shape),
               "values": tokens[i].tensor.detach().double().flatten().tolist()} for i in order]
+    seen.clear()
     grads = grads_of(torch, out, leaves)
-    return {"graph": graph, "packs": saved, "grads": grads, "raw": raw}
+    # A Function unpacks all it saved when it runs, in its pack order (both
+    # versions): under 1.13 each Function's unpacks are put in 2.x's order.
+    rank = {i: r for r, i in enumerate(order)}
+    unpacks, run = [], []
+    for i in seen + [None]:
+        if run and (i is None or packs[i][0] != packs[run[0]][0]):
+            unpacks += [list(packs[j]) for j in sorted(run, key=lambda j: rank.get(j, -1)) if j in rank]
+            run = []
+        if i is not None:
+            run.append(i)
+    return {"graph": graph, "packs": saved, "unpacks": unpacks, "grads": grads, "raw": raw}
 
 
 def order_of_2x(raw, tokens):
@@ -226,6 +238,9 @@ def compare(name, torch_case, runtime_case):
     r_order = [(p["node"], p["field"]) for p in runtime_case["packs"]]
     tu.expect(t_order == r_order,
               f"{where} packs differ (node index, field)\n torch   {t_order}\n runtime {r_order}")
+    tu.expect(torch_case["unpacks"] == runtime_case["unpacks"],
+              f"{where} unpacks in backward differ (node index, field)\n torch   "
+              f"{torch_case['unpacks']}\n runtime {runtime_case['unpacks']}")
     for t, r in zip(torch_case["packs"], runtime_case["packs"]):
         tu.expect(t["shape"] == r["shape"] and close(r["values"], t["values"]),
                   f"{where} {t['field']} of node {t['node']} differs\n torch   {t}\n runtime {r}")
