@@ -67,7 +67,12 @@ TEST_CASE("backward from inside a hook is refused with a clear error") {
   Tensor other = Tensor::from_vector({2}, {1, 2}).set_requires_grad(true);
   Tensor loss = sum(mul(x, x));
   loss.grad_fn()->add_post_hook([&](variable_list&, const variable_list&) {
-    sum(other).backward();
+    // Hooks run with grad mode off (Note [No double backward]); a graph is
+    // built in one as under torch.enable_grad().
+    GradMode::set_enabled(true);
+    Tensor l = sum(other);
+    GradMode::set_enabled(false);
+    l.backward();
   });
   CHECK_THROWS_WITH_AS(loss.backward(), doctest::Contains("not reentrant"), std::logic_error);
   // The engine is usable again afterwards.

@@ -164,7 +164,8 @@ TEST_CASE("module hooks: BackwardHookFunction Nodes wrap the module in the graph
   // Its input: the Linear's Function, whose input comes through the other one.
   auto addmm = out.grad_fn()->next_edge(0).function;
   CHECK(addmm->name() == "AddmmBackward0");
-  CHECK(addmm->next_edge(0).function->name() == "BackwardHookFunctionBackward");
+  // PyTorch's edge order for F.linear's addmm: bias, x, weight^T.
+  CHECK(addmm->next_edge(1).function->name() == "BackwardHookFunctionBackward");
   // No backward hooks, no wrapping.
   auto bare = two_layers();
   CHECK((*bare)(input(true)).grad_fn()->name() == "AddmmBackward0");

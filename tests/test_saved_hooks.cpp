@@ -39,11 +39,11 @@ TEST_CASE("saved hooks: pack runs when the op saves, unpack when its Function ru
           // A deliberately different tensor: proves backward computes with it.
           return mul_scalar(std::any_cast<Tensor>(p), 10.f);
         });
-    y = mul(x, w);  // MulBackward0 saves x and w
+    y = mul(x, w);  // MulBackward0 saves other_ (w), then self_ (x), as PyTorch 2.x
   }
   CHECK(packs == 2);
   CHECK(unpacks == 0);
-  CHECK(packed_values == std::vector<std::vector<float>>{{1, 2}, {3, 4}});
+  CHECK(packed_values == std::vector<std::vector<float>>{{3, 4}, {1, 2}});
   // The context is gone; the hooks bound at save time still unpack.
   sum(y).backward();
   CHECK(unpacks == 2);

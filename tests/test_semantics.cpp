@@ -392,8 +392,12 @@ TEST_CASE("backward(inputs=): a non-leaf input gets .grad, as retain_grad - noth
 
 TEST_CASE("a second backward through a graph that saved nothing works, as in PyTorch") {
   Tensor x = leaf({1, 2});
-  Tensor loss = sum(mul_scalar(x, 3.f));  // MulBackward1 and SumBackward0 save no tensor
+  Tensor loss = sum(neg(add(x, x)));  // AddBackward0, NegBackward0, SumBackward0 save no tensor
   loss.backward();
   CHECK_NOTHROW(loss.backward());
-  CHECK(x.grad().to_vector() == std::vector<float>{6, 6});
+  CHECK(x.grad().to_vector() == std::vector<float>{-4, -4});
+  // x * 3.0 saves the wrapped 3 (MulBackward0's other_): refused, as in PyTorch.
+  Tensor scaled = sum(mul_scalar(x, 3.f));
+  scaled.backward();
+  CHECK_THROWS_WITH(scaled.backward(), doctest::Contains("second time"));
 }

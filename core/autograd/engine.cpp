@@ -261,6 +261,15 @@ class BackwardScope {
   bool completed = false;
   size_t executed = 0;
   std::vector<std::function<void()>> callbacks;
+  // Note [No double backward]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~
+  // The pass runs with grad mode off, as PyTorch's with create_graph=False
+  // (GraphTask's thread-local grad mode): formulas, hooks and final
+  // callbacks record no history, so a gradient never has a grad_fn and
+  // differentiating it again fails at once ("does not require grad",
+  // make_roots) instead of giving numbers that follow only what a hook
+  // computed. create_graph is not offered (docs/semantics.md I3).
+  NoGradGuard no_grad;
 };
 
 // Roots and their seed gradients, validated as PyTorch validates them.
@@ -278,9 +287,11 @@ std::pair<std::vector<Edge>, variable_list> make_roots(const variable_list& root
     const Tensor& r = roots[i];
     Edge e = gradient_edge(r);
     if (!e.is_valid()) {
-      throw std::invalid_argument("element " + std::to_string(i) +
-                                  " of tensors does not require grad and does not have a "
-                                  "grad_fn");
+      throw std::invalid_argument(
+          "element " + std::to_string(i) +
+          " of tensors does not require grad and does not have a grad_fn (a gradient that "
+          "backward() or grad() returned has no history: hookscope's runtime has no "
+          "create_graph, so double backward is not supported)");
     }
     Tensor g = grad_roots.empty() ? Tensor() : grad_roots[i];
     if (!g.defined()) {

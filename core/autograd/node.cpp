@@ -286,12 +286,16 @@ FunctionNode::FunctionNode(const char* name, SimpleBackward backward)
         return fn(g);
       }) {}
 
-void FunctionNode::save_for_backward(const variable_list& tensors) {
-  saved_.reserve(saved_.size() + tensors.size());
-  for (const Tensor& t : tensors) {
-    saved_.emplace_back(t, *this, static_cast<uint32_t>(saved_.size()));
+void FunctionNode::save_for_backward(std::initializer_list<SavedField> fields) {
+  saved_.reserve(saved_.size() + fields.size());
+  for (const SavedField& f : fields) {
+    saved_names_.push_back(f.name);
+    saved_.emplace_back(f.tensor, *this, static_cast<uint32_t>(saved_.size()),
+                        f.wrapped_number);
   }
 }
+
+const char* FunctionNode::saved_name(size_t slot) const { return saved_names_.at(slot); }
 
 variable_list FunctionNode::apply(variable_list&& grad_outputs) {
   // Saved tensors are unpacked on every run, whether or not a gradient is

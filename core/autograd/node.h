@@ -156,14 +156,26 @@ class FunctionNode : public Node {
   variable_list apply(variable_list&& grad_outputs) override;
   std::string name() const override { return name_; }
   void release_variables() override;
+  // One field of what the op saves (Note [What each op saves], ops.cpp).
+  struct SavedField {
+    const char* name;             // PyTorch's field, without the underscore
+    Tensor tensor;                // undefined: not saved (its guard was false)
+    bool wrapped_number = false;  // never packed (Note [Saved tensor hooks])
+  };
   // Saves tensors for backward (after the Node is wired and recorded, so
-  // pack events name a known Function).
-  void save_for_backward(const variable_list& tensors);
+  // pack events name a known Function); the formula gets them in this order,
+  // an unsaved field undefined (nothing is packed for it).
+  void save_for_backward(std::initializer_list<SavedField> fields);
+  size_t num_saved() const { return saved_.size(); }
+  // The field name of saved slot `slot` (the slot in saved-tensor events);
+  // "" when the op gave none.
+  const char* saved_name(size_t slot) const;
 
  private:
   const char* name_;
   Backward backward_;
   std::vector<SavedVariable> saved_;
+  std::vector<const char*> saved_names_;
 };
 
 // Accumulates the gradient into a leaf's .grad. Holds the leaf strongly; the

@@ -47,18 +47,36 @@ void check_2d(const char* op, const Tensor& t, const char* name) {
 Tensor like(const Tensor& t) { return Tensor::empty(t.shape(), t.device()); }
 Kernels& k(const Tensor& t) { return kernels_for(t.device()); }
 
+// Note [What each op saves]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Each op saves what PyTorch 2.6's generated Node saves (tools/autograd/
+// derivatives.yaml through gen_variable_type.py), because saved-tensor hooks
+// show it to the user: the same fields, under the same guard, packed in the
+// same order. 2.x packs the saved inputs sorted by field name, then (after
+// the kernel ran) the saved outputs sorted by name: MulBackward0 packs
+// other_ before self_. A field used by one input's formula only is saved only
+// when that input needs a gradient (should_compute_output(i): the input
+// required grad); it stays an undefined slot, nothing is packed for it.
+// PyTorch 1.13 packed in its struct order instead (self_ before other_).
+// The table is docs/semantics.md section "P"; tests/test_saved_order.cpp and
+// tests/torch/test_saved_tensors.py hold it against the runtime and PyTorch.
+using SavedField = FunctionNode::SavedField;
+
 // Records `backward` as the grad_fn of `out` if any input requires grad, and
 // saves `saved` for it (Note [Saved tensor hooks]): the formula gets them back
-// as its second argument, in this order.
+// as its second argument, in this order (an unsaved field undefined).
 void record(const char* name, FunctionNode::Backward backward, const variable_list& inputs,
-            Tensor& out, const variable_list& saved = {}) {
+            Tensor& out, std::initializer_list<SavedField> saved = {}) {
   if (!GradMode::is_enabled()) return;
   bool any = false;
   for (const Tensor& t : inputs) any = any || t.requires_grad();
   if (!any) return;
   auto node = std::make_shared<FunctionNode>(name, std::move(backward));
-  if (set_history(node, inputs, {&out})) node->save_for_backward(saved);
+  if (set_history(node, inputs, {&out}) && saved.size() > 0) node->save_for_backward(saved);
 }
+
+// The tensor when `needed` (a should_compute_output guard), else undefined.
+Tensor if_needed(bool needed, const Tensor& t) { return needed ? t.detach() : Tensor(); }
 
 Tensor binary_op(const char* name, BinaryOp op, const Tensor& a, const Tensor& b) {
   common_device(name, a, b);
@@ -98,7 +116,7 @@ Tensor unary_with_grad(const char* name, const char* bw_name, UnaryOp op, UnaryG
            k(g[0]).unary_grad(gop, g[0], s[0], gi);
            return {gi};
          },
-         {a}, out, {saved});
+         {a}, out, {{save_output ? "result" : "self", saved}});
   return out;
 }
 
@@ -119,33 +137,57 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// MulBackward0 {other_, self_}: self's gradient needs other, other's needs
+// self (Note [What each op saves]).
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op("mul", BinaryOp::kMul, a, b);
   record("MulBackward0",
          [](const variable_list& g, const variable_list& s) -> variable_list {
-           return {bin(BinaryOp::kMul, g[0], s[1]), bin(BinaryOp::kMul, g[0], s[0])};
+           const Tensor &other = s[0], &self = s[1];
+           Tensor ga, gb;
+           if (other.defined()) ga = bin(BinaryOp::kMul, g[0], other);
+           if (self.defined()) gb = bin(BinaryOp::kMul, g[0], self);
+           return {ga, gb};
          },
-         {a, b}, out, {a.detach(), b.detach()});
+         {a, b}, out,
+         {{"other", if_needed(a.requires_grad(), b)}, {"self", if_needed(b.requires_grad(), a)}});
   return out;
 }
 
+// DivBackward0 {other_, self_}: both gradients need other; only other's
+// needs self. (PyTorch saves self rather than the result: an in-place op on
+// the result must not break backward.)
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op("div", BinaryOp::kDiv, a, b);
   record("DivBackward0",
-         [](const variable_list& g, const variable_list& s) -> variable_list {
-           Tensor ga = bin(BinaryOp::kDiv, g[0], s[0]);             // g / b
-           Tensor gb = scaled(bin(BinaryOp::kMul, ga, s[1]), -1.f);  // -g * (a/b) / b
-           return {ga, gb};
+         [need_a = a.requires_grad()](const variable_list& g,
+                                      const variable_list& s) -> variable_list {
+           const Tensor &other = s[0], &self = s[1];
+           Tensor g_over = bin(BinaryOp::kDiv, g[0], other);  // g / b
+           Tensor gb;
+           if (self.defined()) {  // -g * a / b^2
+             gb = scaled(bin(BinaryOp::kDiv, bin(BinaryOp::kMul, g_over, self), other), -1.f);
+           }
+           return {need_a ? g_over : Tensor(), gb};
          },
-         {a, b}, out, {b.detach(), out.detach()});
+         {a, b}, out, {{"other", b.detach()}, {"self", if_needed(b.requires_grad(), a)}});
   return out;
 }
 
+// `t * 2.0` in PyTorch is mul.Tensor with the number wrapped in a 0-dim CPU
+// tensor (a double there, a float here): MulBackward0 with an edge that
+// needs no gradient, and the wrapped number saved as other_ - but not
+// packed (Note [Saved tensor hooks]).
 Tensor mul_scalar(const Tensor& a, float s) {
   check_defined("mul_scalar", a);
   Tensor out = scaled(a, s);
-  record("MulBackward1", [s](const variable_list& g, const variable_list&) -> variable_list { return {scaled(g[0], s)}; },
-         {a}, out);
+  if (!GradMode::is_enabled() || !a.requires_grad()) return out;
+  Tensor wrapped = Tensor::scalar(s);
+  record("MulBackward0",
+         [](const variable_list& g, const variable_list& saved) -> variable_list {
+           return {scaled(g[0], saved[0].item()), Tensor()};
+         },
+         {a, wrapped}, out, {{"other", wrapped, /*wrapped_number=*/true}, {"self", Tensor()}});
   return out;
 }
 
@@ -159,7 +201,8 @@ Tensor neg(const Tensor& a) {
 }
 
 Tensor relu(const Tensor& a) {
-  return unary_with_grad("relu", "ReluBackward0", UnaryOp::kRelu, UnaryGradOp::kRelu, false, a);
+  // threshold_backward(grad, result, 0): the result is > 0 where the input was.
+  return unary_with_grad("relu", "ReluBackward0", UnaryOp::kRelu, UnaryGradOp::kRelu, true, a);
 }
 Tensor tanh(const Tensor& a) {
   return unary_with_grad("tanh", "TanhBackward0", UnaryOp::kTanh, UnaryGradOp::kTanh, true, a);
@@ -174,6 +217,24 @@ Tensor exp(const Tensor& a) {
 Tensor log(const Tensor& a) {
   return unary_with_grad("log", "LogBackward0", UnaryOp::kLog, UnaryGradOp::kLog, false, a);
 }
+
+namespace {
+// d(self @ mat2): self's gradient g @ mat2^T, mat2's self^T @ g; each only
+// when its factor was saved (the other input required grad).
+variable_list mm_backward(const variable_list& g, const variable_list& s) {
+  const Tensor &mat2 = s[0], &self = s[1];
+  Tensor g_self, g_mat2;
+  if (mat2.defined()) {
+    g_self = Tensor::empty({g[0].size(0), mat2.size(0)}, g[0].device());
+    k(g[0]).matmul(g[0], false, mat2, true, g_self);
+  }
+  if (self.defined()) {
+    g_mat2 = Tensor::empty({self.size(1), g[0].size(1)}, g[0].device());
+    k(g[0]).matmul(self, true, g[0], false, g_mat2);
+  }
+  return {g_self, g_mat2};
+}
+}  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   common_device("matmul", a, b);
@@ -193,23 +254,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   // product's backward skips the product for an input that needs no
   // gradient and returns an undefined tensor there, which the engine drops.
   // An MLP's first layer takes data: its grad_input is a third of the
-  // step's FLOPs.
-  record("MmBackward0",
-         [need_a = a.requires_grad(), need_b = b.requires_grad()](
-             const variable_list& g, const variable_list& s) -> variable_list {
-           const Tensor &sa = s[0], &sb = s[1];
-           Tensor ga, gb;
-           if (need_a) {
-             ga = like(sa);
-             k(g[0]).matmul(g[0], false, sb, true, ga);  // g @ b^T
-           }
-           if (need_b) {
-             gb = like(sb);
-             k(g[0]).matmul(sa, true, g[0], false, gb);  // a^T @ g
-           }
-           return {ga, gb};
-         },
-         {a, b}, out, {a.detach(), b.detach()});
+  // step's FLOPs. The same guards decide what is saved (Note [What each op
+  // saves]): MmBackward0 {mat2_, self_}, each kept only for the other's
+  // gradient.
+  record("MmBackward0", mm_backward, {a, b}, out,
+         {{"mat2", if_needed(a.requires_grad(), b)}, {"self", if_needed(b.requires_grad(), a)}});
   return out;
 }
 
@@ -223,32 +272,35 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                               shape_str(weight.shape()) + " and bias " + shape_str(bias.shape()) +
                               " do not fit (expected [n, in], [out, in], [out])");
   }
-  Tensor mm = Tensor::empty({x.size(0), weight.size(0)}, x.device());
-  k(x).matmul(x, false, weight, true, mm);
-  Tensor out = like(mm);
-  k(x).add_bias(mm, bias, out);
+  // F.linear on a 2-D input is addmm(bias, x, weight.t()): a TBackward0 for
+  // the transposed weight, and AddmmBackward0 with PyTorch's edge order
+  // (bias, x, weight^T) and fields {mat1_, mat2_} (Note [What each op saves]).
+  const bool recording =
+      GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad() || bias.requires_grad());
+  Tensor out = Tensor::empty({x.size(0), weight.size(0)}, x.device());
+  if (!recording) {
+    k(x).matmul(x, false, weight, true, out);
+    k(x).add_bias(out, bias, out);
+    return out;
+  }
+  Tensor wt = transpose(weight);
+  k(x).matmul(x, false, wt, false, out);
+  k(x).add_bias(out, bias, out);
   const int64_t out_features = weight.size(0);
   record("AddmmBackward0",  // Note [Gradients nobody asked for]
-         [out_features, need_x = x.requires_grad(), need_w = weight.requires_grad(),
-          need_b = bias.requires_grad()](const variable_list& g,
-                                         const variable_list& s) -> variable_list {
-           const Tensor &sx = s[0], &sw = s[1];
-           Tensor gx, gw, gb;
-           if (need_x) {
-             gx = like(sx);
-             k(g[0]).matmul(g[0], false, sw, false, gx);  // g @ W
+         [out_features, need_bias = bias.requires_grad()](const variable_list& g,
+                                                          const variable_list& s) -> variable_list {
+           Tensor g_bias;
+           if (need_bias) {
+             g_bias = Tensor::empty({out_features}, g[0].device());
+             k(g[0]).sum_rows(g[0], g_bias);
            }
-           if (need_w) {
-             gw = like(sw);
-             k(g[0]).matmul(g[0], true, sx, false, gw);  // g^T @ x
-           }
-           if (need_b) {
-             gb = Tensor::empty({out_features}, g[0].device());
-             k(g[0]).sum_rows(g[0], gb);
-           }
-           return {gx, gw, gb};
+           // mat1 = x, mat2 = weight^T: the mm formulas with mat2 first.
+           variable_list mm = mm_backward(g, {s[1], s[0]});
+           return {g_bias, mm[0], mm[1]};
          },
-         {x, weight, bias}, out, {x.detach(), weight.detach()});
+         {bias, x, wt}, out,
+         {{"mat1", if_needed(wt.requires_grad(), x)}, {"mat2", if_needed(x.requires_grad(), wt)}});
   return out;
 }
 
@@ -263,7 +315,7 @@ Tensor add_bias(const Tensor& x, const Tensor& bias) {
   Tensor out = like(x);
   k(x).add_bias(x, bias, out);
   const int64_t cols = x.size(1);
-  record("AddBiasBackward0",
+  record("AddBackward0",  // x + bias in PyTorch: add, broadcast
          [cols](const variable_list& g, const variable_list&) -> variable_list {
            Tensor gb = Tensor::empty({cols}, g[0].device());
            k(g[0]).sum_rows(g[0], gb);
@@ -352,15 +404,17 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
   k(sq).sum_all(sq, out);
   const float n = static_cast<float>(input.numel());
   out = scaled(out, 1.f / n);
+  // MseLossBackward0 {self_, target_}: both formulas read both, no guard.
   record("MseLossBackward0",
-         [n](const variable_list& g, const variable_list& s) -> variable_list {
-           const Tensor& diff = s[0];
+         [n, need_target = target.requires_grad()](const variable_list& g,
+                                                   const variable_list& s) -> variable_list {
+           Tensor diff = bin(BinaryOp::kSub, s[0], s[1]);
            Tensor coeff = Tensor::empty(diff.shape(), diff.device());
            k(diff).broadcast_scalar(g[0], 2.f / n, coeff);
            Tensor gi = bin(BinaryOp::kMul, coeff, diff);
-           return {gi, scaled(gi, -1.f)};
+           return {gi, need_target ? scaled(gi, -1.f) : Tensor()};
          },
-         {input, target}, out, {diff});
+         {input, target}, out, {{"self", input.detach()}, {"target", target.detach()}});
   return out;
 }
 
@@ -375,7 +429,7 @@ Tensor log_softmax(const Tensor& logits) {
            k(g[0]).log_softmax_grad(g[0], s[0], gi);
            return {gi};
          },
-         {logits}, out, {out.detach()});
+         {logits}, out, {{"result", out.detach()}});
   return out;
 }
 
@@ -396,15 +450,31 @@ Tensor nll_loss(const Tensor& log_probs, const std::vector<int64_t>& target) {
   }
   Tensor out = Tensor::empty({}, log_probs.device());
   k(log_probs).nll_loss(log_probs, target, out);
-  Shape shape = log_probs.shape();
-  Device dev = log_probs.device();
+  if (!GradMode::is_enabled() || !log_probs.requires_grad()) return out;
+  // NllLossBackward0 {self_, target_, weight_ (none here), total_weight_}:
+  // the target is saved as a tensor (int64 in PyTorch, float32 here: the
+  // runtime has one dtype) and the formula reads the unpacked one.
+  std::vector<float> classes(target.begin(), target.end());
+  const int64_t rows = log_probs.size(0);
+  Tensor saved_target =
+      Tensor::from_vector({rows}, std::move(classes)).to(log_probs.device());
+  Tensor total_weight = Tensor::full({}, static_cast<float>(rows), log_probs.device());
   record("NllLossBackward0",
-         [shape, dev, target](const variable_list& g, const variable_list&) -> variable_list {
-           Tensor gi = Tensor::empty(shape, dev);
-           k(g[0]).nll_loss_grad(g[0], target, gi);
+         [](const variable_list& g, const variable_list& s) -> variable_list {
+           const Tensor &self = s[0], &target = s[1], &total_weight = s[3];
+           std::vector<int64_t> classes;
+           for (float c : target.to_vector()) classes.push_back(static_cast<int64_t>(c));
+           // The kernel divides by the rows; the mean is over total_weight
+           // (on the device: no sync for its value).
+           const float rows = static_cast<float>(self.size(0));
+           Tensor grad = scaled(bin(BinaryOp::kDiv, g[0], total_weight), rows);
+           Tensor gi = Tensor::empty(self.shape(), self.device());
+           k(grad).nll_loss_grad(grad, classes, gi);
            return {gi};
          },
-         {log_probs}, out);
+         {log_probs}, out,
+         {{"self", log_probs.detach()}, {"target", saved_target}, {"weight", Tensor()},
+          {"total_weight", total_weight}});
   return out;
 }
 

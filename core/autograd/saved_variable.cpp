@@ -40,10 +40,11 @@ DisableSavedTensorsHooks::~DisableSavedTensorsHooks() {
   }
 }
 
-SavedVariable::SavedVariable(const Tensor& tensor, const Node& node, uint32_t slot)
+SavedVariable::SavedVariable(const Tensor& tensor, const Node& node, uint32_t slot,
+                             bool wrapped_number)
     : slot_(slot), defined_(tensor.defined()) {
   if (!defined_) return;
-  if (tl_hook_stack.empty()) {
+  if (tl_hook_stack.empty() || wrapped_number) {
     data_ = tensor;
     return;
   }

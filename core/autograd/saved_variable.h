@@ -28,7 +28,10 @@ class Node;
 //  * contexts nest; the innermost one packs. While a DisableSavedTensorsHooks
 //    lives, installing hooks throws its message (disable_saved_tensors_hooks);
 //  * ops that record no history (grad mode off, no input requiring grad) save
-//    nothing, so pack is not called.
+//    nothing, so pack is not called;
+//  * a wrapped number (the 2.0 of `t * 2.0`, saved as a 0-dim tensor) is
+//    saved but never packed or unpacked: PyTorch 2.x's SavedVariable
+//    ("Avoid wrapped numbers from being leaked to the user"; 1.13 packed it).
 // Each call is an event: kSavedTensorPacked / kSavedTensorUnpacked with the
 // Function, the saved slot and the context's owner (the debugger shows them).
 // Unlike PyTorch, pack returns std::any and unpack takes it back.
@@ -68,8 +71,10 @@ class DisableSavedTensorsHooks {
 class SavedVariable {
  public:
   SavedVariable() = default;
-  // Saves `tensor` as slot `slot` of `node`, packing it if hooks are active.
-  SavedVariable(const Tensor& tensor, const Node& node, uint32_t slot);
+  // Saves `tensor` as slot `slot` of `node`, packing it if hooks are active
+  // and it is not a wrapped number.
+  SavedVariable(const Tensor& tensor, const Node& node, uint32_t slot,
+                bool wrapped_number = false);
   // The saved tensor (unpacked through the hooks bound at save time).
   // Throws once reset() freed it (a second backward without retain_graph).
   Tensor unpack(const Node& node) const;
