@@ -13,7 +13,7 @@
 #   HOOKSCOPE_TORCH2_BINDS  more host directories to see inside, ':'-separated
 # Inside, the source tree (and the current directory) are at their host paths;
 # PYTHONPATH starts with the bridge built for 2.6, HOOKSCOPE_CLI and
-# HOOKSCOPE_RUNTIME_GRAPH name the binaries built there. Exit status: the
+# HOOKSCOPE_RUNTIME_GRAPH, HOOKSCOPE_SAVED_RUNTIME name the binaries built there. Exit status: the
 # command's; 77 when the root cannot be built (e.g. no network), with the reason.
 # Needs root (debootstrap, chroot, mount) and util-linux's unshare.
 #
@@ -123,7 +123,8 @@ install_packages() {
   printf %s "$want" >"$root/.hookscope-packages"
 }
 
-# Stage 3: the bridge, hookscope-cli and hook_order_runtime for this source
+# Stage 3: the bridge, hookscope-cli and the runtime programs the torch tests
+# compare against (hook_order_runtime, saved_tensors_runtime) for this source
 # tree, built in the root against 2.6 (ninja makes a warm run a no-op). A
 # new build directory (another worktree) compiles through the root's ccache,
 # with paths relative to its source tree so that worktrees share hits.
@@ -135,7 +136,7 @@ build_bridge() {
   binds="$src" in_root /usr/bin/env CCACHE_DIR=/var/cache/ccache CCACHE_BASEDIR="$src" /bin/sh -c "
     cmake -S '$src' -B '$build' -G Ninja -DHOOKSCOPE_GUI=OFF -DHOOKSCOPE_CUDA=OFF \
           -DHOOKSCOPE_BENCH=OFF -DHOOKSCOPE_TORCH=ON $launcher >/dev/null &&
-    cmake --build '$build' -j$(nproc) --target hookscope_python hookscope-cli hook_order_runtime" \
+    cmake --build '$build' -j$(nproc) --target hookscope_python hookscope-cli hook_order_runtime saved_tensors_runtime" \
     >"$log" 2>&1 || { tail -30 "$log" >&2; die "building the bridge in the root failed; log: $log"; }
 }
 
@@ -175,6 +176,7 @@ case "$cmd" in
     export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
     export HOOKSCOPE_CLI="$build/app/hookscope-cli"
     export HOOKSCOPE_RUNTIME_GRAPH="$build/tests/torch/hook_order_runtime"
+    export HOOKSCOPE_SAVED_RUNTIME="$build/tests/torch/saved_tensors_runtime"
     export HOOKSCOPE_GUI=""
     in_root /bin/sh -c 'cd "$0" 2>/dev/null || cd /; exec "$@"' "$here" "$@"
     ;;
