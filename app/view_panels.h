@@ -30,6 +30,7 @@ struct ViewsDrawStats {
   uint32_t lane_rows = 0, bars = 0, dead_segments = 0, ticks = 0, stale_ticks = 0;
   uint32_t cells = 0;
   uint32_t cell_status[6] = {};  // by analysis::Readiness
+  std::string readiness_error;   // the panel's message instead of grids
   std::string explain_verdict;   // "" when the current event is no fire
   uint32_t explain_steps = 0, explain_links = 0;
 };
@@ -58,6 +59,7 @@ struct ViewPanels {
   // ---- Readiness ----
   const analysis::Model* readiness_model = nullptr;
   std::vector<analysis::ReadinessGrid> grids;
+  std::string readiness_error;  // why there are no grids (Note [Readiness map size]), shown in the panel
 
   // ---- Why did this fire? ----
   const analysis::Model* explain_model = nullptr;
