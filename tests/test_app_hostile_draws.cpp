@@ -25,8 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uint8_t kPrepareForBackward = 34;
-
 fs::path scratch() { return testing::scratch_config_dir("hookscope_app_hostile"); }
 
 std::string write(const std::string& name, const crafted::Builder& b) {
@@ -102,15 +100,7 @@ TEST_CASE("gui hostile: a 1 MB module label in the Why panel is clipped for draw
 }
 
 TEST_CASE("gui hostile: a 20k x 20k readiness map shows a message in the panel (was std::bad_alloc)") {
-  crafted::Builder b;
-  b.ev(crafted::kOwnerCreated, 0, 0, b.intern("Reducer 1"), 1, crafted::kOwnerReducer);
-  b.ev(crafted::kReducerConstructed, 0, 0, 20000, 1, 0, 1);
-  for (uint32_t k = 0; k < 20000; ++k) {
-    b.ev(kPrepareForBackward, 0, 0, k, 1);
-    b.ev(crafted::kBackwardBegin, 0, 0, 1);
-    b.ev(crafted::kMarkReady, 0, 0, k, 1);
-    b.ev(crafted::kBackwardEnd, 0, 0, 1);
-  }
+  const crafted::Builder b = crafted::readiness_passes(20000, 20000, [](uint32_t k) { return k; });
   Shown s(write("huge_grid.hstrace", b), "readiness");
   const auto report = views_report();
   CHECK(report["readiness_refused"] == true);
@@ -121,15 +111,7 @@ TEST_CASE("gui hostile: a 20k x 20k readiness map shows a message in the panel (
 TEST_CASE("gui hostile: a wide readiness map draws only the columns in view") {
   // 2 parameters x 60,000 passes: within the budget, but 120k cells would
   // overflow one draw list; only the visible ones are drawn.
-  crafted::Builder b;
-  b.ev(crafted::kOwnerCreated, 0, 0, b.intern("Reducer 1"), 1, crafted::kOwnerReducer);
-  b.ev(crafted::kReducerConstructed, 0, 0, 2, 1, 0, 1);
-  for (uint32_t k = 0; k < 60000; ++k) {
-    b.ev(kPrepareForBackward, 0, 0, k, 1);
-    b.ev(crafted::kBackwardBegin, 0, 0, 1);
-    b.ev(crafted::kMarkReady, 0, 0, k % 2, 1);
-    b.ev(crafted::kBackwardEnd, 0, 0, 1);
-  }
+  const crafted::Builder b = crafted::readiness_passes(2, 60000, [](uint32_t k) { return k % 2; });
   Shown s(write("wide_grid.hstrace", b), "readiness");
   const auto report = views_report();
   CHECK(report["readiness_refused"] == false);

@@ -23,8 +23,6 @@ namespace crafted = hookscope::testing::crafted;
 
 namespace {
 
-constexpr uint8_t kPrepareForBackward = 34;
-
 Model load(const crafted::Builder& b) {
   const std::string bytes = crafted::encode(b.spec);
   return Model(trace::read_trace_buffer(bytes.data(), bytes.size(), "crafted"));
@@ -52,7 +50,7 @@ crafted::Builder marked(uint32_t marks) {
   b.ev(crafted::kOwnerCreated, 0, 0, b.intern("Reducer 1"), 1, crafted::kOwnerReducer);
   b.ev(crafted::kReducerConstructed, 0, 0, 1, 1, 0, 1);
   b.ev(crafted::kNodeCreated, 10, 0, b.intern("AccumulateGrad"), 0, 1);
-  b.ev(kPrepareForBackward, 0, 0, 0, 1);
+  b.ev(crafted::kPrepareForBackward, 0, 0, 0, 1);
   b.ev(crafted::kBackwardBegin, 0, 0, 1);
   for (uint32_t i = 0; i < marks; ++i) b.ev(crafted::kMarkReady, 10, 0, 0, 1);
   b.ev(crafted::kBackwardEnd, 0, 0, 1);
@@ -141,16 +139,8 @@ TEST_CASE("readiness: 65,536 marks of one parameter count 65,536, not 0 (\"unuse
 }
 
 TEST_CASE("readiness: a map past the cell budget is refused before allocating, with a message") {
-  // 5,000 parameter indices x 5,000 passes = 25M cells from 15k events (Note [Readiness map size])
-  crafted::Builder b;
-  b.ev(crafted::kOwnerCreated, 0, 0, b.intern("Reducer 1"), 1, crafted::kOwnerReducer);
-  b.ev(crafted::kReducerConstructed, 0, 0, 5000, 1, 0, 1);
-  for (uint32_t k = 0; k < 5000; ++k) {
-    b.ev(kPrepareForBackward, 0, 0, k, 1);
-    b.ev(crafted::kBackwardBegin, 0, 0, 1);
-    b.ev(crafted::kMarkReady, 0, 0, k, 1);
-    b.ev(crafted::kBackwardEnd, 0, 0, 1);
-  }
+  // 5,000 parameter indices x 5,000 passes = 25M cells from 20k events (Note [Readiness map size])
+  const crafted::Builder b = crafted::readiness_passes(5000, 5000, [](uint32_t k) { return k; });
   const Model m = load(b);
   CHECK_THROWS_WITH_AS(readiness_grids(m), doctest::Contains("5000 parameters x 5000 backward passes"),
                        ReadinessTooLarge);
