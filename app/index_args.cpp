@@ -4,18 +4,23 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <stdexcept>
 
 namespace hookscope::cli {
 
+namespace {
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
 std::string event_index_problem(std::string_view text) {
   if (text.empty()) return "an empty event index: give a number, 0 for the first event";
-  const bool digits = std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-  if (digits) return {};
-  const bool negative = text[0] == '-' && text.size() > 1 &&
-                        std::all_of(text.begin() + 1, text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  if (all_digits(text)) return {};
+  const bool negative = text[0] == '-' && all_digits(text.substr(1));
   if (negative) return fmt::format("'{}' is below 0: events are numbered from 0 (the first event is 0)", text);
   return fmt::format("'{}' is not a number: give an event index such as 0 or 1200 (digits only)", text);
 }

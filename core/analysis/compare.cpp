@@ -19,7 +19,8 @@ namespace {
 size_t parse_ordinal(std::string_view name, std::string_view text) {
   size_t n = 0;
   const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool digits =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (!digits) {
     const bool negative = text.size() > 1 && text[0] == '-';
     throw std::invalid_argument(fmt::format("matching point '{}': '{}' is {}; counts start at 1 (backward:1 is "

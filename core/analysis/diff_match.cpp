@@ -22,7 +22,8 @@ struct Equals {
 };
 struct EqualsHash {
   size_t operator()(const Equals& k) const {
-    return std::hash<uint64_t>()(k.signature ^ (uint64_t{k.rank} << 48) ^ (uint64_t{k.generation} * 0x9e3779b97f4a7c15ull));
+    const uint64_t generation = uint64_t{k.generation} * 0x9e3779b97f4a7c15ull;
+    return std::hash<uint64_t>()(k.signature ^ (uint64_t{k.rank} << 48) ^ generation);
   }
 };
 
