@@ -46,7 +46,7 @@ size_t EventIndexArg::in(size_t num_events, std::string_view option) const {
   const uint64_t v = value();
   if (num_events == 0) throw std::invalid_argument(fmt::format("{} {}: the trace has no events", option, text));
   if (v >= num_events) {
-    throw std::invalid_argument(fmt::format("{} {}: no such event; the last event is #{} (events are 0 to {})",
+    throw std::invalid_argument(fmt::format("{} {}: no such event; the last event is #{} (the trace has events 0 to {})",
                                             option, text, num_events - 1, num_events - 1));
   }
   return static_cast<size_t>(v);
