@@ -98,9 +98,10 @@ class App {
   void report();  // --bench-frames output
 
   bool quit_requested() const { return quit_; }
+  // The first error code asked for stays (a later "done, 0" does not hide it).
   void request_quit(int code) {
     quit_ = true;
-    exit_code_ = code;
+    if (exit_code_ == 0) exit_code_ = code;
   }
   int exit_code() const { return exit_code_; }
 

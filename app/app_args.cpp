@@ -29,7 +29,7 @@ int parse_args(int argc, char** argv, Args& a) {
   auto& s = a.scenario;
   add_scenario_options(&app, s, scenarios::kUseLive);
   app.add_option("--screenshot", a.screenshot, "render, write this PNG and exit");
-  app.add_option("--at", a.at, "current event index");
+  app.add_option("--at", a.at.text, "current event index")->check(cli::event_index_check());
   app.add_option("--select", a.select, "select the Function with this id");
   std::string size;
   app.add_option("--size", size, "window size WxH (default 1600x1000)");

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "index_args.h"
 #include "scenarios/registry.h"
 
 namespace hookscope::app {
@@ -14,7 +15,7 @@ struct Args {
   bool live = false;               // --live SCENARIO: run it on worker threads, show events as they come
   scenarios::ScenarioArgs scenario;  // the scenario for --live (and the headless fallback)
   std::string screenshot;          // --screenshot FILE.png: render, write the PNG, exit
-  long at = -1;                    // --at I: the current event
+  cli::EventIndexArg at;           // --at I: the current event (Note [Event index arguments])
   long select = -1;                // --select FUNCTION_ID
   int width = 1600, height = 1000; // --size WxH
   int frames = 0;                  // --frames N: run N frames and exit

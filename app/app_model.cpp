@@ -37,9 +37,11 @@ void App::on_drop(std::vector<std::string> files) {
 
 void App::adopt(LoadResult result) {
   error_ += result.errors;
-  // Headless runs have nobody to read the dialog: say it on stderr too.
+  // Headless runs have nobody to read the dialog: say it on stderr too, and
+  // exit 2 rather than write a picture of what was not opened.
   if (args_.headless_frames() && !result.errors.empty()) {
     fmt::print(stderr, "hookscope: could not open:\n{}", result.errors);
+    request_quit(2);
   }
   if (args_.headless_frames() && !result.warnings.empty()) {
     fmt::print(stderr, "hookscope: read in part:\n{}", result.warnings);
@@ -88,19 +90,21 @@ void App::publish_model(std::shared_ptr<const analysis::Model> model, bool keep_
     timeline_.set_model(model.get());
   }
   size_t at = 0;
-  if (!keep_position && args_.at >= 0) {
-    at = static_cast<size_t>(args_.at);
-    if (model && at >= model->num_events()) {  // a user error: say so (exit 2 when headless)
-      const std::string what = fmt::format("--at {}: the trace has events 0 to {}; give an event in that range",
-                                           args_.at, model->num_events() == 0 ? 0 : model->num_events() - 1);
+  bool at_given = false;
+  if (!keep_position && args_.at.given() && model) {
+    try {
+      at = args_.at.in(model->num_events(), "--at");
+      at_given = true;
+    } catch (const std::invalid_argument& e) {  // a user error: say so (exit 2 when headless)
       if (args_.headless_frames()) {
-        fmt::print(stderr, "hookscope: {}\n", what);
+        fmt::print(stderr, "hookscope: {}\n", e.what());
         request_quit(2);
       }
-      warning_ = what;
+      warning_ = e.what();
     }
-    args_.at = -1;  // only for the first trace opened
-  } else if (!keep_position && model && model->num_events() > 0) {
+    args_.at.text.clear();  // only for the first trace opened
+  }
+  if (!keep_position && !at_given && model && model->num_events() > 0) {
     // Open at the end, as a debugger opens at the last frame; but a run that
     // released everything before it ended would show an empty graph there:
     // then open at its last backward pass, the graph and its hooks complete.
@@ -194,6 +198,10 @@ void App::poll_background() {
   if (auto r = args_.headless_frames() ? compare_.loader.wait() : compare_.loader.poll()) {
     compare_.error = r->errors;
     error_ += r->errors;
+    if (args_.headless_frames() && !r->errors.empty()) {  // as for the main files (adopt)
+      fmt::print(stderr, "hookscope: could not open for --compare:\n{}", r->errors);
+      request_quit(2);
+    }
     if (r->model) {
       compare_.model = std::move(r->model);
       compare_.files = r->files;

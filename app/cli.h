@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/model.h"
+#include "index_args.h"
 #include "scenarios/registry.h"
 
 namespace hookscope::cli {
@@ -37,7 +38,8 @@ std::vector<std::string> child_arguments(const ScenarioArgs& args);
 
 struct EventsArgs {
   std::vector<std::string> kinds;
-  long node = -1, owner = -1, from = -1, to = -1;
+  long node = -1, owner = -1;
+  EventIndexArg from, to;  // Note [Event index arguments]
   int rank = -1;
   std::string format = "text";
 };
@@ -45,9 +47,9 @@ struct EventsArgs {
 int run_record(const ScenarioArgs& args);
 int run_info(const std::vector<std::string>& files);
 int run_events(const std::vector<std::string>& files, const EventsArgs& args);
-int run_state(const std::vector<std::string>& files, long at, int rank, const std::string& format);
+int run_state(const std::vector<std::string>& files, const EventIndexArg& at, int rank, const std::string& format);
 int run_check(const std::vector<std::string>& files, const std::string& format, bool all);
-int run_export(const std::vector<std::string>& files, const std::string& format, long at,
+int run_export(const std::vector<std::string>& files, const std::string& format, const EventIndexArg& at,
                const std::string& output);
 int run_diff(const std::string& a, const std::string& b, const std::string& format);
 int run_stats(const std::vector<std::string>& files);
@@ -55,12 +57,15 @@ int run_launch(const ScenarioArgs& args, int nproc);
 // cli_views.cpp: the GUI's lanes / readiness / explain answers, headless.
 int run_lanes(const std::vector<std::string>& files, const std::string& format, bool leaks_only);
 int run_readiness(const std::vector<std::string>& files, const std::string& format);
-int run_explain(const std::vector<std::string>& files, long event, const std::string& format);
+int run_explain(const std::vector<std::string>& files, const EventIndexArg& event, const std::string& format);
 // diff at a matching point (analysis/compare.h Note [Matching points]), with the hook-order diff.
 int run_diff_at(const std::string& a, const std::string& b, const std::string& at, bool order,
                 const std::string& format);
 
 // Loads trace files into one model; unreadable input -> CliError(kExitUsage).
 analysis::Model load_model(const std::vector<std::string>& files, bool quiet);
+// The event `arg` names in `m`, or CliError(kExitUsage) saying why it names
+// none (Note [Event index arguments]).
+size_t event_at(const EventIndexArg& arg, const analysis::Model& m, std::string_view option);
 
 }  // namespace hookscope::cli

@@ -76,6 +76,14 @@ Model load_model(const std::vector<std::string>& files, bool quiet) {
   }
 }
 
+size_t event_at(const EventIndexArg& arg, const Model& m, std::string_view option) {
+  try {
+    return arg.in(m.num_events(), option);
+  } catch (const std::invalid_argument& e) {
+    throw CliError(kExitUsage, e.what());
+  }
+}
+
 int run_info(const std::vector<std::string>& files) {
   Model m = load_model(files, false);
   std::string text;
@@ -116,13 +124,17 @@ int run_events(const std::vector<std::string>& files, const EventsArgs& a) {
     }
     kinds.push_back(kind);
   }
-  if (a.from >= 0 && a.to >= 0 && a.from > a.to) {
-    throw CliError(kExitUsage, fmt::format("--from {} is after --to {}", a.from, a.to));
+  if (a.from.given() && a.to.given() && a.from.value() > a.to.value()) {
+    throw CliError(kExitUsage, fmt::format("--from {} is after --to {}", a.from.text, a.to.text));
   }
-  const size_t to = std::min<size_t>(a.to < 0 ? m.num_events() : static_cast<size_t>(a.to) + 1, m.num_events());
+  // --to is a bound (past the end: to the end); --from must name an event
+  const size_t from = a.from.given() ? event_at(a.from, m, "--from") : 0;
+  const size_t to = a.to.given() ? static_cast<size_t>(std::min<uint64_t>(a.to.value(), m.num_events() - 1) + 1)
+                                 : m.num_events();
+  if (m.num_events() == 0) return kExitOk;
   std::FILE* out = stdout;
   cli_step("listing events");
-  for (size_t i = a.from < 0 ? 0 : static_cast<size_t>(a.from); i < to; ++i) {
+  for (size_t i = from; i < to; ++i) {
     const trace::Event e = m.event(i);
     if (!kinds.empty() && std::find(kinds.begin(), kinds.end(), e.kind) == kinds.end()) continue;
     if (a.node >= 0 && e.node != static_cast<uint64_t>(a.node)) continue;
@@ -135,18 +147,16 @@ int run_events(const std::vector<std::string>& files, const EventsArgs& a) {
   return kExitOk;
 }
 
-int run_state(const std::vector<std::string>& files, long at, int rank, const std::string& format) {
+int run_state(const std::vector<std::string>& files, const EventIndexArg& at_arg, int rank,
+              const std::string& format) {
   Model m = load_model(files, true);
-  if (m.num_events() == 0) throw CliError(kExitUsage, "the trace has no events");
-  if (at < 0 || static_cast<size_t>(at) >= m.num_events()) {
-    throw CliError(kExitUsage, fmt::format("--at {} is outside the trace (0..{})", at, m.num_events() - 1));
-  }
+  const size_t at = event_at(at_arg, m, "--at");
   cli_step(fmt::format("replaying to event {}", at));
-  const analysis::State st = m.state_at(static_cast<size_t>(at));
+  const analysis::State st = m.state_at(at);
   std::map<analysis::OwnerIndex, bool> live;
   for (const auto& o : st.owners) live[o.owner] = o.live;
   nlohmann::json j = nlohmann::json::array();
-  if (format == "text") print_safe(fmt::format("state after event {}: {}\n", at, m.describe(static_cast<size_t>(at))));
+  if (format == "text") print_safe(fmt::format("state after event {}: {}\n", at, m.describe(at)));
   for (const auto& f : st.functions) {
     const auto& info = m.functions()[f.function];
     if (rank >= 0 && info.rank != rank) continue;
@@ -230,9 +240,15 @@ int run_check(const std::vector<std::string>& files, const std::string& format, 
   return counts.errors + counts.warnings > 0 ? kExitFindings : kExitOk;
 }
 
-int run_export(const std::vector<std::string>& files, const std::string& format, long at,
+int run_export(const std::vector<std::string>& files, const std::string& format, const EventIndexArg& at,
                const std::string& output) {
   Model m = load_model(files, true);
+  // checked before the output is created: a bad --at leaves no empty file behind
+  size_t dot_at = 0;
+  if (format == "dot") {
+    if (m.num_events() == 0) throw CliError(kExitUsage, "the trace has no events");
+    dot_at = at.given() ? event_at(at, m, "--at") : m.num_events() - 1;
+  }
   cli_step("writing " + output);
   std::FILE* out = output == "-" ? stdout : std::fopen(output.c_str(), "w");
   if (!out) throw CliError(kExitUsage, fmt::format("cannot write {}: {}", output, std::strerror(errno)));
@@ -241,12 +257,7 @@ int run_export(const std::vector<std::string>& files, const std::string& format,
   } else if (format == "jsonl") {
     exporters::write_jsonl(m, out);
   } else {
-    if (m.num_events() == 0) throw CliError(kExitUsage, "the trace has no events");
-    const size_t i = at < 0 ? m.num_events() - 1 : static_cast<size_t>(at);
-    if (i >= m.num_events()) {
-      throw CliError(kExitUsage, fmt::format("--at {} is outside the trace (0..{})", at, m.num_events() - 1));
-    }
-    exporters::write_dot(m, i, out);
+    exporters::write_dot(m, dot_at, out);
   }
   const bool ok = std::ferror(out) == 0;
   if (out != stdout) std::fclose(out);

@@ -5,11 +5,33 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
+#include <vector>
 
 #include "cli.h"
 #include "cli_python.h"
+#include "export/export.h"
 #include "launch.h"
 #include "tensor/kernels.h"
+
+namespace {
+
+// `hookscope-cli frobnicate x`: CLI11 said only "A subcommand is required".
+// Name the word and the verbs there are; -1 to go on.
+int refuse_unknown_verb(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-' || argv[1][0] == '\0') return -1;
+  const std::string word = argv[1];
+  std::vector<std::string> verbs;
+  for (const CLI::App* verb : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (verb->check_name(word)) return -1;
+    verbs.push_back(verb->get_name());
+  }
+  fmt::print(stderr, "hookscope-cli: error: '{}' is not a verb; the verbs are: {} (hookscope-cli VERB --help "
+             "for one)\n", hookscope::exporters::terminal_safe(word), fmt::join(verbs, ", "));
+  return hookscope::cli::kExitUsage;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace hookscope::cli;
@@ -56,16 +78,16 @@ int main(int argc, char** argv) {
   events->add_option("--owner", ev.owner, "only events of this owner id (as owner or remover)")
       ->check(CLI::NonNegativeNumber);
   events->add_option("--rank", ev.rank, "only this rank")->check(CLI::Range(0, 65535));
-  events->add_option("--from", ev.from, "first event index")->check(CLI::NonNegativeNumber);
-  events->add_option("--to", ev.to, "last event index")->check(CLI::NonNegativeNumber);
+  events->add_option("--from", ev.from.text, "first event index")->check(event_index_check());
+  events->add_option("--to", ev.to.text, "last event index")->check(event_index_check());
   events->add_option("--format", ev.format, "text or jsonl")->check(CLI::IsMember({"text", "jsonl"}));
 
-  long at = -1;
+  EventIndexArg at;  // Note [Event index arguments]
   int rank = -1;
   std::string format = "text";
   auto* state = app.add_subcommand("state", "every live Function with its hooks right after an event");
   add_files(state);
-  state->add_option("--at", at, "event index")->required()->check(CLI::NonNegativeNumber);
+  state->add_option("--at", at.text, "event index")->required()->check(event_index_check());
   state->add_option("--rank", rank, "only Functions of this rank")->check(CLI::Range(0, 65535));
   state->add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
 
@@ -81,7 +103,7 @@ int main(int argc, char** argv) {
   exp->add_option("--format", format, "chrome, jsonl or dot")
       ->required()
       ->check(CLI::IsMember({"chrome", "jsonl", "dot"}));
-  exp->add_option("--at", at, "event index for dot (default: the last)")->check(CLI::NonNegativeNumber);
+  exp->add_option("--at", at.text, "event index for dot (default: the last)")->check(event_index_check());
   exp->add_option("-o,--output", output, "output file, - for stdout")->required();
 
   std::string a, b;
@@ -109,13 +131,14 @@ int main(int argc, char** argv) {
                                                     "unused, marked twice, stale");
   add_files(readiness);
   readiness->add_option("--format", format, "text or jsonl")->check(CLI::IsMember({"text", "jsonl"}));
-  long explain_event = -1;
+  EventIndexArg explain_event;
   auto* explain = app.add_subcommand("explain", "why did this hook fire: the chain of events behind one "
                                                 "hook_fire");
   add_files(explain);
-  explain->add_option("--event", explain_event, "index of a hook_fire event")->required();
+  explain->add_option("--event", explain_event.text, "index of a hook_fire event")->required()->check(event_index_check());
   explain->add_option("--format", format, "text or jsonl")->check(CLI::IsMember({"text", "jsonl"}));
 
+  if (const int rc = refuse_unknown_verb(app, argc, argv); rc >= 0) return rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

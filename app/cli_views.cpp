@@ -148,15 +148,12 @@ int run_readiness(const std::vector<std::string>& files, const std::string& form
   return kExitOk;
 }
 
-int run_explain(const std::vector<std::string>& files, long event, const std::string& format) {
+int run_explain(const std::vector<std::string>& files, const EventIndexArg& event, const std::string& format) {
   Model m = load_model(files, true);
-  if (event < 0 || static_cast<size_t>(event) >= m.num_events()) {
-    throw CliError(kExitUsage, fmt::format("--event {} is outside the trace (0..{})", event,
-                                           m.num_events() ? m.num_events() - 1 : 0));
-  }
+  const size_t index = event_at(event, m, "--event");
   analysis::Explanation x;
   try {
-    x = analysis::explain_fire(m, static_cast<size_t>(event));
+    x = analysis::explain_fire(m, index);
   } catch (const std::invalid_argument& e) {
     throw CliError(kExitUsage, e.what());
   }
@@ -178,12 +175,31 @@ int run_diff_at(const std::string& a, const std::string& b, const std::string& a
                 const std::string& format) {
   Model ma = load_model({a}, true);
   Model mb = load_model({b}, true);
+  // A point wrong in itself is said once; then each trace on its own, so that
+  // the message names the one that lacks it.
+  const std::string point = at.empty() ? "end" : at;
+  try {
+    analysis::check_point(at);
+  } catch (const std::invalid_argument& e) {
+    throw CliError(kExitUsage, fmt::format("--at {}: {}", point, e.what()));
+  }
+  std::string error_a, error_b;
   analysis::MatchPoint pa, pb;
   try {
     pa = analysis::resolve_point(ma, at);
+  } catch (const std::invalid_argument& e) {
+    error_a = e.what();
+  }
+  try {
     pb = analysis::resolve_point(mb, at);
   } catch (const std::invalid_argument& e) {
-    throw CliError(kExitUsage, fmt::format("--at {}: {}", at.empty() ? "end" : at, e.what()));
+    error_b = e.what();
+  }
+  if (!error_a.empty() || !error_b.empty()) {
+    std::string what;
+    if (!error_a.empty()) what += fmt::format("A ({}) lacks it: {}", a, error_a);
+    if (!error_b.empty()) what += fmt::format("{}B ({}) lacks it: {}", what.empty() ? "" : "; ", b, error_b);
+    throw CliError(kExitUsage, fmt::format("--at {}: {}", point, what));
   }
   auto d = analysis::diff_models_at(ma, analysis::diagnose(ma), pa.index, mb, analysis::diagnose(mb), pb.index);
   d.where = fmt::format("{} (#{} in A, #{} in B)", pa.label, pa.index, pb.index);

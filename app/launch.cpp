@@ -120,6 +120,15 @@ std::string last_error(const std::string& log) {
   return found;
 }
 
+// Whether `pid` is stopped (SIGSTOP, a debugger): alive, but it runs nothing.
+bool process_stopped(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  const size_t close = stat.rfind(')');  // the name may hold spaces and ')'
+  return close != std::string::npos && close + 2 < stat.size() && (stat[close + 2] == 'T' || stat[close + 2] == 't');
+}
+
 const char* signal_name(int sig) {
   const char* d = ::sigdescr_np(sig);
   return d ? d : "unknown signal";
@@ -172,6 +181,7 @@ class Launcher {
       if (Clock::now() - last_scan > std::chrono::seconds(1)) {
         last_scan = Clock::now();
         scan_progress();
+        scan_stopped();
         if (reason_.empty() && Clock::now() - last_progress_ > stall_limit_) {
           abandon(fmt::format(
               "no rank made progress for {} s (stalled)",
@@ -339,6 +349,26 @@ class Launcher {
     }
   }
 
+  // Note [Stopped ranks]
+  // ~~~~~~~~~~~~~~~~~~~~~
+  // A rank that is stopped (SIGSTOP, a debugger) is alive and silent: its
+  // peers time out and re-form, and no trace of theirs can say which rank
+  // went quiet. The launcher sees the stop in /proc and records a failure
+  // naming the rank, once per stop (seen again after it was resumed).
+  void scan_stopped() {
+    for (const auto& [pid, ch] : running_) {
+      if (!process_stopped(pid)) {
+        stopped_.erase(pid);
+        continue;
+      }
+      if (!stopped_.insert(pid).second || killed_by_us_.count(pid)) continue;
+      const std::string what = fmt::format("rank {} (pid {}) is stopped (SIGSTOP or a debugger) and does not "
+                                           "respond; its peers will time out waiting for it", ch.rank, pid);
+      fmt::print("{}\n", what);
+      failure(ch, trace::FailureMode::kTimeout, what);
+    }
+  }
+
   const ScenarioArgs& a_;
   const int nproc_;
   const std::string store_dir_;
@@ -347,6 +377,7 @@ class Launcher {
   std::map<int, bool> finished_;
   std::map<int, int> finished_generation_;  // rank -> its last group generation
   std::set<pid_t> killed_by_us_;
+  std::set<pid_t> stopped_;  // Note [Stopped ranks]: stopped when last looked at
   std::vector<Child> all_;
   std::vector<trace::Event> failures_;
   std::string reason_;
@@ -438,7 +469,14 @@ int run_launch(const ScenarioArgs& base, int nproc) {
   });
   fmt::print("\ntraces:\n");
   for (const Child& ch : finished) {
-    fmt::print("  {}\n", ch.trace);
+    // only files that are there (a read-only output directory holds none)
+    if (std::error_code missing; std::filesystem::is_regular_file(ch.trace, missing)) {
+      fmt::print("  {}\n", ch.trace);
+    } else {
+      const std::string dir = std::filesystem::path(ch.trace).parent_path().string();
+      fmt::print("  rank {} (generation {}): no trace file was written; can {} be written?\n", ch.rank,
+                 ch.generation, dir.empty() ? "." : dir);
+    }
     std::ifstream log(ch.log);
     std::string line;
     while (std::getline(log, line)) {

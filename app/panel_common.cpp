@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "app.h"
 #include "render/layout/colors.h"
 
@@ -21,6 +23,19 @@ std::string key_text(uint64_t key) { return trace::format_hook_key(key); }
 const char* kind_name(int kind) {
   if (kind < 0 || kind >= trace::kNumHookKinds) return "?";
   return trace::to_string(static_cast<trace::HookKind>(kind)).data();  // literals: NUL-terminated
+}
+
+size_t drawable_length(std::string_view text) {
+  if (text.size() <= kMaxDrawnBytes) return text.size();
+  size_t n = kMaxDrawnBytes;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;  // not inside a character
+  return n;
+}
+
+std::string drawable(std::string_view text) {
+  const size_t n = drawable_length(text);
+  if (n == text.size()) return std::string(text);
+  return fmt::format("{}\xe2\x80\xa6 ({} more bytes)", text.substr(0, n), text.size() - n);
 }
 
 namespace {

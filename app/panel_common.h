@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "analysis/model.h"
 #include "analysis/state.h"
@@ -26,6 +27,21 @@ std::string attached_at_end(const analysis::Model& m);
 std::string key_text(uint64_t key);
 // trace::to_string(HookKind) as a C string, "?" out of range.
 const char* kind_name(int kind);
+
+// Note [Drawable text]
+// ~~~~~~~~~~~~~~~~~~~~
+// Text from a trace (labels, names, what explain says about them) can be
+// megabytes long, and ImGui 1.86 reserves 4 vertices per byte of what it
+// draws while a window's draw list indexes 65,536 with 16-bit indices: a
+// 1 MB module label in the Why panel aborted the app ("Too many vertices in
+// ImDrawList using 16-bit indices"). Panels draw such text through
+// drawable(): at most kMaxDrawnBytes bytes, cut at a UTF-8 boundary, with
+// how much was left out. The data keeps the whole text (the CLI prints it).
+constexpr size_t kMaxDrawnBytes = 1024;
+// Bytes of `text` to draw: all of it up to kMaxDrawnBytes, else a UTF-8 boundary below.
+size_t drawable_length(std::string_view text);
+// `text`, or its first drawable_length() bytes and "... (N more bytes)".
+std::string drawable(std::string_view text);
 
 // Begins a panel window that needs a trace: false (the window already ended)
 // when it is collapsed or no trace with events is open, which it then says.

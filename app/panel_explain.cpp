@@ -20,6 +20,7 @@ uint32_t verdict_color(analysis::FireVerdict v) {
     case analysis::FireVerdict::kNormal: return palette().text;
     case analysis::FireVerdict::kStale: return palette().alarm;
     case analysis::FireVerdict::kAfterRemoval: return palette().removed;
+    case analysis::FireVerdict::kUnproven: return palette().alarm;
   }
   return palette().text;
 }
@@ -50,7 +51,7 @@ void App::draw_explain_panel() {
   s.explain_steps = s.explain_links = 0;
   if (!v.explanation) {
     if (!v.explain_error.empty()) {
-      ImGui::TextWrapped("Cannot explain #%zu: %s", now, v.explain_error.c_str());
+      ImGui::TextWrapped("Cannot explain #%zu: %s", now, drawable(v.explain_error).c_str());
     } else {
       ImGui::TextWrapped("#%zu is a %s, not a hook fire. Go to a hook_fire event (Events panel, a fire tick in "
                          "Lanes, or Ctrl+Right with step kind hook_fire) to see why it fired.",
@@ -68,7 +69,7 @@ void App::draw_explain_panel() {
   ImGui::SameLine();
   event_link(x.fire);
   ImGui::PushTextWrapPos(0.f);
-  ImGui::TextUnformatted(x.summary.c_str());
+  ImGui::TextUnformatted(drawable(x.summary).c_str());  // Note [Drawable text]
   ImGui::PopTextWrapPos();
   ImGui::Separator();
   for (size_t i = 0; i < x.steps.size(); ++i) {
@@ -85,7 +86,7 @@ void App::draw_explain_panel() {
       ImGui::SameLine();
     }
     ImGui::PushTextWrapPos(0.f);
-    ImGui::TextUnformatted(step.text.c_str());
+    ImGui::TextUnformatted(drawable(step.text).c_str());
     ImGui::PopTextWrapPos();
     ImGui::PopID();
   }
@@ -119,7 +120,8 @@ void App::draw_changes_section() {
       ImGui::SameLine();
       const std::string line = m->describe(events[i]);  // "#i r0 ...": the link says #i
       const size_t space = line.find(' ');
-      ImGui::TextDisabled("%s", space == std::string::npos ? line.c_str() : line.c_str() + space + 1);
+      const std::string_view rest = space == std::string::npos ? line : std::string_view(line).substr(space + 1);
+      ImGui::TextDisabled("%s", drawable(rest).c_str());
       ImGui::Unindent();
       ImGui::PopID();
       ImGui::PopID();

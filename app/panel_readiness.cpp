@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <new>
 
 #include "app.h"
 #include "panel_common.h"
@@ -70,21 +71,28 @@ struct GridPlace {
   float header_top;              // of the backward passes' numbers
   float grid_top;                // of the first row of cells
   float clip_top, clip_bottom;   // the child's visible band
+  float clip_left, clip_right;
 };
 
-// One grid's visible rows: the parameter's name, then a cell per backward pass.
+// One grid's visible cells: the parameter's name, then a cell per backward
+// pass, only those in the child's visible band (a wide map has more columns
+// than a draw list can index).
 void readiness_rows(const analysis::ReadinessGrid& g, float x, float cx0, const GridPlace& at, ViewsDrawStats& s) {
   const size_t nb = g.backwards.size(), np = g.parameters.size();
   const float ch = at.ch, cw = at.cw, line = at.line, grid_top = at.grid_top;
   ImDrawList* dl = at.dl;
   const size_t first = static_cast<size_t>(std::max(0.f, (at.clip_top - grid_top) / ch));
   const size_t last = std::min(np, static_cast<size_t>(std::max(0.f, (at.clip_bottom - grid_top) / ch)) + 1);
+  const size_t first_b = static_cast<size_t>(std::max(0.f, (at.clip_left - cx0) / cw));
+  const size_t last_b = std::min(nb, static_cast<size_t>(std::max(0.f, (at.clip_right - cx0) / cw)) + 1);
   for (size_t p = first; p < last; ++p) {
     const float y = grid_top + p * ch;
     dl->PushClipRect(ImVec2(x, y), ImVec2(cx0 - 4.f, y + ch), true);
-    dl->AddText(ImVec2(x, y + (ch - line) * 0.5f), palette().text_dim, g.parameters[p].name.c_str());
+    const std::string& name = g.parameters[p].name;
+    dl->AddText(ImVec2(x, y + (ch - line) * 0.5f), palette().text_dim, name.c_str(),
+                name.c_str() + drawable_length(name));
     dl->PopClipRect();
-    for (size_t b = 0; b < nb; ++b) {
+    for (size_t b = first_b; b < last_b; ++b) {
       const analysis::ReadinessCell& c = g.cell(p, b);
       const float cx = cx0 + b * cw;
       dl->AddRectFilled(ImVec2(cx, y), ImVec2(cx + std::max(1.f, cw - 1.f), y + ch - 1.f), readiness_color(c.status));
@@ -113,7 +121,7 @@ bool readiness_cell_tooltip(const analysis::Model& m, const analysis::ReadinessG
   const analysis::ReadinessCell& c = g.cell(p, b);
   const auto& col = g.backwards[b];
   ImGui::BeginTooltip();
-  ImGui::Text("rank %u, %s", static_cast<unsigned>(g.rank), g.parameters[p].name.c_str());
+  ImGui::Text("rank %u, %s", static_cast<unsigned>(g.rank), drawable(g.parameters[p].name).c_str());
   ImGui::Text("backward pass %zu (#%u .. %s)%s", b + 1, col.begin,
               col.end == kNever ? "never ended" : fmt::format("#{}", col.end).c_str(), col.completed ? "" : ", cut short");
   if (col.reducer != analysis::kNoIndex) {
@@ -121,7 +129,8 @@ bool readiness_cell_tooltip(const analysis::Model& m, const analysis::ReadinessG
   }
   ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(readiness_color(c.status)), "%s: %s",
                      std::string(analysis::to_string(c.status)).c_str(), status_words(c.status));
-  ImGui::Text("marks %u, stale fires %u, no-op fires %u", c.marks, c.stale, c.noops);
+  ImGui::Text("marks %llu, stale fires %llu, no-op fires %llu", static_cast<unsigned long long>(c.marks),
+              static_cast<unsigned long long>(c.stale), static_cast<unsigned long long>(c.noops));
   if (c.event != kNever) ImGui::TextDisabled("click: go to #%u (%s)", c.event, m.describe(c.event).c_str());
   ImGui::EndTooltip();
   return c.event != kNever;
@@ -146,15 +155,18 @@ void readiness_hover(const analysis::Model& m, const analysis::ReadinessGrid& g,
   ImGui::PopID();
 }
 
-// The columns' header: each backward pass's number (1 = the rank's first),
-// as many as fit without touching, the first and the current pass's always.
+// The columns' header: each visible backward pass's number (1 = the rank's
+// first), as many as fit without touching, the current pass's always.
 void readiness_header(const analysis::ReadinessGrid& g, float x, float cx0, const GridPlace& at, size_t now,
                       ViewsDrawStats& s) {
   const size_t nb = g.backwards.size();
   at.dl->AddText(ImVec2(x, at.header_top), palette().text_dim, "backward pass");
   float next_x = cx0;  // where the next label may start
   char buf[24];
-  for (size_t b = 0; b < nb; ++b) {
+  // Only the columns in the child's visible band, as readiness_rows.
+  const size_t first_b = static_cast<size_t>(std::max(0.f, (at.clip_left - cx0) / at.cw));
+  const size_t last_b = std::min(nb, static_cast<size_t>(std::max(0.f, (at.clip_right - cx0) / at.cw)) + 1);
+  for (size_t b = first_b; b < last_b; ++b) {
     const auto& col = g.backwards[b];
     const size_t from = col.prepared_at != kNever ? col.prepared_at : col.begin;
     const bool current = now >= from && (col.end == kNever || now <= col.end);
@@ -190,13 +202,30 @@ void App::draw_readiness_panel() {
   const analysis::Model* m = session_.model();
   if (!begin_trace_panel("Readiness", &v.show_readiness, m)) return;
   if (v.readiness_model != m) {
-    v.grids = analysis::readiness_grids(*m);
+    v.grids.clear();
+    v.readiness_error.clear();
     v.readiness_model = m;
+    // a hostile trace's map may not fit (Note [Readiness map size]): say so here, never abort
+    try {
+      v.grids = analysis::readiness_grids(*m);
+    } catch (const analysis::ReadinessTooLarge& e) {
+      v.readiness_error = e.what();
+    } catch (const std::bad_alloc&) {
+      v.readiness_error = "out of memory while building the readiness map; close other traces or give "
+                          "hookscope more memory";
+    }
   }
   ViewsDrawStats& s = v.stats;
   s.cells = 0;
   s.readiness_headers = 0;
   std::fill(std::begin(s.cell_status), std::end(s.cell_status), 0u);
+  s.readiness_error = v.readiness_error;
+  if (!v.readiness_error.empty()) {
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().alarm), "No readiness map:");
+    ImGui::TextWrapped("%s", v.readiness_error.c_str());
+    ImGui::End();
+    return;
+  }
   if (v.grids.empty()) {
     ImGui::TextDisabled("No DDP Reducer in this trace: nothing to map.");
     ImGui::End();
@@ -215,12 +244,14 @@ void App::draw_readiness_panel() {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 clip_min = ImGui::GetWindowPos();
   const float clip_bottom = clip_min.y + ImGui::GetWindowSize().y;
+  const float clip_right = clip_min.x + ImGui::GetWindowSize().x;
   Go go;
   float x = origin.x;
   float right = origin.x, bottom = origin.y;
   const float header_top = origin.y + line + 4.f;
   const float grid_top = header_top + line + 2.f;
-  const GridPlace at{dl, line, cw, ch, origin.y, header_top, grid_top, clip_min.y, clip_bottom};
+  const GridPlace at{dl, line, cw, ch, origin.y, header_top, grid_top, clip_min.y, clip_bottom,
+                     clip_min.x, clip_right};
   const size_t now = session_.current();
   for (size_t gi = 0; gi < ranks; ++gi) {
     const analysis::ReadinessGrid& g = v.grids[gi];

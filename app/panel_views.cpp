@@ -37,12 +37,12 @@ void write_report(const ViewsDrawStats& s, const char* path) {
   const std::string json = fmt::format(
       "{{\"lanes\":{},\"counter\":{},\"readiness\":{},\"lane_rows\":{},\"bars\":{},\"dead_segments\":{},"
       "\"ticks\":{},\"stale_ticks\":{},\"cells\":{},\"cell_status\":[{},{},{},{},{},{}],"
-      "\"explain_verdict\":\"{}\",\"explain_steps\":{},\"explain_links\":{},\"readiness_headers\":{},"
-      "\"lane_headers\":{},\"ranked_lane_headers\":{}}}\n",
+      "\"readiness_refused\":{},\"explain_verdict\":\"{}\",\"explain_steps\":{},\"explain_links\":{},"
+      "\"readiness_headers\":{},\"lane_headers\":{},\"ranked_lane_headers\":{}}}\n",
       rect(s.lanes), rect(s.counter), rect(s.readiness), s.lane_rows, s.bars, s.dead_segments, s.ticks, s.stale_ticks,
       s.cells, s.cell_status[0], s.cell_status[1], s.cell_status[2], s.cell_status[3], s.cell_status[4],
-      s.cell_status[5], s.explain_verdict, s.explain_steps, s.explain_links, s.readiness_headers, s.headers,
-      s.ranked_headers);
+      s.cell_status[5], !s.readiness_error.empty(), s.explain_verdict, s.explain_steps, s.explain_links,
+      s.readiness_headers, s.headers, s.ranked_headers);
   if (std::FILE* out = std::fopen(path, "w")) {
     std::fwrite(json.data(), 1, json.size(), out);
     std::fclose(out);

@@ -32,6 +32,7 @@ struct ViewsDrawStats {
   uint32_t cells = 0;
   uint32_t readiness_headers = 0;  // backward-pass numbers drawn over the columns
   uint32_t cell_status[6] = {};  // by analysis::Readiness
+  std::string readiness_error;   // the panel's message instead of grids
   std::string explain_verdict;   // "" when the current event is no fire
   uint32_t explain_steps = 0, explain_links = 0;
 };
@@ -61,6 +62,7 @@ struct ViewPanels {
   // ---- Readiness ----
   const analysis::Model* readiness_model = nullptr;
   std::vector<analysis::ReadinessGrid> grids;
+  std::string readiness_error;  // why there are no grids (Note [Readiness map size]), shown in the panel
 
   // ---- Why did this fire? ----
   const analysis::Model* explain_model = nullptr;

@@ -24,6 +24,7 @@ ALL_BENCHES=(
   bench_engine
   bench_trace
   bench_analysis
+  bench_diff
   bench_export
   bench_ddp
   bench_layout

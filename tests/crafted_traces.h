@@ -215,7 +215,7 @@ enum K : uint8_t {
   kNodeCreated = 1, kNodeEdge = 2, kNodeLabel = 3, kNodeReleased = 4, kOwnerCreated = 5,
   kOwnerDestroyed = 6, kHookAdded = 7, kHookFired = 8, kHookRemoved = 9, kHookRemoveFailed = 10,
   kBackwardBegin = 11, kBackwardEnd = 12, kApplyBegin = 13, kApplyEnd = 14, kSavedPacked = 15,
-  kSavedUnpacked = 16, kReducerConstructed = 32, kReducerDestroyed = 33, kMarkReady = 36,
+  kSavedUnpacked = 16, kReducerConstructed = 32, kReducerDestroyed = 33, kPrepareForBackward = 34, kMarkReady = 36,
   kBucketReady = 39, kCollectiveBegin = 40, kCollectiveEnd = 41,
 };
 constexpr uint8_t kPost = 3, kModuleForwardPre = 5, kModuleForward = 6, kModuleBackward = 8;
@@ -251,6 +251,24 @@ class Builder {
     return {std::move(name), std::move(what), encode(spec), std::move(malformed), stale};
   }
 };
+
+// Reducer 1 with `parameters` parameters and `passes` backward passes it
+// prepared for; pass k marks parameter `parameter(k)` ready once. Its
+// readiness map is (distinct parameters marked) x passes cells from 4 events
+// a pass (Note [Readiness map size]).
+template <class Parameter>
+Builder readiness_passes(uint32_t parameters, uint32_t passes, Parameter parameter) {
+  Builder b;
+  b.ev(kOwnerCreated, 0, 0, b.intern("Reducer 1"), 1, kOwnerReducer);
+  b.ev(kReducerConstructed, 0, 0, parameters, 1, 0, 1);
+  for (uint32_t k = 0; k < passes; ++k) {
+    b.ev(kPrepareForBackward, 0, 0, k, 1);
+    b.ev(kBackwardBegin, 0, 0, 1);
+    b.ev(kMarkReady, 0, 0, parameter(k), 1);
+    b.ev(kBackwardEnd, 0, 0, 1);
+  }
+  return b;
+}
 
 // `scale` sizes the quadratic cases (hooks on one Function).
 inline std::vector<Crafted> catalogue(uint32_t scale = 20000) {

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "analysis/diagnostics.h"
+#include "analysis/diff.h"
 #include "analysis/model.h"
 #include "analysis/state.h"
 #include "crafted_traces.h"
@@ -168,6 +169,37 @@ TEST_CASE("hostile traces: the quadratic shapes load and diagnose in linear time
     // (the limit leaves room for sanitizers and a loaded machine).
     CHECK(s < 20.0);
   }
+}
+
+TEST_CASE("hostile traces: diff is linear in hooked Functions (stale lanes)") {
+  // One owner's hook on each of N leaves, the owner destroyed, every hook
+  // firing stale. Each diff row scanned every Function for its name: 40k
+  // took 4.7 s, 300k minutes (bench/bench_diff.cpp has the figures). Four
+  // times the lanes must cost about four times as much, not sixteen.
+  auto diff_seconds = [](uint32_t n) {
+    crafted::Builder b;
+    const uint64_t name = b.intern("AccumulateGrad");
+    b.ev(crafted::kOwnerCreated, 0, 0, b.intern("probe"), 1, crafted::kOwnerUser);
+    for (uint32_t k = 1; k <= n; ++k) {
+      b.ev(crafted::kNodeCreated, k, 0, name, 0, 1);
+      b.ev(crafted::kHookAdded, k, k, 0, 1, crafted::kPost);
+    }
+    b.ev(crafted::kOwnerDestroyed, 0, 0, 0, 1);
+    for (uint32_t k = 1; k <= n; ++k) b.ev(crafted::kHookFired, k, k, 0, 1, crafted::kPost);
+    const std::string bytes = crafted::encode(b.spec);
+    const auto start = std::chrono::steady_clock::now();
+    const Model m1(trace::read_trace_buffer(bytes.data(), bytes.size(), "a"));
+    const Model m2(trace::read_trace_buffer(bytes.data(), bytes.size(), "b"));
+    const ModelDiff d = diff_models(m1, m2);
+    CHECK(d.functions.size() == n);
+    CHECK(d.num_differing() == 0);
+    CHECK(d.only_a.empty());
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const double small = diff_seconds(25'000), big = diff_seconds(100'000);
+  MESSAGE("diff of 25k / 100k stale lanes: " << small << " / " << big << " s");
+  CHECK(big < 9.0 * small + 0.5);  // quadratic: 12x and more
+  CHECK(big < 30.0);
 }
 
 TEST_CASE("module hooks: kept per owner, shown by state and describe - a fire after removal is a stale_fire") {

@@ -247,6 +247,36 @@ TEST_CASE("a rank that hangs (SIGSTOP): the launcher's watchdog ends the run, ex
   CHECK(all_dead(ranks));
 }
 
+TEST_CASE("a rank stopped for a while (SIGSTOP, then SIGCONT) is named in a failure event") {
+  testing::TempDir dir("hookscope-launch-stop");
+  const auto [launcher, ranks] = start_long_launch(dir, {"--timeout-ms", "1000"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(ranks[1], SIGSTOP);  // Note [Stopped ranks]: its peer times out; only the launcher can name it
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  ::kill(ranks[1], SIGCONT);
+  ::kill(launcher, SIGTERM);
+  CHECK(wait_exit(launcher) == 128 + SIGTERM);
+  const std::string out = slurp(dir.path / "launch.out");
+  CAPTURE(out);
+  const std::string named = "rank 1 (pid " + std::to_string(ranks[1]) + ") is stopped";
+  CHECK(out.find(named) != std::string::npos);
+  auto failures = testing::run_command(kCli + " events --kind failure " + (dir.path / "run.launch.hstrace").string());
+  CAPTURE(failures.out);
+  CHECK(failures.out.find(named) != std::string::npos);
+  CHECK(all_dead(ranks));
+}
+
+TEST_CASE("an output directory nobody can write: launch lists no trace file that does not exist") {
+  // /proc takes no new files, even from root (a chmod'ed directory would not stop root, as in CI)
+  const std::string prefix = "/proc/hookscope-unwritable-" + std::to_string(::getpid());
+  auto r = testing::run_command(kCli + " launch --nproc 2 recovery --steps 4 -o " + prefix);
+  CAPTURE(r.out);
+  CHECK(r.exit != 0);
+  CHECK(r.out.find("no trace file was written; can /proc be written?") != std::string::npos);
+  CHECK(r.out.find("  " + prefix + ".rank0.hstrace\n") == std::string::npos);
+  CHECK(r.out.find("  " + prefix + ".rank1.hstrace\n") == std::string::npos);
+}
+
 TEST_CASE("a rank that cannot run ends the run at once: exit 1, the failure in the traces") {
   testing::TempDir dir("hookscope-launch-error");
   const std::string prefix = (dir.path / "run").string();

@@ -19,8 +19,20 @@ namespace {
 size_t parse_ordinal(std::string_view name, std::string_view text) {
   size_t n = 0;
   const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc{} || p != text.data() + text.size() || n == 0) {
-    throw std::invalid_argument(fmt::format("matching point '{}': '{}' is not a count from 1", name, text));
+  const bool digits =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) {
+    const bool negative = text.size() > 1 && text[0] == '-';
+    throw std::invalid_argument(fmt::format("matching point '{}': '{}' is {}; counts start at 1 (backward:1 is "
+                                            "the first backward pass)", name, text,
+                                            negative ? "below 1" : "not a number"));
+  }
+  if (ec == std::errc::result_out_of_range) {
+    throw std::invalid_argument(fmt::format("matching point '{}': '{}' is more than any trace holds", name, text));
+  }
+  if (n == 0) {
+    throw std::invalid_argument(fmt::format("matching point '{}': counts start at 1 (backward:1 is the first "
+                                            "backward pass), not 0", name));
   }
   return n;
 }
@@ -76,9 +88,8 @@ std::vector<EventIndex> backward_pass_ends(const Model& m) {
   return out;
 }
 
-MatchPoint resolve_point(const Model& m, std::string_view name) {
-  if (m.num_events() == 0) throw std::invalid_argument("the trace has no events");
-  if (name.empty() || name == "end") return {m.num_events() - 1, "at the end"};
+void check_point(std::string_view name) {
+  if (name.empty() || name == "end") return;
   const size_t colon = name.rfind(':');
   if (colon == std::string_view::npos) {
     throw std::invalid_argument(fmt::format(
@@ -86,8 +97,28 @@ MatchPoint resolve_point(const Model& m, std::string_view name) {
         "or KIND:N (e.g. hook_fire:100)", name));
   }
   const std::string_view what = name.substr(0, colon);
+  (void)parse_ordinal(name, name.substr(colon + 1));
+  for (std::string_view alias : {"backward", "rebuild", "failure", "constructed", "destroyed"}) {
+    if (what == alias) return;
+  }
+  if (trace::event_kind_from_string(what) == EventKind::kNone) {
+    throw std::invalid_argument(fmt::format(
+        "matching point '{}': '{}' is neither backward, rebuild, failure, constructed, destroyed nor an "
+        "event kind (hook_fire, reducer_destroyed, ...)", name, what));
+  }
+}
+
+MatchPoint resolve_point(const Model& m, std::string_view name) {
+  check_point(name);
+  if (m.num_events() == 0) throw std::invalid_argument("the trace has no events");
+  if (name.empty() || name == "end") return {m.num_events() - 1, "at the end"};
+  const size_t colon = name.rfind(':');
+  const std::string_view what = name.substr(0, colon);
   const size_t n = parse_ordinal(name, name.substr(colon + 1));
   if (what == "backward") {
+    if (m.events_of_kind(EventKind::kBackwardBegin).empty()) {
+      throw std::invalid_argument("the trace has no backward passes");  // not "on rank 65535"
+    }
     const std::vector<EventIndex> backward_ends = backward_pass_ends(m);
     const uint16_t lowest = lowest_rank(m, EventKind::kBackwardBegin);
     if (n > backward_ends.size()) {
@@ -98,6 +129,7 @@ MatchPoint resolve_point(const Model& m, std::string_view name) {
   }
   if (what == "rebuild") {
     // every rank rebuilds its DDP: count the lowest rank's
+    if (m.events_of_kind(EventKind::kRecoveryStep).empty()) throw std::invalid_argument("the trace has no DDP rebuilds");
     const uint16_t lowest = lowest_rank(m, EventKind::kRecoveryStep);
     const size_t i = nth(m, m.events_of_kind(EventKind::kRecoveryStep), n,
                          fmt::format("DDP rebuilds on rank {}", lowest), [lowest](const trace::Event& e) {
@@ -118,12 +150,7 @@ MatchPoint resolve_point(const Model& m, std::string_view name) {
     const size_t i = nth(m, m.events_of_kind(a.kind), n, a.words, [](const trace::Event&) { return true; });
     return {i, fmt::format("after {} {}", a.name, n)};
   }
-  const EventKind kind = trace::event_kind_from_string(what);
-  if (kind == EventKind::kNone) {
-    throw std::invalid_argument(fmt::format(
-        "matching point '{}': '{}' is neither backward, rebuild, failure, constructed, destroyed nor an "
-        "event kind (hook_fire, reducer_destroyed, ...)", name, what));
-  }
+  const EventKind kind = trace::event_kind_from_string(what);  // check_point: a known kind
   const size_t i = nth(m, all_of_kind(m, kind), n, fmt::format("{} events", what),
                        [](const trace::Event&) { return true; });
   return {i, fmt::format("after {} {}", what, n)};

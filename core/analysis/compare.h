@@ -32,6 +32,11 @@ struct MatchPoint {
 };
 // Throws std::invalid_argument for a malformed name or a point the model lacks.
 MatchPoint resolve_point(const Model& model, std::string_view name);
+// Throws std::invalid_argument, as resolve_point does, when `name` is no
+// point of any trace (not a number, a count below 1, an unknown kind): a
+// caller resolving it in several traces says that once, and names the
+// traces that lack a well-formed point.
+void check_point(std::string_view name);
 
 // The lowest rank that has an event of `kind` (UINT16_MAX: none); matching
 // points count on it, since every rank goes through the same story.

@@ -48,6 +48,7 @@ class FunctionMatch {
   std::vector<uint32_t> gen_;          // per Function, its own creation's generation
   std::vector<uint32_t> leaf_ordinal_;  // per leaf root, among its (rank, signature, generation)
   std::vector<uint8_t> copied_;         // per leaf root: its rank has it in several generations
+  bool several_ranks_ = false;          // has_several_ranks(), asked once
 };
 
 }  // namespace hookscope::analysis

@@ -14,6 +14,7 @@ std::string_view to_string(FireVerdict v) {
     case FireVerdict::kNormal: return "normal";
     case FireVerdict::kStale: return "stale";
     case FireVerdict::kAfterRemoval: return "after_removal";
+    case FireVerdict::kUnproven: return "unproven";
   }
   return "?";
 }
@@ -84,6 +85,50 @@ std::string owner_words(const Model& m, OwnerIndex o) {
   return m.owner_name(o);
 }
 
+// The Function the fire event names (its own node id), which need not be the
+// one the hook was added to, nor one the trace ever created.
+std::string fired_on(const Model& m, size_t index, const trace::Event& e, const std::string& fallback) {
+  if (e.node == 0) return fallback;
+  const FunctionIndex f = m.find_function(m.source(index), e.node);
+  return f == kNoIndex ? fmt::format("unknown Function #{}", e.node) : m.function_name(f);
+}
+
+// What the trace claims at `index` that cannot be true (Note [Malformed traces]), or null.
+const Malformation* malformation_at(const Model& m, size_t index) {
+  const auto& v = m.malformations();
+  const auto it = std::find_if(v.begin(), v.end(), [&](const Malformation& x) { return x.at == index; });
+  return it == v.end() ? nullptr : &*it;
+}
+
+// Note [What explain can prove]: why this fire cannot be explained, or "" when it can.
+std::string unproven_reason(const Model& m, const HookInfo& hook, const Malformation* bad) {
+  if (bad) {
+    return fmt::format("the trace cannot be true here ({}: {})", to_string(bad->kind), bad->what);
+  }
+  if (!hook.announced) {
+    return fmt::format("the trace never shows key {} added (the hook may predate the recording)",
+                       trace::format_hook_key(hook.key));
+  }
+  if (hook.owner == kNoIndex) return "the hook names no owner, so nothing shows who keeps it attached";
+  if (!m.owners()[hook.owner].announced) {
+    return fmt::format("its owner {} was never declared, so nothing shows it alive", m.owner_name(hook.owner));
+  }
+  return {};
+}
+
+// The first step: the hook's add, or (Note [What explain can prove]) what is missing.
+ExplainStep added_step(const Model& m, const HookInfo& hook, const std::string& owner, const std::string& fn) {
+  const std::string key = trace::format_hook_key(hook.key);
+  if (!hook.announced) {
+    return {kNever, fmt::format("no hook_add for key {} anywhere in the trace: when and by whom it was added "
+                                "is unknown", key)};
+  }
+  if (hook.function == kNoIndex) {
+    return {hook.added_at, fmt::format("{} hook (key {}) registered on {}", trace::to_string(hook.kind), key, owner)};
+  }
+  return {hook.added_at, fmt::format("{} hook (key {}) added to {} by {}", trace::to_string(hook.kind), key, fn, owner)};
+}
+
 }  // namespace
 
 Explanation explain_fire(const Model& m, size_t index) {
@@ -98,8 +143,9 @@ Explanation explain_fire(const Model& m, size_t index) {
   }
   Explanation out;
   out.fire = static_cast<EventIndex>(index);
-  out.hook = m.find_hook(m.source(index), e.key);
+  out.hook = m.hook_fired_at(index);  // not find_hook(): a key added again names a newer hook
   if (out.hook == kNoIndex) {
+    out.verdict = FireVerdict::kUnproven;
     out.summary = fmt::format("key {} fired but the trace never shows it added",
                               trace::format_hook_key(e.key));
     out.steps.push_back({out.fire, m.describe(index)});
@@ -108,13 +154,9 @@ Explanation explain_fire(const Model& m, size_t index) {
   const HookInfo& hook = m.hooks()[out.hook];
   const std::string owner = owner_words(m, hook.owner);
   const std::string fn = hook.function == kNoIndex ? owner : m.function_name(hook.function);
-  out.steps.push_back({hook.added_at, hook.function == kNoIndex
-                                          ? fmt::format("{} hook (key {}) registered on {}",
-                                                        trace::to_string(hook.kind),
-                                                        trace::format_hook_key(hook.key), owner)
-                                          : fmt::format("{} hook (key {}) added to {} by {}",
-                                                        trace::to_string(hook.kind),
-                                                        trace::format_hook_key(hook.key), fn, owner)});
+  const std::string on = fired_on(m, index, e, fn);
+  const Malformation* bad = malformation_at(m, index);
+  out.steps.push_back(added_step(m, hook, owner, fn));
   const ReducerIndex r = hook.owner == kNoIndex ? kNoIndex : m.reducer_of(hook.owner);
   const EventIndex died = hook.owner == kNoIndex ? kNever : m.owners()[hook.owner].destroyed_at;
   if (died != kNever && died <= index) {
@@ -137,12 +179,15 @@ Explanation explain_fire(const Model& m, size_t index) {
                                          m.event(bw).sub == 1 ? "autograd::grad" : "backward", e.rank)});
   }
   const uint32_t nth = m.fires_until(out.hook, index);
-  const FunctionIndex at_fn = e.node ? m.find_function(m.source(index), e.node) : kNoIndex;
-  out.steps.push_back({out.fire, fmt::format("the hook fired on {} (its fire #{})",
-                                             at_fn == kNoIndex ? fn : m.function_name(at_fn), nth)});
+  out.steps.push_back({out.fire, fmt::format("the hook fired on {} (its fire #{})", on, nth)});
+  const std::string unproven = unproven_reason(m, hook, bad);
+  if (bad) out.steps.push_back({out.fire, unproven});
   if (hook.owner != kNoIndex) reducer_outcome(m, index, hook, out);
-  std::stable_sort(out.steps.begin(), out.steps.end(),
-                   [](const ExplainStep& a, const ExplainStep& b) { return a.at < b.at; });
+  // in event order; a missing add (no event) stays first, where the add would be
+  const auto from = out.steps.begin() + (out.steps.front().at == kNever ? 1 : 0);
+  std::stable_sort(from, out.steps.end(), [](const ExplainStep& a, const ExplainStep& b) { return a.at < b.at; });
+  // What events prove (a death, a removal) stands; "normal" only when nothing is missing.
+  if (out.verdict == FireVerdict::kNormal && !unproven.empty()) out.verdict = FireVerdict::kUnproven;
   switch (out.verdict) {
     case FireVerdict::kStale:
       out.summary = fmt::format("stale fire: {} was destroyed at #{} but its hook stayed on {}", owner, died, fn);
@@ -150,6 +195,9 @@ Explanation explain_fire(const Model& m, size_t index) {
     case FireVerdict::kAfterRemoval:
       out.summary = fmt::format("fire after removal: the hook was removed at #{}, but it ran from a "
                                 "hook list taken before that (PyTorch snapshots hook lists)", hook.ended_at);
+      break;
+    case FireVerdict::kUnproven:
+      out.summary = fmt::format("cannot say why it fired on {}: {}", on, unproven);
       break;
     case FireVerdict::kNormal:
       out.summary = fmt::format("normal fire: {} is alive and its hook attached", owner);

@@ -22,8 +22,22 @@ enum class FireVerdict : uint8_t {
   kNormal = 0,        // owner alive, hook attached
   kStale = 1,         // its owner was destroyed before (Note [Findings] stale_fire)
   kAfterRemoval = 2,  // the hook had been removed: it ran from a snapshot of the list
+  // The trace cannot show why it fired: its key was never added, or its
+  // owner never declared (Note [What explain can prove]).
+  kUnproven = 3,
 };
-std::string_view to_string(FireVerdict v);  // "normal", "stale", "after_removal"
+std::string_view to_string(FireVerdict v);  // "normal", "stale", "after_removal", "unproven"
+
+// Note [What explain can prove]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// An explanation rests on events the trace holds. A hook whose key was never
+// added (the model made it up on first reference, Note [Analysis ids]) has
+// no add to point at, and an owner never declared has no life the trace
+// shows: "normal fire: alive and attached" would claim what nothing proves.
+// Such a fire is `unproven`, its steps say what is missing (with no event
+// link: never an invented "#0 ... added"), and a fire the trace itself calls
+// impossible (a malformed_trace at that event) says so. The Function named
+// is always the event's own (its node id), not the one the hook was added to.
 
 struct Explanation {
   EventIndex fire = kNever;

@@ -224,6 +224,7 @@ HookIndex ModelBuilder::hook_ref(uint32_t source, uint16_t rank, const Event& e,
   info.source = source;
   info.rank = rank;
   info.kind = static_cast<HookKind>(e.sub < trace::kNumHookKinds ? e.sub : 0);
+  info.announced = false;  // Note [Analysis ids]: no kHookAdded says when or by whom
   info.owner = o;
   info.function = f;
   m_.hooks_.push_back(info);

@@ -193,11 +193,27 @@ ReadinessGrid lay_out(const Model& m, uint16_t rank, RankScan& rs) {
   return g;
 }
 
+// Note [Readiness map size]: refuse before allocating.
+void check_size(const std::map<uint16_t, RankScan>& ranks) {
+  size_t cells = 0;
+  for (const auto& [rank, rs] : ranks) {
+    // both counts come from events (< 2^32 each): their product fits
+    const size_t n = rs.parameters.size(), b = rs.backwards.size();
+    cells += n * b;
+    if (cells <= kMaxReadinessCells) continue;
+    throw ReadinessTooLarge(fmt::format(
+        "the readiness map is too large to show: rank {} has {} parameters x {} backward passes = {} cells, "
+        "all ranks together may have at most {}; look at a shorter trace, or list the marks with "
+        "`hookscope-cli events --kind mark_ready`", rank, n, b, n * b, kMaxReadinessCells));
+  }
+}
+
 }  // namespace
 
 std::vector<ReadinessGrid> readiness_grids(const Model& model) {
   std::map<uint16_t, RankScan> ranks;
   scan(model, ranks);
+  check_size(ranks);
   std::vector<ReadinessGrid> out;
   for (auto& [rank, rs] : ranks) out.push_back(lay_out(model, rank, rs));
   return out;

@@ -6,6 +6,7 @@
 // readiness`. See Note [Readiness map].
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,14 +38,16 @@ enum class Readiness : uint8_t {
 };
 std::string_view to_string(Readiness r);  // "none", "ok", "unused", "twice", "stale", "cut"
 
+// Counts are 64-bit: a hostile trace can mark one cell more than 65,535
+// times, and a count that wrapped to 0 read "unused".
 struct ReadinessCell {
-  uint16_t marks = 0;       // kMarkReady by the prepared Reducer
-  uint16_t stale = 0;       // fires of destroyed Reducers' hooks
-  uint16_t noops = 0;       // fires of live Reducers that did not prepare
+  uint64_t marks = 0;       // kMarkReady by the prepared Reducer
+  uint64_t stale = 0;       // fires of destroyed Reducers' hooks
+  uint64_t noops = 0;       // fires of live Reducers that did not prepare
+  EventIndex event = kNever;  // the event that proves the status (the GUI jumps there)
   bool unused = false;      // kUnusedParameter
   bool twice = false;       // kMarkedTwice
   Readiness status = Readiness::kNoDdp;
-  EventIndex event = kNever;  // the event that proves the status (the GUI jumps there)
 };
 
 struct BackwardColumn {
@@ -71,7 +74,24 @@ struct ReadinessGrid {
   }
 };
 
-// One grid per rank that had a Reducer, by rank.
+// Note [Readiness map size]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A grid is dense (parameters x backward passes) and a trace pays for its
+// rows and columns separately: 20k parameter indices and 20k passes cost 40k
+// events but ask for 400M cells (13 GB), which ended the GUI with an
+// uncaught std::bad_alloc. Grids of all ranks together hold at most
+// kMaxReadinessCells cells (a real run of 1,000 parameters reaches it after
+// 16,000 backward passes); past that readiness_grids throws
+// ReadinessTooLarge, whose message says how large and what to do, before
+// allocating anything. The CLI prints it (exit 2), the panel shows it.
+constexpr size_t kMaxReadinessCells = size_t{1} << 24;
+
+struct ReadinessTooLarge : std::length_error {
+  using std::length_error::length_error;
+};
+
+// One grid per rank that had a Reducer, by rank. Throws ReadinessTooLarge
+// (Note [Readiness map size]).
 std::vector<ReadinessGrid> readiness_grids(const Model& model);
 
 }  // namespace hookscope::analysis

@@ -1,5 +1,7 @@
 #include "analysis/signature.h"
 
+#include <algorithm>
+
 namespace hookscope::analysis {
 
 namespace {
@@ -53,10 +55,13 @@ uint64_t Signatures::of(FunctionIndex root) {
   return memo_[root];
 }
 
-std::string matched_name(const Model& m, FunctionIndex f) {
-  bool several = false;
+bool has_several_ranks(const Model& m) {
   const uint16_t rank0 = m.functions().empty() ? 0 : m.functions()[0].rank;
-  for (const FunctionInfo& info : m.functions()) several |= info.rank != rank0;
+  return std::any_of(m.functions().begin(), m.functions().end(),
+                     [&](const FunctionInfo& info) { return info.rank != rank0; });
+}
+
+std::string matched_name(const Model& m, FunctionIndex f, bool several) {
   std::string name = m.function_name(f);
   if (several) name += " on rank " + std::to_string(m.functions()[f].rank);
   return name;

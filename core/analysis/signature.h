@@ -36,7 +36,11 @@ struct MatchKey {
   friend auto operator<=>(const MatchKey&, const MatchKey&) = default;
 };
 
-// "AccumulateGrad (0.bias [32])", with " on rank 1" when the model has several ranks.
-std::string matched_name(const Model& model, FunctionIndex function);
+// Whether the model's Functions come from several ranks: O(Functions), so a
+// caller naming many Functions asks once (a scan per name made `diff`
+// quadratic in hooked Functions: 40k took 4.7 s).
+bool has_several_ranks(const Model& model);
+// "AccumulateGrad (0.bias [32])", with " on rank 1" when `several_ranks`.
+std::string matched_name(const Model& model, FunctionIndex function, bool several_ranks);
 
 }  // namespace hookscope::analysis

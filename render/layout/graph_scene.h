@@ -126,8 +126,12 @@ class GraphScene {
   uint32_t slot_of(analysis::FunctionIndex function) const { return slot_of_[function]; }
   // Per model edge, the slot edge it belongs to.
   uint32_t edge_of(uint32_t model_edge) const { return edge_of_[model_edge]; }
-  // "R1" for "Reducer 1", "gc" for "grad clipper": the text on an owner's badges.
-  const std::string& owner_tag(analysis::OwnerIndex owner) const { return owner_tags_[owner]; }
+  // "R1" for "Reducer 1", "gc" for "grad clipper": the text on an owner's
+  // badges; "?" for kNoIndex, a hook whose owner the trace never names.
+  const std::string& owner_tag(analysis::OwnerIndex owner) const {
+    static const std::string unknown = "?";
+    return owner < owner_tags_.size() ? owner_tags_[owner] : unknown;
+  }
   // Note [Owner colours]: one colour per owner identity, across ranks and traces.
   uint32_t owner_color(analysis::OwnerIndex owner) const {
     return owner < owner_colors_.size() ? owner_colors_[owner] : 0xff808080u;

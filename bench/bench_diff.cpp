@@ -1,0 +1,79 @@
+// `hookscope-cli diff` on many hooked Functions (issue 27: it grew faster
+// than linear in hooks; 300k stale lanes took 112 s and 1.2 GB).
+//
+// Figures: BM_Diff/SHAPE/N, s for what `diff A A` does after reading the
+// files: load both models, diagnose both, diff them and format the text.
+// Run with repetitions (bench/run.sh does) for medians. Shapes, N hooks each:
+//  * /0/N  stale lanes: N AccumulateGrads with one hook of one owner, which
+//          is destroyed with its hooks left on; then every hook fires (stale)
+//  * /1/N  N owners, one hook each on its own AccumulateGrad, all destroyed
+//          and fired after (a leak per owner)
+//  * /2/N  a chain of N Functions (deep signatures), a hook on each
+// Before the fix (a scan of every Function per row named): /0/40000 took
+// 4.7 s, /0/300000 minutes; linear now (docs/performance.md).
+
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "analysis/diagnostics.h"
+#include "analysis/diff.h"
+#include "analysis/model.h"
+#include "analysis/synthetic.h"
+
+namespace an = hookscope::analysis;
+using hookscope::trace::HookKind;
+using hookscope::trace::OwnerKind;
+
+namespace {
+
+hookscope::trace::TraceData make(int shape, uint32_t n) {
+  an::TraceBuilder b;
+  std::vector<uint64_t> nodes;
+  std::vector<uint32_t> owners;
+  std::vector<uint64_t> keys;
+  const uint32_t shared = shape == 1 ? 0 : b.owner(OwnerKind::kUser, "probe");
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint64_t node = shape == 2 ? b.function("AddBackward0")
+                                     : b.accumulator("p" + std::to_string(k) + ".weight [64]");
+    if (shape == 2 && k > 0) b.edge(node, nodes.back());
+    const uint32_t owner = shape == 1 ? b.owner(OwnerKind::kUser, "probe " + std::to_string(k)) : shared;
+    nodes.push_back(node);
+    owners.push_back(owner);
+    keys.push_back(b.add_hook(node, HookKind::kPost, owner));
+  }
+  if (shape == 1) {
+    for (uint32_t o : owners) b.destroy_owner(o);
+  } else {
+    b.destroy_owner(shared);
+  }
+  for (uint32_t k = 0; k < n; ++k) b.fire(nodes[k], keys[k], HookKind::kPost, owners[k]);
+  return b.take();
+}
+
+void BM_Diff(benchmark::State& state) {
+  const int shape = static_cast<int>(state.range(0));
+  const auto n = static_cast<uint32_t>(state.range(1));
+  const hookscope::trace::TraceData trace = make(shape, n);
+  size_t rows = 0;
+  for (auto _ : state) {
+    const an::Model a{hookscope::trace::TraceData(trace)}, b{hookscope::trace::TraceData(trace)};
+    const an::ModelDiff d = an::diff_models(a, an::diagnose(a), b, an::diagnose(b));
+    const std::string text = an::format_diff(d, "a", "b");
+    benchmark::DoNotOptimize(text.data());
+    rows = d.functions.size();
+  }
+  state.counters["hooks"] = n;
+  state.counters["rows"] = static_cast<double>(rows);
+}
+
+}  // namespace
+
+BENCHMARK(BM_Diff)
+    ->ArgsProduct({{0, 1, 2}, {10'000, 20'000, 40'000}})
+    ->ArgsProduct({{0, 1, 2}, {300'000}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
+
+BENCHMARK_MAIN();
