@@ -132,7 +132,7 @@ void App::draw_diagnostics_panel() {
     }
     ImGui::PushTextWrapPos(0.f);
     ImGui::TextColored(col(kOkColor), "No findings.");
-    ImGui::TextUnformatted(diagnostics_view_.end_text.c_str());
+    ImGui::TextUnformatted(drawable(diagnostics_view_.end_text).c_str());
     ImGui::PopTextWrapPos();
     ImGui::End();
     return;
@@ -308,9 +308,9 @@ void App::diagnostics_rows(size_t g, size_t n) {
       ImGui::TextDisabled("x%zu", f.count);
       ImGui::SameLine();
     }
-    if (wrap) {
+    if (wrap) {  // wrapped text is drawn whole: clipped first (Note [Drawable text])
       ImGui::PushTextWrapPos(0.f);
-      ImGui::TextUnformatted(f.message.c_str());
+      ImGui::TextUnformatted(drawable(f.message).c_str());
       ImGui::PopTextWrapPos();
     } else {
       ImGui::TextUnformatted(f.message.c_str());
@@ -348,7 +348,7 @@ void App::diagnostics_detail() {
     if (ImGui::SmallButton(fn.c_str())) select_function(f.function);
   }
   ImGui::PushTextWrapPos(0.f);
-  ImGui::TextUnformatted(f.message.c_str());
+  ImGui::TextUnformatted(drawable(f.message).c_str());
   ImGui::PopTextWrapPos();
   ImGui::TextDisabled("proved by");
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;

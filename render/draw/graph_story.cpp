@@ -248,6 +248,7 @@ void GraphView::draw_legend(const analysis::State& state) {
   stats_.legend_entries = static_cast<uint32_t>(shown);
   stats_.legend_more = static_cast<uint32_t>(entries.size() - shown);
   stats_.legend_lines = static_cast<uint32_t>(line);
+  legend_lines_ = stats_.legend_lines;
   stats_.panel_right = right;
   if (shown < entries.size()) {
     ImGui::SameLine(0.f, gap);

@@ -116,6 +116,9 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     ImGui::Text("state pending at #%zu: no legend yet", state.index);
     ImGui::PopStyleColor();
+    // As tall as the legend was: the canvas (and a fit) does not move by a
+    // line each time the state goes pending and comes back.
+    for (uint32_t i = 1; i < legend_lines_; ++i) ImGui::Dummy({1.f, ImGui::GetTextLineHeight()});
   } else {
     draw_legend(state);
   }
@@ -243,10 +246,15 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   f.dl->PushClipRect(f.panel_min, f.panel_max, true);
   draw_rank_captions(f);
   draw_banners(f);
-  // The minimap's column is needed while some live box is out of view.
-  // (every live box inside the view iff their bounds are)
-  minimap_needed_ = f.live_count > 0 && !(f.live_min.x >= f.view_min.x && f.live_max.x <= f.view_max.x &&
-                                               f.live_min.y >= f.view_min.y && f.live_max.y <= f.view_max.y);
+  // The minimap's column is needed while some live box is out of view
+  // (every live box inside the view iff their bounds are), judged on the
+  // canvas without the column: judged on the canvas as drawn, both answers
+  // confirm themselves (shown, the narrower canvas leaves a box out; hidden,
+  // all fit), and which one a view got depended on the frames before it.
+  const float full_half_w = std::max(f.panel_max.x - f.panel_min.x, 1.f) * 0.5f / zoom_;
+  minimap_needed_ = f.live_count > 0 &&
+                    !(f.live_min.x >= center_.x - full_half_w && f.live_max.x <= center_.x + full_half_w &&
+                      f.live_min.y >= f.view_min.y && f.live_max.y <= f.view_max.y);
   if (minimap) draw_minimap(f);
   f.dl->PopClipRect();
   hover_and_click(f);

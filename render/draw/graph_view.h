@@ -292,6 +292,7 @@ class GraphView {
   std::vector<std::pair<uint16_t, uint32_t>> rank_sources_;  // (rank, source) of per-rank traces
   bool minimap_open_ = true;             // the toolbar's toggle
   bool minimap_needed_ = false;          // the last frame did not show everything
+  uint32_t legend_lines_ = 1;            // the last legend's lines, kept while the state is pending
 
   Vec2 center_{0.f, 0.f};
   float zoom_ = 1.f;
