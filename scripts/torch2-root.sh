@@ -45,13 +45,14 @@ skip() { echo "torch2-root: SKIP: $*" >&2; exit 77; }
 [[ $(id -u) -eq 0 ]] || skip "needs root (debootstrap, chroot and mount); run it as root or with sudo"
 command -v unshare >/dev/null || die "unshare (util-linux) is missing"
 
-mounted_under() {  # prints the mount points at or below $1 in this namespace
-  awk -v d="$1" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/mounts
-}
+# debian_root_mounts: the mount points at or below a root (shared with the
+# package test's roots).
+# shellcheck source=debian-root.sh
+source "$src/scripts/debian-root.sh"
 
 remove_root() {  # $1: a root (or a half-made one) that nothing may be mounted in
   local busy
-  busy="$(mounted_under "$1")"
+  busy="$(debian_root_mounts "$1")"
   [[ -z "$busy" ]] || die "not deleting $1: still mounted there: $busy (unmount first)"
   rm -rf --one-file-system "$1"
 }
