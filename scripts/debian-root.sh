@@ -19,7 +19,18 @@ HOOKSCOPE_DEBIAN_MIRROR="${HOOKSCOPE_DEBIAN_MIRROR:-http://deb.debian.org/debian
 
 # Prints the base root of SUITE, making it first when it is not cached.
 # Returns 3 (with the reason on stderr) when debootstrap cannot make it.
+# One maker at a time: CI makes the roots in the background while it builds
+# (scripts/ci-prefetch.sh), and a test that needs the root meanwhile waits
+# for it here instead of deleting the half-made one.
 debian_root_base() {
+  mkdir -p "$HOOKSCOPE_ROOT_CACHE"
+  (
+    flock 8
+    debian_root_base_unlocked "$1"
+  ) 8>"$HOOKSCOPE_ROOT_CACHE/$1-minbase.lock"
+}
+
+debian_root_base_unlocked() {
   local suite="$1"
   local base="$HOOKSCOPE_ROOT_CACHE/$suite-minbase"
   if [[ -f "$base/.hookscope-ready" ]]; then
@@ -30,7 +41,6 @@ debian_root_base() {
     echo "debian-root: debootstrap is not installed (scripts/setup.sh installs it)" >&2
     return 3
   fi
-  mkdir -p "$HOOKSCOPE_ROOT_CACHE"
   local tmp="$base.partial"
   debian_root_remove "$tmp"
   echo "debian-root: making a fresh $suite root (debootstrap --variant=minbase, once; cached in $base)" >&2
@@ -83,6 +93,17 @@ debian_root_mount() {
     mkdir -p "$HOOKSCOPE_ROOT_CACHE/$suite-apt-archives/partial"
     mount --bind "$HOOKSCOPE_ROOT_CACHE/$suite-apt-archives" "$root/var/cache/apt/archives"
   fi
+}
+
+# Runs "$@" holding SUITE's download folder: apt in two roots at once would
+# share CACHE/SUITE-apt-archives, and apt refuses a folder another apt holds.
+debian_root_with_archives() {
+  local suite="$1"; shift
+  mkdir -p "$HOOKSCOPE_ROOT_CACHE"
+  (
+    flock 8
+    "$@"
+  ) 8>"$HOOKSCOPE_ROOT_CACHE/$suite-apt-archives.lock"
 }
 
 # What is mounted at or below ROOT, deepest first.

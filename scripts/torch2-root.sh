@@ -4,6 +4,7 @@
 # (Python 3.13), the bridge (python/hookscope and hookscope._C) and the
 # hookscope-cli built inside it against that torch, and a command run there.
 #   scripts/torch2-root.sh build            make/refresh the root and the build
+#   scripts/torch2-root.sh prepare          only the root and its packages (network-bound)
 #   scripts/torch2-root.sh run CMD ARGS...  build if needed, then run CMD inside
 #   scripts/torch2-root.sh path             print the root's path
 #   scripts/torch2-root.sh clean            delete the root (refused while mounted)
@@ -141,14 +142,15 @@ build_bridge() {
     >"$log" 2>&1 || { tail -30 "$log" >&2; die "building the bridge in the root failed; log: $log"; }
 }
 
-ensure() {
-  # One builder at a time (ctest runs several torch2 tests at once).
+ensure() {  # $1: "prepare" stops before building
+  # One builder at a time (ctest runs several torch2 tests at once; CI
+  # prepares the root in the background while the host builds).
   mkdir -p "$(dirname "$root")"
   exec 9>"$root.lock"
   flock 9
   make_base
   install_packages
-  build_bridge
+  [[ "${1:-}" == prepare ]] || build_bridge
   exec 9>&-
 }
 
@@ -158,6 +160,7 @@ case "$cmd" in
   path) echo "$root" ;;
   clean) [[ -e "$root" ]] && remove_root "$root"; rm -f "$root".*.log ;;
   build) ensure ;;
+  prepare) ensure prepare ;;
   run)
     [[ $# -gt 0 ]] || die "usage: scripts/torch2-root.sh run CMD [ARGS...]"
     ensure
@@ -181,5 +184,5 @@ case "$cmd" in
     export HOOKSCOPE_GUI=""
     in_root /bin/sh -c 'cd "$0" 2>/dev/null || cd /; exec "$@"' "$here" "$@"
     ;;
-  *) die "usage: scripts/torch2-root.sh build | run CMD [ARGS...] | path | clean" ;;
+  *) die "usage: scripts/torch2-root.sh build | prepare | run CMD [ARGS...] | path | clean" ;;
 esac

@@ -89,7 +89,7 @@ in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HO
 # Recommends, so what the packages Depend on must be enough on its own.
 debs=("/tmp/$(basename "$deb")")
 [[ -n "$bridge_deb" ]] && debs+=("/tmp/$(basename "$bridge_deb")")
-if ! in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${debs[@]}" xvfb xauth >"$tmp/apt.log" 2>&1; then
+if ! debian_root_with_archives bookworm in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${debs[@]}" xvfb xauth >"$tmp/apt.log" 2>&1; then
   tail -n 30 "$tmp/apt.log"; fail "apt-get install of the packages failed in a fresh bookworm root"
 fi
 echo "package test: installed with apt into a fresh bookworm root in $((SECONDS - start)) s"
