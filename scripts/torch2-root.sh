@@ -36,6 +36,7 @@ packages=(
   g++ cmake ninja-build pkgconf
   libfmt-dev nlohmann-json3-dev libcli11-dev libgloo-dev libopenblas-dev libzstd-dev
   doctest-dev libstb-dev ccache
+  python3-venv python3-setuptools  # pip's path to the bridge (tests/torch/pip_install.sh)
 )
 # One build directory per source tree, so worktrees sharing the root do not
 # rebuild each other's.
@@ -130,6 +131,8 @@ install_packages() {
 # tree, built in the root against 2.6 (ninja makes a warm run a no-op). A
 # new build directory (another worktree) compiles through the root's ccache,
 # with paths relative to its source tree so that worktrees share hits.
+# Without -g: a cold build here is on CI's critical path, and debug info is
+# a quarter of its compile time (gdb a failure with the host's build).
 build_bridge() {
   local log="$root$build.log" launcher=""
   mkdir -p "$root$build"
@@ -137,7 +140,8 @@ build_bridge() {
     launcher="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
   binds="$src" in_root /usr/bin/env CCACHE_DIR=/var/cache/ccache CCACHE_BASEDIR="$src" /bin/sh -c "
     cmake -S '$src' -B '$build' -G Ninja -DHOOKSCOPE_GUI=OFF -DHOOKSCOPE_CUDA=OFF \
-          -DHOOKSCOPE_BENCH=OFF -DHOOKSCOPE_TORCH=ON $launcher >/dev/null &&
+          -DHOOKSCOPE_BENCH=OFF -DHOOKSCOPE_TORCH=ON $launcher \
+          -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O2 -DNDEBUG' >/dev/null &&
     cmake --build '$build' -j$(nproc) --target hookscope_python hookscope-cli hook_order_runtime saved_tensors_runtime" \
     >"$log" 2>&1 || { tail -30 "$log" >&2; die "building the bridge in the root failed; log: $log"; }
 }
