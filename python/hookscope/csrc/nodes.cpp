@@ -174,11 +174,13 @@ std::vector<uintptr_t> foreign_addrs(const List& list, Skip skip) {
 // `moved` (retain_grad hooks on 2.x only): the owners of hooks that may
 // have moved here from another Node; a hook that leaves a Node is removed by
 // its own owner (Note [retain_grad on 2.x]).
-void diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<Foreign>& known,
-                HookKind kind, uint32_t add_owner, uint32_t remove_actor,
-                const std::unordered_map<uintptr_t, uint32_t>* moved = nullptr) {
+size_t diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<Foreign>& known,
+                  HookKind kind, uint32_t add_owner, uint32_t remove_actor,
+                  const std::unordered_map<uintptr_t, uint32_t>* moved = nullptr) {
+  size_t removed = 0;
   for (auto it = known.begin(); it != known.end();) {
     if (std::find(now.begin(), now.end(), it->addr) == now.end()) {
+      ++removed;
       trace::emit(EventKind::kHookRemoved, static_cast<uint8_t>(it->kind), s.id, it->key,
                   static_cast<uint64_t>(trace::RemoveCause::kByKey), it->owner,
                   moved ? it->owner : remove_actor);
@@ -199,6 +201,7 @@ void diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<For
     known.push_back(f);
     trace::emit(EventKind::kHookAdded, static_cast<uint8_t>(kind), s.id, f.key, 0, add_owner);
   }
+  return removed;
 }
 
 // Moves the bridge's observers to the ends of their lists (Note [Observer hooks]).
@@ -294,7 +297,8 @@ void observe_graph(PyObject* roots) {
   for (const auto& n : nodes) ensure(n);
 }
 
-void snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
+size_t snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
+  size_t removed = 0;
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   std::vector<std::shared_ptr<Node>> nodes = live_nodes();
 #if HOOKSCOPE_RETAINS_GRAD_HOOKS
@@ -310,20 +314,21 @@ void snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
     if (!s) continue;
     auto post = foreign_addrs(n->post_hooks(), [](const FunctionPostHook* h) { return is_python_post(h); });
     auto pre = foreign_addrs(n->pre_hooks(), [](const FunctionPreHook* h) { return is_python_pre(h); });
-    diff_hooks(*s, post, s->post, HookKind::kPost, add_owner, remove_actor);
-    diff_hooks(*s, pre, s->pre, static_cast<HookKind>(pre_kind), add_owner, remove_actor);
+    removed += diff_hooks(*s, post, s->post, HookKind::kPost, add_owner, remove_actor);
+    removed += diff_hooks(*s, pre, s->pre, static_cast<HookKind>(pre_kind), add_owner, remove_actor);
 #if HOOKSCOPE_RETAINS_GRAD_HOOKS
     std::vector<uintptr_t> retain;
     for (const auto& [output_nr, h] : n->retains_grad_hooks()) {
       retain.push_back(reinterpret_cast<uintptr_t>(h.get()));
     }
-    diff_hooks(*s, retain, s->retain, HookKind::kRetainGrad, add_owner, remove_actor, &retain_owners);
+    removed += diff_hooks(*s, retain, s->retain, HookKind::kRetainGrad, add_owner, remove_actor, &retain_owners);
 #endif
     keep_last<ObserverPost>(n->post_hooks());
     keep_last<ObserverPre>(n->pre_hooks());
   }
   // Nodes freed when `nodes` goes: their observers take the (recursive) lock.
   nodes.clear();
+  return removed;
 }
 
 std::vector<uint64_t> cpp_post_hook_keys(PyObject* obj) {
