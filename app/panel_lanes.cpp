@@ -96,6 +96,7 @@ void lanes_toolbar(ViewPanels& v, size_t n) {
   for (const LaneGroup& g : v.rows.groups) outliving += g.outliving, unused += g.unused;
   // Note [Lingering owners]: hooks of a replaced, still alive Reducer outlive their use.
   std::string& said = v.stats.lanes_summary;
+  said.clear();
   if (outliving > 0) {
     said = fmt::format("{} of {} hooks outlive their owner", outliving, v.lanes.size());
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().alarm), "%s", said.c_str());

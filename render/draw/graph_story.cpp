@@ -210,6 +210,7 @@ void GraphView::draw_legend(const analysis::State& state) {
     return e.tag + gen +
            (e.live == 0                   ? " destroyed"
             : e.lingering == e.live       ? (e.dead ? " lingering (part destroyed)" : " lingering")
+            : e.lingering > 0             ? (e.dead ? " (part lingering, part destroyed)" : " (part lingering)")
             : e.dead                      ? " (part destroyed)"
                                           : "");
   };
@@ -243,7 +244,7 @@ void GraphView::draw_legend(const analysis::State& state) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 q = ImGui::GetCursorScreenPos();
     const ImVec2 a{q.x + 1.f, q.y + (h - side) * 0.5f + 1.f}, b{a.x + side, a.y + side};
-    const bool dead = e.live == 0, lingering = !dead && e.lingering == e.live;
+    const bool dead = e.live == 0, lingering = !dead && e.lingering > 0;  // of some rank
     if (dead || lingering) {
       dl->AddRectFilled({a.x - 2.f, a.y - 2.f}, {b.x + 2.f, b.y + 2.f}, dead ? pal.alarm : pal.lingering);
     }
