@@ -99,7 +99,7 @@ std::string replaced_text(const Model& m, OwnerIndex owner, EventIndex at) {
   if (o.replaced_at == kNever) return {};
   const std::string head =
       fmt::format("{} was replaced by {} at #{}", m.owner_name(owner), m.owner_name(o.replaced_by), o.replaced_at);
-  if (o.destroyed_at <= at) return fmt::format("{} and stayed alive until it was destroyed at #{}", head, o.destroyed_at);
+  if (o.destroyed_at != kNever && o.destroyed_at <= at) return fmt::format("{} and stayed alive until it was destroyed at #{}", head, o.destroyed_at);
   return head + " and is still alive";
 }
 
