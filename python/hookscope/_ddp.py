@@ -29,10 +29,11 @@ class _ReducerSentinel:
         rec = running()
         if rec is None or not _C.is_running():
             return
-        removed = _C.snapshot(rec.owners.cpp, self.owner)
+        _C.snapshot(rec.owners.cpp, self.owner)
         _C.set_reducer(self.owner, [])
         # actor: the hooks its destructor removed, as the runtime writes it
-        _C.emit(_C.EV_reducer_destroyed, arg=_DESTROY_BY_KEY, owner=self.owner, actor=removed)
+        _C.emit(_C.EV_reducer_destroyed, arg=_DESTROY_BY_KEY, owner=self.owner,
+                actor=_C.removed_hooks_of(self.owner))
         _C.emit(_C.EV_owner_destroyed, owner=self.owner)
 
 

@@ -48,6 +48,8 @@ void observe_graph(PyObject* roots);
 // as kHookRemoved by `remove_actor`. Keeps each observer last. Returns how
 // many hooks it found removed (a Reducer's destructor: its hooks_removed).
 size_t snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind);
+// How many of `owner`'s hooks snapshots have found gone so far.
+uint32_t removed_hooks_of(uint32_t owner);
 
 // Keys of the C++ post hooks on a Node (or on a leaf tensor's live
 // AccumulateGrad) in list order, and the length of its post_hooks() list

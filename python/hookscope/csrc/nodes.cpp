@@ -49,6 +49,9 @@ struct LeafEntry {
 std::unordered_map<c10::TensorImpl*, LeafEntry> g_leaves;
 std::vector<std::pair<uint64_t, at::Tensor>> g_new_accumulators;
 std::vector<std::shared_ptr<Node>> g_held;  // accumulator_id(create) until release_held()
+// Per owner: its hooks a snapshot found gone (a Reducer's hooks_removed; one
+// snapshot may see several Reducers' go when gc frees them together).
+std::unordered_map<uint32_t, uint32_t> g_removed_of_owner;
 
 std::shared_ptr<Node> to_node(PyObject* obj) {
   if (obj == nullptr || obj == Py_None) return nullptr;
@@ -181,6 +184,7 @@ size_t diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<F
   for (auto it = known.begin(); it != known.end();) {
     if (std::find(now.begin(), now.end(), it->addr) == now.end()) {
       ++removed;
+      ++g_removed_of_owner[it->owner];
       trace::emit(EventKind::kHookRemoved, static_cast<uint8_t>(it->kind), s.id, it->key,
                   static_cast<uint64_t>(trace::RemoveCause::kByKey), it->owner,
                   moved ? it->owner : remove_actor);
@@ -238,6 +242,9 @@ std::shared_ptr<Node> node_or_accumulator(PyObject* obj) {
 }  // namespace
 
 void forget_node(const NodeState& state) {
+  // Hooks still on a Node that goes are gone with it: a Reducer destroyed
+  // last frees its AccumulateGrads before any snapshot can see its hooks go.
+  for (const Foreign& f : state.post) ++g_removed_of_owner[f.owner];
   auto it = g_nodes.find(state.node);
   if (it != g_nodes.end() && it->second.state.get() == &state) g_nodes.erase(it);
 }
@@ -248,6 +255,7 @@ void reset_registry() {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   g_epoch++;
   g_nodes.clear();
+  g_removed_of_owner.clear();
   g_leaves.clear();
   g_new_accumulators.clear();
   g_held.clear();
@@ -329,6 +337,12 @@ size_t snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
   // Nodes freed when `nodes` goes: their observers take the (recursive) lock.
   nodes.clear();
   return removed;
+}
+
+uint32_t removed_hooks_of(uint32_t owner) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  auto it = g_removed_of_owner.find(owner);
+  return it == g_removed_of_owner.end() ? 0 : it->second;
 }
 
 std::vector<uint64_t> cpp_post_hook_keys(PyObject* obj) {
