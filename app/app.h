@@ -287,6 +287,7 @@ class App {
   // The Reducers panel's sections (panel_reducers.cpp).
   void reducer_section(analysis::ReducerIndex k, const analysis::ReducerAt& at);
   bool reducer_header(const analysis::ReducerInfo& info, const analysis::ReducerAt& at, uint32_t left);
+  std::vector<std::string> reducer_words_;  // each Reducer's state as its header said it last frame (draw report)
   void reducer_life(const analysis::ReducerInfo& info, bool live);
   void reducer_ready_order(const analysis::ReducerInfo& info, const analysis::ReducerAt& at);
   // The Events panel's sections (panel_events.cpp).

@@ -12,14 +12,24 @@ namespace hookscope::app {
 bool App::write_draw_report(const std::string& path) const {
   const render::GraphDrawStats& g = graph_.stats();
   auto rect = [](const render::GraphDrawStats::Rect& r) { return fmt::format("[{},{},{},{}]", r.x0, r.y0, r.x1, r.y1); };
-  std::string boxes, columns, banners;
+  std::string boxes, columns, banners, tags;
   for (const auto& r : g.box_rects) boxes += (boxes.empty() ? "" : ",") + rect(r);
+  for (const auto& r : g.tag_rects) tags += (tags.empty() ? "" : ",") + rect(r);
   for (const auto& [rank, r] : g.rank_columns) {
     columns += fmt::format("{}{{\"rank\":{},\"rect\":{}}}", columns.empty() ? "" : ",", rank, rect(r));
   }
   for (size_t i = 0; i < g.banners.size(); ++i) {
     banners += fmt::format("{}{{\"rank\":{},\"failed\":{},\"rect\":{}}}", banners.empty() ? "" : ",",
                            g.banners[i].first, g.banner_failed[i] ? "true" : "false", rect(g.banners[i].second));
+  }
+  std::string reducers;  // Note [Lingering owners]: the Reducers panel's words
+  for (const std::string& w : reducer_words_) {
+    std::string quoted;  // labels come from the trace: only printable ASCII besides quotes and backslashes
+    for (char c : w) {
+      if (c == '"' || c == '\\') quoted += '\\';
+      quoted += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+    }
+    reducers += fmt::format("{}\"{}\"", reducers.empty() ? "" : ",", quoted);
   }
   const render::TimelineDrawStats& t = timeline_.stats();
   const std::string json = fmt::format(
@@ -28,12 +38,12 @@ bool App::write_draw_report(const std::string& path) const {
       "\"content\":{},\"stale_chips\":{},\"ghost_chips\":{},\"removal_boxes\":{},\"alarms\":{},"
       "\"timeline_markers\":{},\"timeline_marker_labels\":{},\"live_units\":{},\"layout_units\":{},\"gen_labels\":{},"
       "\"layout\":[{},{}],\"legend\":{{\"entries\":{},\"more\":{},\"lines\":{},\"gens\":{},\"right\":{},"
-      "\"panel_right\":{}}}}}\n",
+      "\"panel_right\":{}}},\"lingering\":{{\"boxes\":{},\"tags\":{},\"legend\":{}}},\"tag_rects\":[{}],\"reducers\":[{}]}}\n",
       session_.current(), graph_.compact() ? "true" : "false", graph_.zoom(), g.min_text_px, g.small_texts, g.texts,
       boxes, columns, banners, g.minimap_shown ? "true" : "false", rect(g.minimap), rect(g.content), g.stale_chips,
       g.ghost_chips, g.removal_boxes, g.alarms, t.markers, t.marker_labels, g.live_units, g.layout_units, g.gen_labels,
       g.layout_w, g.layout_h, g.legend_entries, g.legend_more, g.legend_lines, g.legend_gens, g.legend_right,
-      g.panel_right);
+      g.panel_right, g.lingering, g.lingering_tags, g.legend_lingering, tags, reducers);
   std::FILE* out = std::fopen(path.c_str(), "w");
   if (!out) return false;
   const bool ok = std::fwrite(json.data(), 1, json.size(), out) == json.size();

@@ -10,6 +10,7 @@
 #include "analysis/diff.h"
 #include "analysis/explain.h"
 #include "analysis/lanes.h"
+#include "analysis/owner_status.h"
 #include "analysis/readiness.h"
 #include "cli.h"
 #include "cli_json.h"
@@ -43,10 +44,11 @@ std::string owner_text(const Model& m, analysis::OwnerIndex o) {
 int run_lanes(const std::vector<std::string>& files, const std::string& format, bool leaks_only) {
   Model m = load_model(files, true);
   const auto lanes = analysis::hook_lanes(m);
-  size_t shown = 0, outliving = 0;
+  size_t shown = 0, outliving = 0, unused = 0;
   for (const auto& l : lanes) {
     outliving += l.outlives_owner();
-    if (leaks_only && !l.outlives_owner() && l.fires_after == 0 && l.fires_after_removal == 0) continue;
+    unused += l.outlives_use() && !l.outlives_owner();
+    if (leaks_only && !l.leaks() && l.fires_after == 0 && l.fires_after_removal == 0) continue;
     ++shown;
     const auto& h = m.hooks()[l.hook];
     if (format == "jsonl") {
@@ -62,7 +64,10 @@ int run_lanes(const std::vector<std::string>& files, const std::string& format, 
                           {"fires_before_owner_death", l.fires_before},
                           {"fires_after_owner_death", l.fires_after},
                           {"fires_after_removal", l.fires_after_removal},
-                          {"outlives_owner", l.outlives_owner()}};
+                          {"outlives_owner", l.outlives_owner()},
+                          {"owner_replaced_at", at_json(l.owner_replaced_at)},
+                          {"fires_while_owner_lingered", l.fires_lingering},
+                          {"outlives_use", l.outlives_use()}};
       fmt::print("{}\n", dump(j));
       continue;
     }
@@ -70,12 +75,16 @@ int run_lanes(const std::vector<std::string>& files, const std::string& format, 
                "fires {} before, {} after{}{}\n",
                trace::format_hook_key(h.key), trace::to_string(h.kind), h.rank, function_text(m, l.function),
                owner_text(m, l.owner), at_text(l.added_at), at_text(l.ended_at), at_text(l.owner_died_at),
-               l.fires_before, l.fires_after, l.outlives_owner() ? "  OUTLIVES OWNER" : "",
+               l.fires_before, l.fires_after,
+               l.outlives_owner() ? "  OUTLIVES OWNER"
+               : l.outlives_use() ? fmt::format("  OUTLIVES ITS USE ({}; {} fire(s) did nothing)",
+                                                analysis::replaced_text(m, l.owner), l.fires_lingering)
+                                  : std::string(),
                l.fires_after_removal ? fmt::format("  {} FIRE(S) AFTER REMOVAL", l.fires_after_removal) : "");
   }
   if (format == "text") {
-    fmt::print("{} hooks{}, {} outlive their owner\n", lanes.size(),
-               leaks_only ? fmt::format(" ({} shown)", shown) : std::string(), outliving);
+    fmt::print("{} hooks{}, {} outlive their owner, {} outlive their use (owner replaced, still alive)\n",
+               lanes.size(), leaks_only ? fmt::format(" ({} shown)", shown) : std::string(), outliving, unused);
   }
   return kExitOk;
 }

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/owner_status.h"
 #include "app.h"
 #include "render/layout/colors.h"
 
@@ -102,15 +103,20 @@ void App::owner_label(analysis::OwnerIndex owner, bool dead) {
   const ImVec2 p = ImGui::GetCursorScreenPos();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 a(p.x + 1.f, p.y + (h - side) * 0.5f), b(a.x + side, a.y + side);
-  if (dead) dl->AddRectFilled(ImVec2(a.x - 1.5f, a.y - 1.5f), ImVec2(b.x + 1.5f, b.y + 1.5f), palette().alarm);
+  // Note [Lingering owners]: replaced but alive is an alarm of its own colour.
+  const bool lingering = !dead && analysis::owner_status(*m, owner, static_cast<analysis::EventIndex>(
+                                                                       session_.current())) ==
+                                      analysis::OwnerStatus::kLingering;
+  const uint32_t ring = dead ? palette().alarm : palette().lingering;
+  if (dead || lingering) dl->AddRectFilled(ImVec2(a.x - 1.5f, a.y - 1.5f), ImVec2(b.x + 1.5f, b.y + 1.5f), ring);
   dl->AddRectFilled(a, b, render::owner_color(*session_.model(), owner));
   if (owner == session_.selected_owner()) dl->AddRect(ImVec2(a.x - 1.f, a.y - 1.f), ImVec2(b.x + 1.f, b.y + 1.f), IM_COL32_WHITE);
   ImGui::Dummy(ImVec2(side + 3.f, h));
   ImGui::SameLine(0.f, 2.f);
   const std::string name = m->owner_name(owner);
-  if (dead) ImGui::PushStyleColor(ImGuiCol_Text, col(palette().alarm));
+  if (dead || lingering) ImGui::PushStyleColor(ImGuiCol_Text, col(ring));
   ImGui::TextUnformatted(name.c_str());
-  if (dead) ImGui::PopStyleColor();
+  if (dead || lingering) ImGui::PopStyleColor();
   if (ImGui::IsItemHovered()) {
     ImGui::SetMouseCursor(ImGuiMouseCursor_Hand);
     const analysis::OwnerInfo& o = m->owners()[owner];

@@ -21,6 +21,7 @@ uint32_t verdict_color(analysis::FireVerdict v) {
     case analysis::FireVerdict::kStale: return palette().alarm;
     case analysis::FireVerdict::kAfterRemoval: return palette().removed;
     case analysis::FireVerdict::kUnproven: return palette().alarm;
+    case analysis::FireVerdict::kLingering: return palette().lingering;  // Note [Lingering owners]
   }
   return palette().text;
 }
@@ -48,6 +49,7 @@ void App::draw_explain_panel() {
   }
   ViewsDrawStats& s = v.stats;
   s.explain_verdict.clear();
+  s.explain_summary.clear();
   s.explain_steps = s.explain_links = 0;
   if (!v.explanation) {
     if (!v.explain_error.empty()) {
@@ -63,6 +65,7 @@ void App::draw_explain_panel() {
   }
   const analysis::Explanation& x = *v.explanation;
   s.explain_verdict = analysis::to_string(x.verdict);
+  s.explain_summary = x.summary;
   s.explain_steps = static_cast<uint32_t>(x.steps.size());
   ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(verdict_color(x.verdict)), "%s fire",
                      std::string(analysis::to_string(x.verdict)).c_str());

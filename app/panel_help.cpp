@@ -34,16 +34,19 @@ constexpr HelpRow kKeys[] = {
 
 constexpr HelpRow kPanels[] = {
     {"Graph", "the autograd graph at the current event, each rank side by side; hook chips per Function "
-              "(colour = owner); a red outline and \"!\" = a hook whose owner is destroyed; a chip flashes when it fires"},
+              "(colour = owner); a red outline and \"!\" = a hook whose owner is destroyed; a violet one = a hook "
+              "of a lingering Reducer (replaced by a newer one, still alive); a chip flashes when it fires; module "
+              "hooks show on their module's Nodes (fwd, bwd)"},
     {"Function", "the selected Function's hooks by kind: key, owner (alive / destroyed), fires so far, "
                  "added at / removed at (click to jump)"},
-    {"Reducers", "each DDP Reducer at the current event: alive or destroyed, buckets with pending "
+    {"Reducers", "each DDP Reducer at the current event: alive, replaced but still alive, or destroyed, buckets with pending "
                  "gradients, the order gradients became ready"},
     {"Timeline", "ranks as tracks; backward passes, Function applies and collectives as spans"},
     {"Events", "every event; filter with kind:, owner:, fn:, rank:, key:, hook: and words; -term negates"},
     {"Diagnostics", "leaked hooks, stale fires, collateral removals...; click one to jump to its proof"},
     {"Compare", "a second trace beside this one: hook counts per Function, findings in only one"},
-    {"Lanes", "one bar per hook from add to removal, red once its owner is destroyed, fires as ticks (View menu)"},
+    {"Lanes", "one bar per hook from add to removal, violet once its owner is replaced (still alive), red once it "
+              "is destroyed, fires as ticks (View menu)"},
     {"Readiness", "per rank, parameters × backward passes: ok, unused, ready twice, stale, cut (View menu)"},
     {"Why did this fire?", "at a hook fire: whose hook it is, when it was added, whether its owner acted (View menu)"},
 };

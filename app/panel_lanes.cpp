@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "analysis/owner_status.h"
 #include "app.h"
 #include "panel_common.h"
 #include "render/layout/colors.h"
@@ -91,13 +92,24 @@ void lanes_toolbar(ViewPanels& v, size_t n) {
     v.rows = build_lane_rows(v.lanes, v.grouping, v.folded, n);
     v.rows_dirty = false;
   }
-  size_t outliving = 0;
-  for (const LaneGroup& g : v.rows.groups) outliving += g.outliving;
+  size_t outliving = 0, unused = 0;
+  for (const LaneGroup& g : v.rows.groups) outliving += g.outliving, unused += g.unused;
+  // Note [Lingering owners]: hooks of a replaced, still alive Reducer outlive their use.
+  std::string& said = v.stats.lanes_summary;
+  said.clear();
   if (outliving > 0) {
-    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().alarm), "%zu of %zu hooks outlive their owner", outliving,
-                       v.lanes.size());
-  } else {
-    ImGui::TextDisabled("%zu hooks, none outlives its owner", v.lanes.size());
+    said = fmt::format("{} of {} hooks outlive their owner", outliving, v.lanes.size());
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().alarm), "%s", said.c_str());
+  } else if (unused == 0) {
+    said = fmt::format("{} hooks, none outlives its owner or its use", v.lanes.size());
+    ImGui::TextDisabled("%s", said.c_str());
+  }
+  if (unused > 0) {
+    const std::string more = fmt::format("{} of {} hooks outlive their use (owner replaced, still alive)", unused,
+                                         v.lanes.size());
+    if (outliving > 0) ImGui::SameLine();
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().lingering), "%s", more.c_str());
+    said += (said.empty() ? "" : "; ") + more;
   }
   if (v.rows_dirty) {
     v.rows = build_lane_rows(v.lanes, v.grouping, v.folded, n);
@@ -197,8 +209,10 @@ struct BarPlace {
   ViewsDrawStats& s;
 };
 
-// A bar from `from` to `to` (kNever: the end), red from `died` on.
-void lane_bar(const BarPlace& at, EventIndex from, EventIndex to, EventIndex died, uint32_t color, float inset) {
+// A bar from `from` to `to` (kNever: the end), in the lingering colour from
+// `replaced` on (Note [Lingering owners]), red from `died` on.
+void lane_bar(const BarPlace& at, EventIndex from, EventIndex to, EventIndex died, uint32_t color, float inset,
+              EventIndex replaced = kNever) {
   const EventAxis& ax = at.ax;
   const double end = to == kNever ? static_cast<double>(at.n) : static_cast<double>(to);
   float xa = ax.x(from), xb = ax.x(end);
@@ -207,6 +221,14 @@ void lane_bar(const BarPlace& at, EventIndex from, EventIndex to, EventIndex die
   xb = static_cast<float>(std::min<double>(std::max(xb, xa + 1.f), at.x_hi));  // at least a pixel
   at.dl->AddRectFilled(ImVec2(xa, at.y0 + inset), ImVec2(xb, at.y1 - inset), color);
   ++at.s.bars;
+  if (replaced != kNever && replaced < end && replaced < died) {
+    const float xr = std::max(xa, ax.x(replaced));
+    const float xe = died == kNever ? xb : std::min(xb, std::max(xr, ax.x(died)));
+    if (xr < xe) {
+      at.dl->AddRectFilled(ImVec2(xr, at.y0 + inset), ImVec2(xe, at.y1 - inset), palette().lingering);
+      ++at.s.lingering_segments;
+    }
+  }
   if (died != kNever && died < end) {
     const float xd = std::max(xa, ax.x(died));
     if (xd < xb) {
@@ -220,9 +242,9 @@ void lane_bar(const BarPlace& at, EventIndex from, EventIndex to, EventIndex die
 void lanes_group_bar(const BarPlace& at, const LaneGroup& g, float canvas_x0, float canvas_w, bool clicked, Go& go) {
   const EventAxis& ax = at.ax;
   lane_bar(at, g.begin, g.end, kNever, render::with_alpha(palette().text_dim, 90), 3.f);
-  if (g.outliving) {
+  if (g.outliving || g.unused) {
     const float xa = std::max(ax.x(g.begin), canvas_x0), xb = std::min(ax.x(g.end), canvas_x0 + canvas_w);
-    if (xb > xa) at.dl->AddRectFilled(ImVec2(xa, at.y1 - 3.f), ImVec2(xb, at.y1), palette().alarm);
+    if (xb > xa) at.dl->AddRectFilled(ImVec2(xa, at.y1 - 3.f), ImVec2(xb, at.y1), g.outliving ? palette().alarm : palette().lingering);
   }
   if (clicked) {
     const double e = std::clamp(ax.event_at(ImGui::GetIO().MousePos.x), 0.0, static_cast<double>(at.n - 1));
@@ -243,6 +265,12 @@ void lane_tooltip(const analysis::Model& m, const HookLane& l, EventIndex near) 
                        "owner destroyed at #%u%s", l.owner_died_at,
                        l.outlives_owner() ? " while the hook was still attached" : "");
   }
+  if (l.owner_replaced_at != kNever) {
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().lingering), "%s%s",
+                       analysis::replaced_text(m, l.owner).c_str(),
+                       l.outlives_use() ? ": the hook outlives its use" : "");
+    ImGui::Text("%u fires while its owner lingered (they did nothing)", l.fires_lingering);
+  }
   ImGui::Text("fires: %u before the owner's death, %u after (stale)", l.fires_before, l.fires_after);
   if (l.fires_after_removal) ImGui::Text("%u fires after its removal", l.fires_after_removal);
   ImGui::TextDisabled("click: go to #%u (%s)", near, m.describe(near).c_str());
@@ -254,7 +282,7 @@ void lane_tooltip(const analysis::Model& m, const HookLane& l, EventIndex near) 
 void lanes_hook_bar(const analysis::Model& m, ViewPanels& v, const BarPlace& at, const HookLane& l, bool hovered,
                     bool clicked, Go& go) {
   const uint32_t color = l.owner < m.owners().size() ? render::owner_color(m, l.owner) : palette().ghost;
-  lane_bar(at, l.added_at, l.ended_at, l.owner_died_at, render::with_alpha(color, 215), 0.f);
+  lane_bar(at, l.added_at, l.ended_at, l.owner_died_at, render::with_alpha(color, 215), 0.f, l.owner_replaced_at);
   const auto fires = m.fires(l.hook);
   tick_columns(fires, at.ax, l.owner_died_at, v.ticks);
   for (const TickColumn& t : v.ticks) {
@@ -348,15 +376,15 @@ void App::lanes_row_label(const LanesFrame& f, int r, ImDrawList* dl) {
     }
     ++v.stats.headers;
     label = fmt::format("{} {} ({})", g.folded ? "+" : "-", name, g.count);
-    if (g.outliving) label_color = palette().alarm;
+    if (g.outliving || g.unused) label_color = g.outliving ? palette().alarm : palette().lingering;
     if (label_clicked) {
       auto it = std::lower_bound(v.folded.begin(), v.folded.end(), g.key);
       if (it != v.folded.end() && *it == g.key) v.folded.erase(it); else v.folded.insert(it, g.key);
       v.rows_dirty = true;
     }
     if (label_hovered) {
-      ImGui::SetTooltip("%s\n%u hooks, %u outlive their owner, %u stale fires\nclick: %s", name.c_str(), g.count,
-                        g.outliving, g.stale_fires, g.folded ? "unfold" : "fold");
+      ImGui::SetTooltip("%s\n%u hooks, %u outlive their owner, %u outlive their use, %u stale fires\nclick: %s",
+                        name.c_str(), g.count, g.outliving, g.unused, g.stale_fires, g.folded ? "unfold" : "fold");
     }
   } else {
     const HookLane& l = v.lanes[row.lane];
@@ -450,7 +478,7 @@ void App::draw_lanes_panel() {
   const size_t n = m->num_events();
   if (v.lanes_model != m) lanes_refresh(v, m, n);
   ViewsDrawStats& s = v.stats;
-  s.lane_rows = s.bars = s.dead_segments = s.ticks = s.stale_ticks = s.headers = s.ranked_headers = 0;
+  s.lane_rows = s.bars = s.lingering_segments = s.dead_segments = s.ticks = s.stale_ticks = s.headers = s.ranked_headers = 0;
   lanes_toolbar(v, n);
 
   const float row_h = ImGui::GetTextLineHeightWithSpacing();

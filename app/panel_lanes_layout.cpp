@@ -62,6 +62,7 @@ LaneRows build_lane_rows(std::span<const HookLane> lanes, LaneGrouping grouping,
       g.begin = std::min(g.begin, l.added_at);
       g.end = std::max<EventIndex>(g.end, l.ended_at == kNever ? static_cast<EventIndex>(num_events) : l.ended_at);
       g.outliving += l.outlives_owner();
+      g.unused += l.outlives_use() && !l.outlives_owner();
       g.stale_fires += l.fires_after;
     }
     g.count = static_cast<uint32_t>(j - i);
@@ -106,6 +107,7 @@ EventIndex nearest_lane_event(const HookLane& lane, std::span<const EventIndex> 
   };
   consider(lane.ended_at);
   consider(lane.owner_died_at);
+  consider(lane.owner_replaced_at);
   const auto it = std::lower_bound(fires.begin(), fires.end(),
                                    static_cast<EventIndex>(std::clamp(event, 0.0, 4e9)));
   if (it != fires.end()) consider(*it);

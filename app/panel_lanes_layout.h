@@ -44,6 +44,7 @@ struct LaneGroup {
   analysis::EventIndex begin = 0;     // first add
   analysis::EventIndex end = 0;       // last end (num_events for lanes never ended)
   uint32_t outliving = 0;             // lanes that outlive their owner
+  uint32_t unused = 0;                // the others that outlive their use (owner replaced, alive)
   uint32_t stale_fires = 0;
   bool folded = false;
 };

@@ -2,13 +2,14 @@
 // destroyed (what its destructor removed, what it left behind), its current
 // backward, buckets with their pending gradients, and the order in which
 // parameters became ready. Destroyed Reducers stay listed, folded: after a
-// failure they are the story (PR #21591).
+// failure they are the story (PR #21591). A Reducer replaced but alive
+// (Note [Lingering owners]) says so in its colour, not "alive, backward N".
 #include <fmt/format.h>
 
 #include <algorithm>
 
+#include "analysis/owner_status.h"
 #include "app.h"
-#include "panel_common.h"
 #include "panel_common.h"
 #include "render/layout/colors.h"
 
@@ -191,6 +192,19 @@ void reducer_destroyed(const analysis::ReducerInfo& info, const analysis::Reduce
   if (at.backward >= 0) ImGui::TextDisabled("Its last backward was %lld.", static_cast<long long>(at.backward));
 }
 
+// A lingering Reducer (Note [Lingering owners]): who replaced it, and what its hooks do now.
+void reducer_lingering(const analysis::Model& m, const analysis::ReducerInfo& info, const analysis::ReducerAt& at,
+                       size_t now) {
+  ImGui::PushStyleColor(ImGuiCol_Text, col(palette().lingering));
+  ImGui::TextWrapped("%s - a reference the program kept holds it: its hooks stay attached and do nothing on "
+                     "every backward.",
+                     analysis::replaced_text(m, info.owner, static_cast<analysis::EventIndex>(now)).c_str());
+  ImGui::PopStyleColor();
+  if (at.backward >= 0) ImGui::TextDisabled("Its last backward was %lld; replaced at", static_cast<long long>(at.backward));
+  if (at.backward < 0) ImGui::TextDisabled("Replaced at");
+  ImGui::SameLine(0.f, 4.f);  // the caller's link to the replacement follows
+}
+
 }  // namespace
 
 void App::draw_reducers_panel() {
@@ -202,6 +216,7 @@ void App::draw_reducers_panel() {
     return;
   }
   const auto& reducers = m->reducers();
+  reducer_words_.clear();
   if (reducers.empty()) {
     // A Reducer made before the recording began has no construction event,
     // but its owner and hooks are in the trace: say so rather than deny it.
@@ -234,15 +249,26 @@ void App::draw_reducers_panel() {
     return;
   }
   const analysis::State& st = *full;
-  size_t alive = 0;
-  for (const analysis::ReducerAt& r : st.reducers) alive += r.live;
-  ImGui::TextDisabled("At #%zu: %zu alive, %zu destroyed, %zu constructed later", session_.current(), alive,
+  const auto now = static_cast<analysis::EventIndex>(session_.current());
+  auto lingers = [&](const analysis::ReducerAt& r) {
+    return r.live && analysis::owner_status(*m, reducers[r.reducer].owner, now) == analysis::OwnerStatus::kLingering;
+  };
+  size_t alive = 0, lingering = 0;
+  for (const analysis::ReducerAt& r : st.reducers) alive += r.live, lingering += lingers(r);
+  ImGui::TextDisabled("At #%zu: %zu alive, %zu destroyed, %zu constructed later", session_.current(), alive - lingering,
                       st.reducers.size() - alive, reducers.size() - st.reducers.size());
+  if (lingering > 0) {
+    ImGui::SameLine(0.f, 4.f);
+    ImGui::TextColored(col(palette().lingering), "+ %zu replaced, still alive", lingering);
+  }
 
-  // Live ones first (what the current backward is doing), then the destroyed.
+  // Live ones first (what the current backward is doing), then the lingering, then the destroyed.
   std::vector<analysis::ReducerIndex> order, later;
   for (const analysis::ReducerAt& r : st.reducers) {
-    if (r.live) order.push_back(r.reducer);
+    if (r.live && !lingers(r)) order.push_back(r.reducer);
+  }
+  for (const analysis::ReducerAt& r : st.reducers) {
+    if (lingers(r)) order.push_back(r.reducer);
   }
   for (const analysis::ReducerAt& r : st.reducers) {
     if (!r.live) order.push_back(r.reducer);
@@ -282,6 +308,10 @@ void App::reducer_section(analysis::ReducerIndex k, const analysis::ReducerAt& a
   reducer_life(info, live);
   if (!live) {
     reducer_destroyed(info, at, left, session_.current());
+  } else if (analysis::owner_status(m, info.owner, static_cast<analysis::EventIndex>(session_.current())) ==
+             analysis::OwnerStatus::kLingering) {
+    reducer_lingering(m, info, at, session_.current());
+    event_link(m.owners()[info.owner].replaced_at);
   } else {
     reducer_backward(info, at);
     reducer_buckets(m, info, at);
@@ -295,6 +325,10 @@ void App::reducer_section(analysis::ReducerIndex k, const analysis::ReducerAt& a
 // destroyed), rank, policy and state. True when open.
 bool App::reducer_header(const analysis::ReducerInfo& info, const analysis::ReducerAt& at, uint32_t left) {
   const bool live = at.live;
+  const analysis::Model& m = *session_.model();
+  const analysis::OwnerStatus status =
+      analysis::owner_status(m, info.owner, static_cast<analysis::EventIndex>(session_.current()));
+  const bool lingering = status == analysis::OwnerStatus::kLingering;
   // A destroyed Reducer is a different tree node (its own open state),
   // folded until the user opens it.
   ImGui::SetNextItemOpen(live, ImGuiCond_Once);
@@ -308,25 +342,37 @@ bool App::reducer_header(const analysis::ReducerInfo& info, const analysis::Redu
     const float side = ImGui::GetTextLineHeight() * 0.7f;
     const float x = a.x + ImGui::GetTreeNodeToLabelSpacing() + 2.f, y = (a.y + b.y - side) * 0.5f;
     ImDrawList* dl = ImGui::GetWindowDrawList();
-    if (!live) dl->AddRectFilled(ImVec2(x - 1.5f, y - 1.5f), ImVec2(x + side + 1.5f, y + side + 1.5f), palette().alarm);
+    if (!live || lingering) {
+      dl->AddRectFilled(ImVec2(x - 1.5f, y - 1.5f), ImVec2(x + side + 1.5f, y + side + 1.5f),
+                        lingering ? palette().lingering : palette().alarm);
+    }
     dl->AddRectFilled(ImVec2(x, y), ImVec2(x + side, y + side), render::owner_color(*session_.model(), info.owner));
   }
   ImGui::SameLine();
   ImGui::TextDisabled("rank %u · %s", static_cast<unsigned>(info.rank),
                       std::string(trace::to_string(info.policy)).c_str());
   ImGui::SameLine();
-  if (live) {
-    if (at.backward < 0) {
-      ImGui::TextDisabled("· alive, no backward yet");
-    } else {
-      ImGui::TextDisabled("· alive, backward %lld %s", static_cast<long long>(at.backward),
-                          at.finalized ? "finalized" : "in progress");
-    }
+  // The words, kept for the draw report (Note [Draw report]): what a user reads here.
+  std::string words;
+  uint32_t color = 0;  // 0: dim
+  if (lingering) {
+    words = fmt::format("{} (lingering)", analysis::to_string(status));
+    color = palette().lingering;
+  } else if (live) {
+    words = at.backward < 0 ? std::string("alive, no backward yet")
+                            : fmt::format("alive, backward {} {}", at.backward, at.finalized ? "finalized" : "in progress");
   } else if (left > 0) {
-    ImGui::TextColored(col(palette().alarm), "· destroyed, %u hook%s left behind", left, left == 1 ? "" : "s");
+    words = fmt::format("destroyed, {} hook{} left behind", left, left == 1 ? "" : "s");
+    color = palette().alarm;
   } else {
-    ImGui::TextDisabled("· destroyed, removed its hooks");
+    words = "destroyed, removed its hooks";
   }
+  if (color) {
+    ImGui::TextColored(col(color), "· %s", words.c_str());
+  } else {
+    ImGui::TextDisabled("· %s", words.c_str());
+  }
+  reducer_words_.push_back(fmt::format("{} r{}: {}", m.owner_name(info.owner), info.rank, words));
   return node_open;
 }
 

@@ -32,17 +32,29 @@ const char* title_of(const std::string& name) {
   return nullptr;
 }
 
+// A JSON string's inside: names in these texts come from the trace.
+std::string quoted(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+  }
+  return out;
+}
+
 void write_report(const ViewsDrawStats& s, const char* path) {
   auto rect = [](const ViewsDrawStats::Rect& r) { return fmt::format("[{},{},{},{}]", r.x0, r.y0, r.x1, r.y1); };
   const std::string json = fmt::format(
       "{{\"lanes\":{},\"counter\":{},\"readiness\":{},\"lane_rows\":{},\"bars\":{},\"dead_segments\":{},"
       "\"ticks\":{},\"stale_ticks\":{},\"cells\":{},\"cell_status\":[{},{},{},{},{},{}],"
       "\"readiness_refused\":{},\"explain_verdict\":\"{}\",\"explain_steps\":{},\"explain_links\":{},"
-      "\"readiness_headers\":{},\"lane_headers\":{},\"ranked_lane_headers\":{}}}\n",
+      "\"readiness_headers\":{},\"lane_headers\":{},\"ranked_lane_headers\":{},\"lingering_segments\":{},"
+      "\"lanes_summary\":\"{}\",\"explain_summary\":\"{}\"}}\n",
       rect(s.lanes), rect(s.counter), rect(s.readiness), s.lane_rows, s.bars, s.dead_segments, s.ticks, s.stale_ticks,
       s.cells, s.cell_status[0], s.cell_status[1], s.cell_status[2], s.cell_status[3], s.cell_status[4],
       s.cell_status[5], !s.readiness_error.empty(), s.explain_verdict, s.explain_steps, s.explain_links,
-      s.readiness_headers, s.headers, s.ranked_headers);
+      s.readiness_headers, s.headers, s.ranked_headers, s.lingering_segments, quoted(s.lanes_summary),
+      quoted(s.explain_summary));
   if (std::FILE* out = std::fopen(path, "w")) {
     std::fwrite(json.data(), 1, json.size(), out);
     std::fclose(out);

@@ -28,12 +28,15 @@ struct ViewsDrawStats {
   Rect counter;        // the live-hooks track
   Rect readiness;      // the grids' cells
   uint32_t lane_rows = 0, bars = 0, dead_segments = 0, ticks = 0, stale_ticks = 0;
+  uint32_t lingering_segments = 0;  // bar parts while the owner lingered (Note [Lingering owners])
+  std::string lanes_summary;        // the toolbar's count line
   uint32_t headers = 0, ranked_headers = 0;  // group headers drawn, of them naming their rank
   uint32_t cells = 0;
   uint32_t readiness_headers = 0;  // backward-pass numbers drawn over the columns
   uint32_t cell_status[6] = {};  // by analysis::Readiness
   std::string readiness_error;   // the panel's message instead of grids
   std::string explain_verdict;   // "" when the current event is no fire
+  std::string explain_summary;
   uint32_t explain_steps = 0, explain_links = 0;
 };
 

@@ -2,6 +2,7 @@
 // and the finding's text.
 
 #include "analysis/diagnostics_growth.h"
+#include "analysis/owner_status.h"
 
 #include <fmt/format.h>
 
@@ -50,19 +51,31 @@ void describe_growth(const Model& m, trace::HookKind kind, FunctionIndex f, cons
   }
   std::sort(out.events.begin(), out.events.end());
   out.events.erase(std::unique(out.events.begin(), out.events.end()), out.events.end());
-  // Each owner but the last: destroyed, or replaced while alive (it never
-  // prepared a backward again once the next owner added its hook).
-  size_t destroyed = 0, replaced = 0;
+  // Each owner but the last, as it was when the next one added its hook:
+  // destroyed, or replaced while alive (it never prepared a backward again).
+  // What the run did with it afterwards is said in its own words (Note
+  // [Lingering owners]): "replaced by ... and is still alive", "... until it
+  // was destroyed at #N", never "destroyed" for an owner alive while its
+  // hooks fired.
   const size_t n = g.adders.size();
   std::vector<const char*> tags(n, "");
+  std::vector<std::string> fates;
   for (size_t k = 0; k + 1 < n; ++k) {
     const OwnerIndex o = g.adders[k];
-    if (owners[o].destroyed_at != kNever) {
+    const OwnerInfo& info = owners[o];
+    if (info.destroyed_at <= g.at[k + 1]) {
       tags[k] = " destroyed";
-      ++destroyed;
+      fates.push_back(fmt::format("{} was destroyed at #{} with its hooks attached: they stay and keep firing "
+                                  "(stale)", m.owner_name(o), info.destroyed_at));
+    } else if (info.replaced_at != kNever) {
+      tags[k] = " replaced";
+      fates.push_back(replaced_text(m, o) + ": its hooks stay attached and do nothing on every backward");
     } else if (replaced_by(last_prepare, o, g.at[k + 1])) {
       tags[k] = " replaced";
-      ++replaced;
+      fates.push_back(fmt::format(
+          "{} never prepared a backward after #{} but {}", m.owner_name(o), last_prepare[o],
+          info.destroyed_at == kNever ? std::string("is still alive")
+                                      : fmt::format("stayed alive until it was destroyed at #{}", info.destroyed_at)));
     }
   }
   std::string names;
@@ -74,14 +87,14 @@ void describe_growth(const Model& m, trace::HookKind kind, FunctionIndex f, cons
     names += fmt::format("{}{}{}", k ? ", " : "", m.owner_name(g.adders[k]), tags[k]);
   }
   std::string why;
-  if (destroyed > 0 || replaced == 0) why = "hooks of destroyed owners stay attached and keep firing";
-  if (replaced > 0) {
-    why += fmt::format(
-        "{}replaced owners never prepared a backward again but are still alive (a forgotten "
-        "reference keeps each old DDP), so their hooks stay attached and fire as no-ops on every "
-        "backward",
-        why.empty() ? "" : "; ");
+  for (size_t k = 0; k < fates.size(); ++k) {
+    if (fates.size() > kMaxNamed && k == 3) {
+      why += fmt::format("; … {} more", fates.size() - 5);
+      k = fates.size() - 2;
+    }
+    why += (k ? "; " : "") + fates[k];
   }
+  if (why.empty()) why = "the earlier owners kept their hooks attached";
   out.message = fmt::format("{} hooks on {} grew {} as {} {} owners added theirs ({}): {}",
                             trace::to_string(kind), m.function_name(f), series_text(g.counts), n,
                             trace::to_string(owners[g.adders.front()].kind), names, why);

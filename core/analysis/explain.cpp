@@ -1,4 +1,5 @@
 #include "analysis/explain.h"
+#include "analysis/owner_status.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -15,6 +16,7 @@ std::string_view to_string(FireVerdict v) {
     case FireVerdict::kStale: return "stale";
     case FireVerdict::kAfterRemoval: return "after_removal";
     case FireVerdict::kUnproven: return "unproven";
+    case FireVerdict::kLingering: return "lingering";
   }
   return "?";
 }
@@ -53,6 +55,21 @@ std::string_view policy_words(trace::DestroyPolicy p) {
   return "?";
 }
 
+// Why the Reducer's hook did nothing (Note [Lingering owners]).
+std::string noop_words(const Model& m, EventIndex noop, const std::string& who) {
+  switch (noop_cause(m, noop)) {
+    case NoopCause::kDestroyed: return fmt::format("the hook ran but {} no longer exists: it did nothing", who);
+    case NoopCause::kLingering:
+      return fmt::format("{} did not prepare for this backward (its DDP is no longer used): its hook did nothing", who);
+    case NoopCause::kNoSync:
+      return fmt::format("{}'s DDP ran forward inside no_sync(): its hook did nothing, as intended (gradients "
+                         "accumulate locally until a synchronised backward)", who);
+    case NoopCause::kNotPrepared: break;
+  }
+  return fmt::format("{} did not prepare for this backward (no forward through its DDP before it): its hook did "
+                     "nothing", who);
+}
+
 void reducer_outcome(const Model& m, size_t fire, const HookInfo& hook, Explanation& out) {
   const ReducerIndex r = m.reducer_of(hook.owner);
   if (r == kNoIndex) return;
@@ -71,10 +88,7 @@ void reducer_outcome(const Model& m, size_t fire, const HookInfo& hook, Explanat
     out.steps.push_back({mark, fmt::format("{} marked parameter {} ready (bucket {})", who,
                                            m.event(mark).arg, m.event(mark).actor)});
   } else if (by_this(noop)) {
-    const bool dead = m.event(noop).sub != 0;
-    out.steps.push_back({noop, dead ? fmt::format("the hook ran but {} no longer exists: it did nothing", who)
-                                    : fmt::format("{} did not prepare for this backward: its hook did "
-                                                  "nothing (another Reducer on the module did)", who)});
+    out.steps.push_back({noop, noop_words(m, noop, who)});
   }
 }
 
@@ -166,8 +180,15 @@ Explanation explain_fire(const Model& m, size_t index) {
                                                   policy_words(m.reducers()[r].policy));
     out.steps.push_back({died, fmt::format("{} destroyed {}", owner, why)});
   }
+  const OwnerIndex o = hook.owner;
+  if (o != kNoIndex && owner_status(m, o, out.fire) == OwnerStatus::kLingering) {
+    out.verdict = FireVerdict::kLingering;
+    out.steps.push_back({m.owners()[o].replaced_at,
+                         fmt::format("{} prepared its first backward: {} is no longer used",
+                                     owner_words(m, m.owners()[o].replaced_by), owner)});
+  }
   if (hook.ended_at != kNever && hook.ended_at <= index && !hook.implicit_end) {
-    out.verdict = out.verdict == FireVerdict::kStale ? out.verdict : FireVerdict::kAfterRemoval;
+    out.verdict = out.verdict == FireVerdict::kNormal ? FireVerdict::kAfterRemoval : out.verdict;
     std::string by = hook.removed_by == kNoIndex ? std::string() : " by " + owner_words(m, hook.removed_by);
     out.steps.push_back({hook.ended_at,
                          fmt::format("hook removed ({}){}; it still ran: the hook list it ran from "
@@ -198,6 +219,10 @@ Explanation explain_fire(const Model& m, size_t index) {
       break;
     case FireVerdict::kUnproven:
       out.summary = fmt::format("cannot say why it fired on {}: {}", on, unproven);
+      break;
+    case FireVerdict::kLingering:
+      out.summary = fmt::format("lingering: {} - a reference the program kept; its hook did nothing",
+                                replaced_text(m, o, out.fire));
       break;
     case FireVerdict::kNormal:
       out.summary = fmt::format("normal fire: {} is alive and its hook attached", owner);

@@ -25,8 +25,11 @@ enum class FireVerdict : uint8_t {
   // The trace cannot show why it fired: its key was never added, or its
   // owner never declared (Note [What explain can prove]).
   kUnproven = 3,
+  // Its owner, a Reducer, was replaced by a newer one and is still alive
+  // (Note [Lingering owners]): the hook is attached, fires, and does nothing.
+  kLingering = 4,
 };
-std::string_view to_string(FireVerdict v);  // "normal", "stale", "after_removal", "unproven"
+std::string_view to_string(FireVerdict v);  // "normal", "stale", "after_removal", "unproven", "lingering"
 
 // Note [What explain can prove]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -19,6 +19,9 @@ namespace hookscope::analysis {
 // fires at or after it are stale. A lane "outlives its owner" when the owner
 // died while the hook was still attached: the picture of a leak. A hook can
 // also fire after its removal (Note [Module hooks in traces]): counted apart.
+// A lane "outlives its use" when its owner, a Reducer, was replaced while
+// alive and the hook still attached (Note [Lingering owners]): from
+// `owner_replaced_at` its fires do nothing until the owner is destroyed.
 struct HookLane {
   HookIndex hook = kNoIndex;
   FunctionIndex function = kNoIndex;  // where it was added
@@ -29,9 +32,16 @@ struct HookLane {
   uint32_t fires_before = 0;  // before the owner died (all fires when it never did)
   uint32_t fires_after = 0;   // stale: at or after the owner's death
   uint32_t fires_after_removal = 0;  // after its own removal (PyTorch runs a snapshot of the list)
+  EventIndex owner_replaced_at = kNever;  // kNever: never lingering
+  uint32_t fires_lingering = 0;  // of fires_before: while its owner lingered (they did nothing)
   bool outlives_owner() const {
     return owner_died_at != kNever && (ended_at == kNever || ended_at > owner_died_at);
   }
+  bool outlives_use() const {
+    return owner_replaced_at != kNever && (ended_at == kNever || ended_at > owner_replaced_at);
+  }
+  // An alarm either way: the picture of a leak.
+  bool leaks() const { return outlives_owner() || outlives_use(); }
 };
 
 // Every hook's lane, ordered by Function (creation order), then by add.

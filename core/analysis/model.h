@@ -79,6 +79,12 @@ struct OwnerInfo {
   EventIndex created_at = 0;
   // The first of kOwnerDestroyed and, for a Reducer's owner, kReducerDestroyed.
   EventIndex destroyed_at = kNever;
+  // Note [Lingering owners] (analysis/owner_status.h): a Reducer's owner
+  // replaced while alive, at the first prepare of the newer Reducer that
+  // took over its parameters (kNever: never, or destroyed first), and that
+  // Reducer's owner.
+  EventIndex replaced_at = kNever;
+  OwnerIndex replaced_by = kNoIndex;
 };
 
 struct HookInfo {

@@ -180,6 +180,7 @@ void ModelBuilder::finish() {
   } else {
     build_lookups_and_index();
   }
+  find_lingering_owners();
   src_.clear();
   open_ = {};
   open_pos_ = {};

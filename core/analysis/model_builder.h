@@ -320,6 +320,7 @@ class ModelBuilder {
   void trim_tables();
   void group_fires_edges_segments();
   void build_lookups_and_index();
+  void find_lingering_owners();  // owner_status.cpp, Note [Lingering owners]
   // Note [Finishing on two threads]: from this many events on.
   static constexpr size_t kTwoThreadEvents = size_t{1} << 20;
 

@@ -40,7 +40,13 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
 
 Tensor DistributedDataParallel::forward(const Tensor& x) {
   Tensor out = module_->forward(x);
-  if (GradMode::is_enabled() && require_sync_) reducer_->prepare_for_backward({out});
+  if (GradMode::is_enabled()) {
+    if (require_sync_) {
+      reducer_->prepare_for_backward({out});
+    } else {
+      reducer_->skip_sync_for_backward();
+    }
+  }
   return out;
 }
 

@@ -56,9 +56,6 @@ Tensor bucket_view(const Tensor& buffer, int64_t offset, const Shape& shape) {
   return Tensor(std::move(impl));
 }
 
-constexpr uint8_t kNoopNotPrepared = 0;
-constexpr uint8_t kNoopOwnerDestroyed = 2;
-
 }  // namespace
 
 std::string next_reducer_label() {
@@ -93,6 +90,8 @@ struct Reducer::Core {
   std::vector<uint32_t> name_ids;
   std::vector<bool> ready;
   bool expect_hooks = false;
+  bool no_sync = false;  // the last forward ran inside DDP's no_sync (skip_sync_for_backward)
+  bool no_sync_end_queued = false;  // its backward's end will clear no_sync
   bool finalize_queued = false;
   size_t next_bucket = 0;
   size_t backward_index = 0;
@@ -144,8 +143,14 @@ struct Reducer::Core {
 
   void autograd_hook(size_t index) {
     if (!expect_hooks) {
-      trace::emit_autograd_hook_noop(owner, kNoopNotPrepared, hooks[index].second->id(),
-                                     hooks[index].first.value, 0);
+      trace::emit_autograd_hook_noop(owner, no_sync ? trace::NoopReason::kNoSync : trace::NoopReason::kNotPrepared,
+                                     hooks[index].second->id(), hooks[index].first.value, index);
+      // no_sync covers the backward of the forward it ran: not the later
+      // ones another DDP on the module drives (this one is then lingering).
+      if (no_sync && !no_sync_end_queued) {
+        no_sync_end_queued = true;
+        autograd::queue_callback([this] { no_sync = no_sync_end_queued = false; });
+      }
       return;
     }
     if (options.fault) options.fault(FaultPoint::kInHook, backward_index);
@@ -306,7 +311,7 @@ Reducer::Reducer(std::vector<nn::NamedParameter> params, std::shared_ptr<Process
           if (auto core = weak.lock()) {
             core->autograd_hook(i);
           } else {
-            trace::emit_autograd_hook_noop(owner, kNoopOwnerDestroyed, acc_id, 0, i);
+            trace::emit_autograd_hook_noop(owner, trace::NoopReason::kOwnerDestroyed, acc_id, 0, i);
           }
         },
         c.owner);
@@ -321,10 +326,15 @@ Reducer::~Reducer() {
   destroy_owner(core_->owner);
 }
 
+void Reducer::skip_sync_for_backward() {
+  core_->no_sync = true;
+}
+
 void Reducer::prepare_for_backward(const variable_list& outputs) {
   Core& c = *core_;
   c.reset_for_backward();
   c.expect_hooks = true;
+  c.no_sync = false;
   ++c.backward_index;
   trace::emit_prepare_for_backward(c.owner, c.backward_index);
   if (!c.options.find_unused_parameters) return;

@@ -54,7 +54,8 @@ struct ReducerOptions {
 // Note [Stale hooks are harmless no-ops]
 // A Reducer's hooks reach it through a weak reference. A hook that outlives
 // its Reducer (policy none) fires, finds nothing, and emits
-// kAutogradHookNoop with sub = 2; it never touches freed memory.
+// kAutogradHookNoop with sub = NoopReason::kOwnerDestroyed; it never touches
+// freed memory.
 class Reducer {
  public:
   Reducer(std::vector<nn::NamedParameter> params, std::shared_ptr<ProcessGroup> group,
@@ -66,6 +67,9 @@ class Reducer {
   // Arms the Reducer for the coming backward of `outputs`; with
   // find_unused_parameters, marks parameters the outputs do not reach ready.
   void prepare_for_backward(const variable_list& outputs);
+  // The coming backward runs inside DDP's no_sync(): its fires do nothing
+  // and say so (NoopReason::kNoSync), until the next prepare_for_backward.
+  void skip_sync_for_backward();
 
   OwnerId owner() const;
   const std::string& label() const;

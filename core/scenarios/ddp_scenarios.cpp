@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -106,11 +107,12 @@ class RankRun {
           recovery_step(RecoveryStep::kDdpRebuilt, "DDP rebuilt on the same module");
           recovery_step(RecoveryStep::kResumed, fmt::format("training resumes at step {}", step_));
         }
-        train(sgd, ddp, second);
+        train(sgd, pg, ddp, second);
         snapshot(ddp ? *ddp : *second);
         pg->barrier()->wait();  // nobody tears down while a peer still talks to it
         ddp.reset();
         second.reset();
+        kept_.clear();
         destroy_group(pg, false);
         return rep_;
       } catch (const InjectedFailure& e) {
@@ -119,6 +121,7 @@ class RankRun {
         if (pg) pg->abort();
         ddp.reset();
         second.reset();
+        kept_.clear();
         destroy_group(pg, true);
         return rep_;
       } catch (const ddp::CollectiveError& e) {
@@ -133,6 +136,7 @@ class RankRun {
         if (pg) pg->abort();
         ddp.reset();
         second.reset();
+        kept_.clear();
         recovery_step(RecoveryStep::kDdpDestroyed, "DDP and its Reducer destroyed");
         destroy_group(pg, true);
         recovery_step(RecoveryStep::kGroupDestroyed, "process group destroyed");
@@ -143,6 +147,7 @@ class RankRun {
         if (pg) pg->abort();
         ddp.reset();
         second.reset();
+        kept_.clear();
         destroy_group(pg, true);
         return rep_;
       }
@@ -263,14 +268,28 @@ class RankRun {
     std::rename((path + ".tmp").c_str(), path.c_str());
   }
 
-  void train(nn::SGD& sgd, std::unique_ptr<ddp::DistributedDataParallel>& ddp,
+  void train(nn::SGD& sgd, const std::shared_ptr<ddp::ProcessGroup>& pg,
+             std::unique_ptr<ddp::DistributedDataParallel>& ddp,
              std::unique_ptr<ddp::DistributedDataParallel>& second) {
+    const bool kept_alive = o_.name == "kept-alive";
     for (; step_ < o_.steps; ++step_) {
       if (o_.name == "shared-module" && step_ == o_.steps / 2 && ddp) {
         ddp.reset();  // the first DDP goes; the policy decides what happens to the second
       }
+      if (kept_alive && step_ > 0 && (step_ == o_.steps / 3 || step_ == 2 * o_.steps / 3)) {
+        // PyTorch #21344 as users hit it: DDP built again on the same module
+        // while the program keeps the old one (here in a list): its Reducer
+        // lingers, its hooks stay and fire as no-ops (Note [Lingering owners]).
+        kept_.push_back(std::move(ddp));
+        ddp = make_ddp(pg);
+      }
       ddp::DistributedDataParallel& use =
           (ddp && (second == nullptr || step_ % 2 == 0)) ? *ddp : *second;
+      // kept-alive accumulates gradients over two micro-batches: the odd
+      // steps run inside no_sync (their fires are no-ops by design).
+      const bool micro = kept_alive && step_ % 2 == 1 && step_ + 1 < o_.steps;
+      std::optional<ddp::DistributedDataParallel::NoSync> no_sync;
+      if (micro) no_sync.emplace(use);
       auto batch = data_.batch(static_cast<uint64_t>(step_), o_.batch_per_rank * o_.world_size,
                                rep_.rank, o_.world_size);
       Tensor loss = cross_entropy(use(batch.x.to(o_.device)), batch.y);
@@ -280,9 +299,10 @@ class RankRun {
         auto* net = static_cast<TwoHeadNet*>(module_.get());
         loss = add(loss, mul_scalar(sum(mul(net->aux->weight, net->aux->weight)), 1e-3f));
       }
-      sgd.zero_grad();
+      if (!accumulated_) sgd.zero_grad();
       loss.backward();
-      sgd.step();
+      accumulated_ = micro;
+      if (!micro) sgd.step();
       const float l = loss.item();
       rep_.losses.push_back(l);
       uint32_t bits;
@@ -321,6 +341,8 @@ class RankRun {
   int root_ = 0;
   bool replacement_ = false;
   uint64_t group_id_ = 0;
+  bool accumulated_ = false;  // gradients of a no_sync micro-batch wait for the next step
+  std::vector<std::unique_ptr<ddp::DistributedDataParallel>> kept_;  // kept-alive's old DDPs
 };
 
 }  // namespace
@@ -337,6 +359,10 @@ void validate(const DdpScenarioOptions& o) {
   }
   if (o.steps < 1) bad("--steps must be at least 1");
   if (o.batch_per_rank < 1) bad("--batch must be at least 1");
+  if (o.name == "kept-alive" && o.steps < 3) {
+    bad(fmt::format("kept-alive rebuilds DDP at a third and two thirds of the steps: --steps {} is too "
+                    "few, give at least 3", o.steps));
+  }
   if (o.name == "recovery") {
     if (o.world_size < 2) bad("recovery needs --world-size of at least 2 (a survivor)");
     if (o.fail_rank < 0 || o.fail_rank >= o.world_size) {

@@ -17,7 +17,7 @@ namespace hookscope::scenarios {
 constexpr int kMaxWorldSize = 64;
 
 struct DdpScenarioOptions {
-  std::string name = "recovery";  // recovery | shared-module | unused-parameter | marked-twice
+  std::string name = "recovery";  // a DDP scenario of the registry (recovery, kept-alive, ...)
   trace::DestroyPolicy policy = trace::DestroyPolicy::kByKey;
   int world_size = 2;
   int steps = 8;

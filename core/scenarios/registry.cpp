@@ -47,6 +47,8 @@ constexpr Scenario kScenarios[] = {
      false, run_autograd_demo_scenario},
     {"recovery", "DDP on ranks; a rank fails, DDP is destroyed and rebuilt on the same module",
      true, run_ddp},
+    {"kept-alive", "DDP rebuilt twice on the same module while the program keeps the old DDPs: "
+     "their Reducers linger (PyTorch #21344); odd steps accumulate under no_sync", true, run_ddp},
     {"shared-module", "two DDPs wrap one module; the first is destroyed halfway", true, run_ddp},
     {"unused-parameter", "DDP with a head forward never uses: unused-parameter detection", true,
      run_ddp},

@@ -31,10 +31,10 @@ inline void emit_buckets_finalized(uint32_t owner, uint64_t backward_index) noex
 
 // ---- a Reducer's autograd hook ----
 // The Reducer's hook on `accumulate_grad` fired and it did nothing; `reason`
-// says why (the Reducer's codes: not prepared for this backward, owner gone).
-inline void emit_autograd_hook_noop(uint32_t owner, uint8_t reason, uint64_t accumulate_grad,
+// says why (not prepared for this backward, inside no_sync, owner gone).
+inline void emit_autograd_hook_noop(uint32_t owner, NoopReason reason, uint64_t accumulate_grad,
                                     uint64_t hook_key, uint64_t param_index) noexcept {
-  emit(EventKind::kAutogradHookNoop, reason, accumulate_grad, hook_key, param_index, owner);
+  emit(EventKind::kAutogradHookNoop, static_cast<uint8_t>(reason), accumulate_grad, hook_key, param_index, owner);
 }
 inline void emit_mark_ready(uint32_t owner, uint64_t accumulate_grad, uint64_t param_index,
                             uint32_t bucket_index) noexcept {

@@ -69,8 +69,9 @@ enum class EventKind : uint8_t {
   kReducerDestroyed = 33,
   // arg = backward index of this Reducer
   kPrepareForBackward = 34,
-  // node = AccumulateGrad, key = hook key: this Reducer's hook fired but the
-  // Reducer did not prepare for this backward, so it did nothing
+  // node = AccumulateGrad, key = hook key, sub = NoopReason, arg = parameter
+  // index: this Reducer's hook fired but the Reducer did not prepare for this
+  // backward, so it did nothing
   kAutogradHookNoop = 35,
   // node = AccumulateGrad, arg = parameter index, actor = bucket index
   kMarkReady = 36,
@@ -102,6 +103,11 @@ enum class EventKind : uint8_t {
 };
 
 enum class DestroyPolicy : uint8_t { kByKey = 0, kNone = 1, kByType = 2 };
+// Why a Reducer's hook did nothing (kAutogradHookNoop's sub). kNoSync: the
+// DDP's last forward ran inside no_sync() (gradient accumulation; expected,
+// not an alarm: Note [Lingering owners] in analysis/owner_status.h). Traces
+// before it say kNotPrepared for those too.
+enum class NoopReason : uint8_t { kNotPrepared = 0, kNoSync = 1, kOwnerDestroyed = 2 };
 enum class CollectiveOp : uint8_t { kAllreduce = 0, kBroadcast = 1, kBarrier = 2, kAllgather = 3 };
 enum class CollectiveStatus : uint8_t { kOk = 0, kError = 1, kTimeout = 2, kAborted = 3 };
 enum class FailureMode : uint8_t { kThrow = 0, kKill = 1, kTimeout = 2 };

@@ -31,7 +31,9 @@ class _ReducerSentinel:
             return
         _C.snapshot(rec.owners.cpp, self.owner)
         _C.set_reducer(self.owner, [])
-        _C.emit(_C.EV_reducer_destroyed, arg=_DESTROY_BY_KEY, owner=self.owner)
+        # actor: the hooks its destructor removed, as the runtime writes it
+        _C.emit(_C.EV_reducer_destroyed, arg=_DESTROY_BY_KEY, owner=self.owner,
+                actor=_C.removed_hooks_of(self.owner))
         _C.emit(_C.EV_owner_destroyed, owner=self.owner)
 
 
@@ -102,6 +104,8 @@ def install(rec):
                 for index, (name, ref) in enumerate(self.__dict__["_hookscope_params"]):
                     if id(ref()) not in reached:
                         _unused(self, owner, index, handled=True)
+        elif torch.is_grad_enabled() and not self.require_backward_grad_sync:
+            _C.set_no_sync(owner)  # inside no_sync(): its fires are expected no-ops
         return out
 
     def init_process_group(*args, **kwargs):

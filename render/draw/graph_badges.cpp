@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "analysis/owner_status.h"
 #include "render/layout/colors.h"
 #include "render/draw/graph_view_internal.h"
 
@@ -30,7 +31,7 @@ float GraphView::place_chips(std::vector<Chip>& chips, const GraphScene& scene, 
       last_kind = c.kind;
     }
     const int len = chip_text(buf, sizeof buf, scene.owner_tag(c.owner), c.count);
-    const float w = text_width(fs, buf, buf + len) + 2.f * m.chip_pad + (c.dead ? text_width(fs, "!") : 0.f);
+    const float w = text_width(fs, buf, buf + len) + 2.f * m.chip_pad + (c.alarm() ? text_width(fs, "!") : 0.f);
     const bool last = i + 1 == chips.size();
     if (x + w > right - (last ? 0.f : plus)) {
       for (size_t j = i; j < chips.size(); ++j) chips[j].x0 = chips[j].x1 = NAN;
@@ -48,7 +49,8 @@ void GraphView::chips_of(const Frame& f, uint32_t unit, std::vector<Chip>& out) 
   const analysis::Model& model = *model_;
   const FoldedGraph& fg = *folded_;
   auto same = [](const Chip& a, const Chip& b) {
-    return a.kind == b.kind && a.owner == b.owner && a.dead == b.dead && a.removed == b.removed;
+    return a.kind == b.kind && a.owner == b.owner && a.dead == b.dead && a.lingering == b.lingering &&
+           a.removed == b.removed;
   };
   auto push = [&](Chip c) {
     if (!out.empty() && same(out.back(), c)) {
@@ -66,7 +68,9 @@ void GraphView::chips_of(const Frame& f, uint32_t unit, std::vector<Chip>& out) 
     Chip c;
     c.kind = kind;
     c.owner = model.hooks()[h.hook].owner;
-    c.dead = c.owner < f.owner_dead.size() && f.owner_dead[c.owner];
+    const uint8_t status = c.owner < f.owner_status.size() ? f.owner_status[c.owner] : 0;
+    c.dead = status == static_cast<uint8_t>(analysis::OwnerStatus::kDestroyed);
+    c.lingering = status == static_cast<uint8_t>(analysis::OwnerStatus::kLingering);
     c.flash = h.hook == f.firing_hook;
     c.stale = c.flash && f.firing_stale;
     c.count = 1;
@@ -92,12 +96,23 @@ void GraphView::chips_of(const Frame& f, uint32_t unit, std::vector<Chip>& out) 
       push(c);
     }
   };
+  // Module hooks attached now and anchored on `function` (Note [Module hook anchors]).
+  auto module_chips = [&](analysis::FunctionIndex function) {
+    auto it = std::lower_bound(module_anchors_.begin(), module_anchors_.end(), function,
+                               [](const analysis::ModuleHookAnchor& a, analysis::FunctionIndex fn) { return a.function < fn; });
+    for (; it != module_anchors_.end() && it->function == function; ++it) {
+      for (const analysis::HookAt& h : f.state->module_hooks) {
+        if (h.hook == it->hook) push(hook_chip(static_cast<uint8_t>(model.hooks()[h.hook].kind), h));
+      }
+    }
+  };
   auto add_slot = [&](uint32_t slot) {
     if (const uint32_t live = f.slot_live_of(slot)) {
       const analysis::FunctionAt& fa = f.function_at(live - 1);
       for (int k = 0; k < trace::kNumHookKinds; ++k) {
         for (const analysis::HookAt& h : fa.hooks[k]) push(hook_chip(static_cast<uint8_t>(k), h));
       }
+      if (!module_anchors_.empty()) module_chips(fa.function);
       ghosts(fa.function);
     }
     const auto ghosts = f.ghosts_of(slot);
@@ -117,7 +132,8 @@ void GraphView::chips_of(const Frame& f, uint32_t unit, std::vector<Chip>& out) 
   // A folded group: one chip per (kind, owner, alive, removed) over all its members.
   for (uint32_t slot : scene_->groups()[g].nodes) add_slot(slot);
   std::stable_sort(out.begin(), out.end(), [](const Chip& a, const Chip& b) {
-    return std::tie(a.kind, a.removed, a.owner, a.dead) < std::tie(b.kind, b.removed, b.owner, b.dead);
+    return std::tie(a.kind, a.removed, a.owner, a.dead, a.lingering) <
+           std::tie(b.kind, b.removed, b.owner, b.dead, b.lingering);
   });
   size_t w = 0;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -215,7 +231,8 @@ void GraphView::hover_and_click(Frame& f) {
     std::erase_if(hooks, [&](const auto& kh) {
       const analysis::OwnerIndex o = model.hooks()[kh.second->hook].owner;
       return kh.first != hovered_chip->kind || o != hovered_chip->owner ||
-             (o < f.owner_dead.size() && f.owner_dead[o]) != hovered_chip->dead;
+             (o < f.owner_status.size() ? f.owner_status[o] : 0) !=
+                 (hovered_chip->dead ? 2 : hovered_chip->lingering ? 1 : 0);
     });
   }
   if (hooks.empty()) {
@@ -227,7 +244,7 @@ void GraphView::hover_and_click(Frame& f) {
     for (const auto& [kind, h] : hooks) {
       if (++shown > 24) break;
       const analysis::HookInfo& info = model.hooks()[h->hook];
-      const bool dead = info.owner < f.owner_dead.size() && f.owner_dead[info.owner];
+      const uint8_t status = info.owner < f.owner_status.size() ? f.owner_status[info.owner] : 0;
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(trace::format_hook_key(info.key).c_str());  // Note [Hook keys in text]
@@ -238,8 +255,10 @@ void GraphView::hover_and_click(Frame& f) {
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(scene_->owner_color(info.owner)), "%s%s%s",
                          model.owner_name(info.owner).c_str(), gen.empty() ? "" : ", ", gen.c_str());
       ImGui::TableNextColumn();
-      if (dead) {
+      if (status == static_cast<uint8_t>(analysis::OwnerStatus::kDestroyed)) {
         ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().alarm), "destroyed (leaked hook)");
+      } else if (status == static_cast<uint8_t>(analysis::OwnerStatus::kLingering)) {
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().lingering), "replaced, still alive (lingering)");
       } else {
         ImGui::TextUnformatted("alive");
       }

@@ -8,6 +8,8 @@
 #include <span>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "render/layout/colors.h"
 #include "render/draw/graph_view_internal.h"
 
@@ -28,6 +30,9 @@ using analysis::kNoIndex;
 // labelled with its tag and "xN" when the run has several hooks. A hook
 // whose owner is destroyed is an alarm: its chip is outlined red with a "!",
 // and the box gets a red outline and a "!" marker at its top right corner.
+// A hook of a lingering owner (Note [Lingering owners]) is one too, in the
+// lingering colour, and the box is tagged "lingering: Reducer 1 replaced at
+// #N" (while no hook of it is firing stale or being removed: those tags win).
 // A hook firing at the current event flashes; with an owner selected, its
 // chips are outlined white and the others fade. GraphScene::box_sizes()
 // reserves room for this with the same BoxMetrics.
@@ -79,11 +84,14 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
 
   chips_of(f, u, f.chips);
   bool alarm = false, owner_hit = false, stale = false;
+  analysis::OwnerIndex lingering = analysis::kNoIndex;  // a lingering owner with a hook here
   for (const Chip& chip : f.chips) {
     alarm |= chip.dead && !chip.removed;
+    if (chip.lingering && !chip.removed && lingering == analysis::kNoIndex) lingering = chip.owner;
     owner_hit |= chip.owner == selected_owner_;
     stale |= chip.stale;
   }
+  const bool lingers = !alarm && lingering != analysis::kNoIndex;  // the alarm is a lingering owner only
   auto in_unit = [&](analysis::FunctionIndex fn) {
     return fn < model.functions().size() && fg.unit_of_node[scene_->slot_of(fn)] == u;
   };
@@ -92,7 +100,8 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
   const bool removing = in_unit(f.removing);
   const float rounding = std::min(4.f * z, 6.f);
   ++stats_.boxes;
-  stats_.alarms += alarm ? 1 : 0;
+  stats_.alarms += alarm || lingers ? 1 : 0;
+  stats_.lingering += lingers ? 1 : 0;
   stats_.box_rects.push_back({a.x, a.y, b.x, b.y});
   if (!ghost) {
     f.dl->AddRectFilled(a, b, g != kNoGroup ? pal.box_group : leaf ? pal.box_leaf : pal.box, rounding);
@@ -103,8 +112,8 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
     border = scene_->owner_color(selected_owner_);
     border_w = 2.f;
   }
-  if (alarm) {
-    border = pal.alarm;
+  if (alarm || lingers) {
+    border = alarm ? pal.alarm : pal.lingering;
     border_w = 2.f;
   }
   if (running) {
@@ -127,16 +136,25 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
   // Note [Readable text]: text only where it is at least min_text_px tall.
   const float min_px = options_.min_text_px;
   const bool text = f.detail == GraphDetail::kFull;
-  if (alarm) {  // the marker: a red disc with "!" on the top right corner
+  if (alarm || lingers) {  // the marker: a red (lingering: its colour) disc with "!" on the top right corner
+    const uint32_t disc = alarm ? pal.alarm : pal.lingering;
     const float r = text ? std::max(7.f * z, min_px / 1.6f) : std::clamp(7.f * z, 2.5f, 8.f);
-    f.dl->AddCircleFilled({b.x - 1.f, a.y + 1.f}, r, pal.alarm);
+    f.dl->AddCircleFilled({b.x - 1.f, a.y + 1.f}, r, disc);
     if (text) {
       const float fs = r * 1.6f;
-      put_text(f, fs, b.x - 1.f - text_width(fs, "!") * 0.5f, a.y + 1.f - fs * 0.5f, ink_on(pal.alarm), "!");
+      put_text(f, fs, b.x - 1.f - text_width(fs, "!") * 0.5f, a.y + 1.f - fs * 0.5f, ink_on(disc), "!");
     }
   }
-  if (stale && running) draw_tag(f, u, "stale fire", pal.stale);
-  if (removing) draw_tag(f, u, "hook removed", pal.removed);
+  if (stale && running) {
+    draw_tag(f, u, "stale fire", pal.stale);
+  } else if (removing) {
+    draw_tag(f, u, "hook removed", pal.removed);
+  } else if (lingering != analysis::kNoIndex && text) {
+    const analysis::OwnerInfo& o = model.owners()[lingering];
+    const std::string tag = fmt::format("lingering: {} replaced at #{}", model.owner_name(lingering), o.replaced_at);
+    // Neighbouring boxes share the story: a tag that would overlap one drawn already is left out.
+    if (draw_tag(f, u, tag.c_str(), pal.lingering, /*yield=*/true)) ++stats_.lingering_tags;
+  }
   const float pad = m.pad * z;
   const float fs = m.line_height * z;
   if (text && fs >= min_px && m.compact) {  // Note [Compact boxes]: the one line
@@ -207,7 +225,7 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
     const float x0 = f.to_screen({chip.x0, 0.f}).x, x1 = f.to_screen({chip.x1, 0.f}).x;
     const bool faded = selected_owner_ != kNoIndex && chip.owner != selected_owner_;
     uint32_t fill = scene_->owner_color(chip.owner);
-    if (chip.dead) fill = scale_alpha(fill, 0.55f);
+    if (chip.alarm()) fill = scale_alpha(fill, 0.55f);
     if (faded) fill = scale_alpha(fill, 0.3f);
     const float cr = std::min(3.f * z, 4.f);
     if (chip.removed) {  // a ghost: outlined in the removal colour, struck through, fading
@@ -226,13 +244,15 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
       stats_.pulsing = stats_.pulsing || pulsing;
     }
     f.dl->AddRectFilled({x0, y0}, {x1, y1}, fill, cr);
-    if (chip.dead) f.dl->AddRect({x0, y0}, {x1, y1}, pal.alarm, cr, 0, std::max(1.5f, 2.f * std::min(z, 1.f)));
+    if (chip.alarm()) {
+      f.dl->AddRect({x0, y0}, {x1, y1}, chip.dead ? pal.alarm : pal.lingering, cr, 0, std::max(1.5f, 2.f * std::min(z, 1.f)));
+    }
     if (!faded && chip.owner == selected_owner_) f.dl->AddRect({x0 - 1.f, y0 - 1.f}, {x1 + 1.f, y1 + 1.f}, pal.text, cr, 0, 1.5f);
     if (chip_text_on) {
       const int len = chip_text(buf, sizeof buf, scene_->owner_tag(chip.owner), chip.count);
       const float tx = x0 + m.chip_pad * z, ty = y0 + (y1 - y0 - cfs) * 0.5f;
       put_text(f, cfs, tx, ty, faded ? with_alpha(pal.chip_text, 120) : pal.chip_text, buf, buf + len);
-      if (chip.dead) put_text(f, cfs, tx + text_width(cfs, buf, buf + len), ty, pal.chip_text, "!");
+      if (chip.alarm()) put_text(f, cfs, tx + text_width(cfs, buf, buf + len), ty, pal.chip_text, "!");
     }
   }
   if (!std::isnan(plus_x) && chip_text_on) {
@@ -260,16 +280,19 @@ void GraphView::draw_plain_box(Frame& f, uint32_t u) {
   const bool ghost = g == kNoGroup && !f.slot_live_of(slot);
   const bool leaf = slot != kNoSlot && model.functions()[scene_->nodes()[slot].first].is_leaf_accumulator();
   chips_of(f, u, f.chips);
-  bool alarm = false, owner_hit = false;
+  bool alarm = false, lingers = false, owner_hit = false;
   for (const Chip& chip : f.chips) {
     alarm |= chip.dead;
+    lingers |= chip.lingering;
     owner_hit |= chip.owner == selected_owner_;
   }
+  lingers = lingers && !alarm;
   uint32_t border = ghost ? palette().ghost : palette().box_border;
   float w = 1.f;
   if (owner_hit && selected_owner_ != kNoIndex) border = scene_->owner_color(selected_owner_), w = 2.f;
-  if (alarm) border = palette().alarm, w = 2.f;
-  stats_.alarms += alarm ? 1 : 0;
+  if (alarm || lingers) border = alarm ? palette().alarm : palette().lingering, w = 2.f;
+  stats_.alarms += alarm || lingers ? 1 : 0;
+  stats_.lingering += lingers ? 1 : 0;
   if (f.running < model.functions().size() && fg.unit_of_node[scene_->slot_of(f.running)] == u) {
     border = palette().running, w = 2.f;
   }
@@ -290,7 +313,9 @@ void GraphView::draw_plain_box(Frame& f, uint32_t u) {
     if (chip.kind != last_kind && last_kind >= 0) x += m.kind_gap * z;
     last_kind = chip.kind;
     if (x + side > b.x - m.pad * z) break;
-    if (chip.dead) f.dl->AddRectFilled({x - 1.f, y0 - 1.f}, {x + side + 1.f, y1 + 1.f}, palette().alarm);
+    if (chip.alarm()) {
+      f.dl->AddRectFilled({x - 1.f, y0 - 1.f}, {x + side + 1.f, y1 + 1.f}, chip.dead ? palette().alarm : palette().lingering);
+    }
     const bool faded = selected_owner_ != kNoIndex && chip.owner != selected_owner_;
     f.dl->AddRectFilled({x, y0}, {x + side, y1}, faded ? scale_alpha(scene_->owner_color(chip.owner), 0.3f) : scene_->owner_color(chip.owner));
     x += side + m.chip_gap * z;

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/owner_status.h"
 #include "render/layout/colors.h"
 #include "render/layout/owner_label.h"
 #include "render/draw/graph_view_internal.h"
@@ -33,15 +34,23 @@ void GraphView::put_text(Frame& f, float size, float x, float y, uint32_t color,
   f.dl->AddText(ImGui::GetFont(), size, {x, y}, color, begin, end, 0.f, &c);
 }
 
-void GraphView::draw_tag(Frame& f, uint32_t unit, const char* text, uint32_t color) {
+bool GraphView::draw_tag(Frame& f, uint32_t unit, const char* text, uint32_t color, bool yield) {
   const Layout& l = *layout_;
   const Vec2 c = l.center[unit], s = l.size[unit];
   const ImVec2 a = f.to_screen({c.x - s.x * 0.5f, c.y - s.y * 0.5f});
   const float fs = std::max(options_.min_text_px + 1.f, ImGui::GetFontSize() * 0.85f);
   const float w = text_width(fs, text) + 8.f;
   const ImVec2 p{a.x, std::max(a.y - fs - 6.f, f.canvas_min.y)};
+  const GraphDrawStats::Rect r{p.x, p.y, p.x + w, p.y + fs + 4.f};
+  if (yield && std::any_of(stats_.tag_rects.begin(), stats_.tag_rects.end(), [&](const GraphDrawStats::Rect& t) {
+        return r.x0 < t.x1 + 2.f && t.x0 < r.x1 + 2.f && r.y0 < t.y1 && t.y0 < r.y1;
+      })) {
+    return false;
+  }
+  stats_.tag_rects.push_back(r);
   f.dl->AddRectFilled(p, {p.x + w, p.y + fs + 4.f}, color, 3.f);
   put_text(f, fs, p.x + 4.f, p.y + 2.f, ink_on(color), text);
+  return true;
 }
 
 // Ranks lay out as disjoint columns (LayoutGraph::cluster); the header strip
@@ -156,7 +165,8 @@ void GraphView::draw_banners(Frame& f) {
 }
 
 // The owners that hold hooks now (or are alive), each a square of its colour
-// (red-ringed once destroyed) and its tag; hover for the full name. Entries
+// (red-ringed once destroyed, ringed in the lingering colour while replaced
+// but alive: Note [Lingering owners]) and its tag; hover for the full name. Entries
 // wrap onto a second line; what does not fit then is "+N more" (hover
 // lists them): the legend never runs past the panel's edge.
 void GraphView::draw_legend(const analysis::State& state) {
@@ -166,7 +176,7 @@ void GraphView::draw_legend(const analysis::State& state) {
   struct Entry {
     std::string tag, name;
     uint32_t color = 0;
-    uint32_t live = 0, dead = 0, hooks = 0;
+    uint32_t live = 0, dead = 0, lingering = 0, hooks = 0;  // lingering: of the live
     std::string ranks;
     std::vector<uint32_t> gens;  // Note [Module generations]: only on a rank holding copies
   };
@@ -182,6 +192,7 @@ void GraphView::draw_legend(const analysis::State& state) {
                                           scene_->owner_color(o.owner)});
     }
     (o.live ? it->live : it->dead) += 1;
+    it->lingering += o.live && analysis::owner_status(model, o.owner, at) == analysis::OwnerStatus::kLingering;
     it->hooks += o.hooks;
     it->ranks += fmt::format("{}{}", it->ranks.empty() ? "" : ", ", model.owners()[o.owner].rank);
     if (gens.owner_label_from(o.owner) != analysis::kNever && gens.owner_label_from(o.owner) <= at &&
@@ -196,7 +207,12 @@ void GraphView::draw_legend(const analysis::State& state) {
   auto label_of = [](const Entry& e) {
     std::string gen;
     for (uint32_t g : e.gens) gen += fmt::format("{}{}", gen.empty() ? " gen " : "/", g);
-    return e.tag + gen + (e.live == 0 ? " destroyed" : e.dead ? " (part destroyed)" : "");
+    return e.tag + gen +
+           (e.live == 0                   ? " destroyed"
+            : e.lingering == e.live       ? (e.dead ? " lingering (part destroyed)" : " lingering")
+            : e.lingering > 0             ? (e.dead ? " (part lingering, part destroyed)" : " (part lingering)")
+            : e.dead                      ? " (part destroyed)"
+                                          : "");
   };
   const float h = ImGui::GetTextLineHeight(), side = h * 0.75f, gap = 10.f;
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
@@ -228,21 +244,25 @@ void GraphView::draw_legend(const analysis::State& state) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 q = ImGui::GetCursorScreenPos();
     const ImVec2 a{q.x + 1.f, q.y + (h - side) * 0.5f + 1.f}, b{a.x + side, a.y + side};
-    const bool dead = e.live == 0;
-    if (dead) dl->AddRectFilled({a.x - 2.f, a.y - 2.f}, {b.x + 2.f, b.y + 2.f}, pal.alarm);
+    const bool dead = e.live == 0, lingering = !dead && e.lingering > 0;  // of some rank
+    if (dead || lingering) {
+      dl->AddRectFilled({a.x - 2.f, a.y - 2.f}, {b.x + 2.f, b.y + 2.f}, dead ? pal.alarm : pal.lingering);
+    }
     dl->AddRectFilled(a, b, e.color);
     ImGui::Dummy({side + 3.f, h});
     ImGui::SameLine(0.f, 2.f);
-    if (dead) {
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pal.alarm), "%s", label.c_str());
+    stats_.legend_lingering += lingering;
+    if (dead || lingering) {
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(dead ? pal.alarm : pal.lingering), "%s", label.c_str());
     } else {
       ImGui::TextUnformatted(label.c_str());
     }
     stats_.legend_right = std::max(stats_.legend_right, ImGui::GetItemRectMax().x);
     stats_.legend_gens += e.gens.empty() ? 0 : 1;
     if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip("%s on rank%s %s: %u alive, %u destroyed; %u hook%s attached", e.name.c_str(),
-                        e.live + e.dead == 1 ? "" : "s", e.ranks.c_str(), e.live, e.dead, e.hooks, e.hooks == 1 ? "" : "s");
+      ImGui::SetTooltip("%s on rank%s %s: %u alive (%u of them replaced, still alive: lingering), %u destroyed; "
+                        "%u hook%s attached", e.name.c_str(), e.live + e.dead == 1 ? "" : "s", e.ranks.c_str(), e.live,
+                        e.lingering, e.dead, e.hooks, e.hooks == 1 ? "" : "s");
     }
   }
   stats_.legend_entries = static_cast<uint32_t>(shown);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analysis/model.h"
+#include "analysis/module_anchors.h"
 #include "analysis/state.h"
 #include "analysis/state_view.h"
 #include "render/layout/graph_scene.h"
@@ -64,7 +65,7 @@ struct GraphDrawStats {
   uint32_t texts = 0;   // boxes whose text was drawn
   uint32_t edges = 0;
   uint32_t cells = 0;   // dots / density cells
-  uint32_t alarms = 0;  // boxes drawn as alarms: hooks of a destroyed owner on them
+  uint32_t alarms = 0;  // boxes drawn as alarms: hooks of a destroyed or lingering owner on them
   // What a test needs to measure the picture (screen pixels).
   struct Rect {
     float x0 = 0.f, y0 = 0.f, x1 = 0.f, y1 = 0.f;
@@ -96,6 +97,11 @@ struct GraphDrawStats {
   bool fit_on_alarms = false;     // ... around the alarm boxes (focus_region)
   Rect fit_focus;                 // ... its focus region (world units; zero when everything fit)
   float layout_w = 0.f, layout_h = 0.f;  // the layout's extent, world units
+  // Of `alarms`, those whose alarm is a lingering owner only (Note [Lingering
+  // owners]: outlined in its colour), their "lingering: ..." tags drawn, and
+  // legend entries drawn as lingering.
+  uint32_t lingering = 0, lingering_tags = 0, legend_lingering = 0;
+  std::vector<Rect> tag_rects;  // tags over boxes ("stale fire", "lingering: ..."): lingering ones never overlap
 };
 
 class GraphView {
@@ -217,7 +223,8 @@ class GraphView {
   void draw_rank_captions(Frame& f);
   void draw_banners(Frame& f);
   void draw_legend(const analysis::State& state);
-  void draw_tag(Frame& f, uint32_t unit, const char* text, uint32_t color);
+  // False when `yield` and it would overlap a tag drawn already (then it is not drawn).
+  bool draw_tag(Frame& f, uint32_t unit, const char* text, uint32_t color, bool yield = false);
   bool minimap_rect(const Frame& f, float* x0, float* y0, float* x1, float* y1, float* scale) const;
   float minimap_column(const Frame& f) const;  // the minimap column's width (graph_fit.cpp)
   // Text through here, so that stats know the smallest size drawn.
@@ -256,6 +263,7 @@ class GraphView {
   bool at_fit_ = true;  // no pan or zoom since the last fit: a new compact layout fits again
   const analysis::Model* model_ = nullptr;
   std::shared_ptr<GraphScene> scene_;
+  std::vector<analysis::ModuleHookAnchor> module_anchors_;  // chips of module hooks (Note [Module hook anchors])
   std::vector<uint8_t> folded_groups_;
   // The layout drawn and the folded graph it belongs to; the job computes
   // the next one for pending_.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/owner_status.h"
 #include "render/draw/graph_view_internal.h"
 #include "render/draw/graph_view_live.h"
 
@@ -21,7 +22,7 @@ size_t count_until(const analysis::EventIndex* begin, const analysis::EventIndex
 // Note [Alarms by intervals]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A box is an alarm while it holds a hook whose owner is destroyed (the
-// #21591 leak): zoomed out, its density cell is red; fit frames such boxes
+// #21591 leak) or lingers (Note [Lingering owners]: from alarm_from): zoomed out, its density cell is red; fit frames such boxes
 // first. Below GraphViewOptions::indexed_functions a frame finds them by
 // walking the live boxes; above it, and while the State is pending, that
 // walk is what the LiveIndex exists to avoid. When a hook becomes leaked is
@@ -72,8 +73,8 @@ bool LiveIndex::index_alarms(const analysis::Model& model, const FoldedGraph& fg
         for (uint32_t si : model.segments_of(fn)) {
           const analysis::HookSegment& seg = model.segments()[si];
           const analysis::OwnerIndex o = hooks[seg.hook].owner;
-          if (o >= owners.size() || owners[o].destroyed_at == analysis::kNever) continue;
-          EventIndex from = std::max(seg.from, owners[o].destroyed_at), to = seg.to;
+          if (o >= owners.size() || analysis::alarm_from(owners[o]) == analysis::kNever) continue;
+          EventIndex from = std::max(seg.from, analysis::alarm_from(owners[o])), to = seg.to;
           if (!seg.on_tensor) {
             from = std::max(from, info.created_at);
             to = std::min(to, info.released_at);
@@ -187,7 +188,7 @@ bool GraphView::cell_alarm(const Frame& f, uint32_t unit) const {
   for (const auto& hooks : f.function_at(live - 1).hooks) {
     for (const analysis::HookAt& h : hooks) {
       const analysis::OwnerIndex o = model_->hooks()[h.hook].owner;
-      if (o < f.owner_dead.size() && f.owner_dead[o]) return true;
+      if (o < f.owner_status.size() && f.owner_status[o]) return true;
     }
   }
   return false;
@@ -197,7 +198,7 @@ bool GraphView::cell_alarm(const Frame& f, uint32_t unit) const {
 // still attached (on a Function or on a leaf's tensor; not a removed one's ghost).
 bool GraphView::box_alarm(const Frame& f, uint32_t unit, std::vector<Chip>& scratch) const {
   chips_of(f, unit, scratch);
-  return std::any_of(scratch.begin(), scratch.end(), [](const Chip& c) { return c.dead && !c.removed; });
+  return std::any_of(scratch.begin(), scratch.end(), [](const Chip& c) { return c.alarm() && !c.removed; });
 }
 
 void GraphView::Frame::resolve_alarms() const {

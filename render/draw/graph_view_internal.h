@@ -29,6 +29,8 @@ struct GraphView::Chip {
   uint8_t kind = 0;  // trace::HookKind
   analysis::OwnerIndex owner = analysis::kNoIndex;
   bool dead = false;   // its owner is destroyed: an alarm
+  bool lingering = false;  // its owner was replaced and is still alive: an alarm too (Note [Lingering owners])
+  bool alarm() const { return dead || lingering; }
   bool flash = false;  // one of its hooks fires at the current event
   uint16_t count = 0;  // hooks of this owner in a row ("R1x4")
   uint32_t fires = 0;
@@ -110,7 +112,9 @@ struct GraphView::Frame {
   // A leaf's hooks that live on its tensor (no AccumulateGrad now), by slot.
   std::vector<std::pair<uint32_t, const analysis::HookAt*>> ghost_hooks;  // sorted by slot
   mutable std::vector<uint8_t> unit_ghost;  // per unit: has ghost hooks and no live Function
-  std::vector<uint8_t> owner_dead;  // per owner, at state->index
+  // Per owner at state->index: analysis::OwnerStatus (0 alive; else an alarm).
+  std::vector<uint8_t> owner_status;
+  void set_owner_status(const analysis::Model& model, analysis::EventIndex e);
   // Note [Frame caches]: what the liveness above was computed for, and what
   // it gives that frames reuse.
   struct LiveKey {

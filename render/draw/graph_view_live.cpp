@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/owner_status.h"
 #include "render/draw/graph_view_internal.h"
 
 namespace hookscope::render {
@@ -81,10 +82,7 @@ void GraphView::refresh_liveness(Frame& f, const analysis::State& state) {
   std::stable_sort(f.ghost_hooks.begin(), f.ghost_hooks.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   f.live_count = f.live_units.size();
-  f.owner_dead.assign(model.owners().size(), 0);
-  for (size_t o = 0; o < model.owners().size(); ++o) {
-    f.owner_dead[o] = model.owners()[o].destroyed_at <= state.index;
-  }
+  f.set_owner_status(model, static_cast<analysis::EventIndex>(state.index));
   f.live_min = {INFINITY, INFINITY};
   f.live_max = {-INFINITY, -INFINITY};
   for (uint32_t u : f.live_units) {
@@ -102,6 +100,14 @@ void GraphView::refresh_liveness(Frame& f, const analysis::State& state) {
     }
     std::sort(f.live_sources.begin(), f.live_sources.end());
     f.live_sources.erase(std::unique(f.live_sources.begin(), f.live_sources.end()), f.live_sources.end());
+  }
+}
+
+// Note [Lingering owners]: what analysis says of each owner at e.
+void GraphView::Frame::set_owner_status(const analysis::Model& model, analysis::EventIndex e) {
+  owner_status.resize(model.owners().size());
+  for (size_t o = 0; o < model.owners().size(); ++o) {
+    owner_status[o] = static_cast<uint8_t>(analysis::owner_status(model.owners()[o], e));
   }
 }
 

@@ -110,8 +110,7 @@ void GraphView::refresh_pending(Frame& f) {
   f.live_min = {INFINITY, INFINITY};
   f.live_max = {-INFINITY, -INFINITY};
   f.live_index->shown_bounds(e, f.cell_counts, &f.live_min, &f.live_max);
-  f.owner_dead.assign(model.owners().size(), 0);
-  for (size_t o = 0; o < model.owners().size(); ++o) f.owner_dead[o] = model.owners()[o].destroyed_at <= e;
+  f.set_owner_status(model, static_cast<analysis::EventIndex>(e));
   f.live_sources.clear();
   if (rank_sources_.size() > 1) f.live_index->live_sources(e, f.live_sources);
 }

@@ -32,6 +32,12 @@ std::vector<TimelineMarker> timeline_markers(const analysis::Model& model, const
     out.push_back({i, MarkerKind::kReducerDestroyed,
                    fmt::format("{} destroyed r{}", model.owner_name(model.find_owner(model.source(i), e.owner)), e.rank)});
   }
+  for (analysis::OwnerIndex o = 0; o < model.owners().size(); ++o) {
+    const analysis::OwnerInfo& info = model.owners()[o];
+    if (info.replaced_at == analysis::kNever) continue;
+    out.push_back({info.replaced_at, MarkerKind::kReducerLingering,
+                   fmt::format("{} lingering r{}", model.owner_name(o), info.rank)});
+  }
   std::stable_sort(out.begin(), out.end(), [](const TimelineMarker& a, const TimelineMarker& b) { return a.at < b.at; });
   return out;
 }
@@ -44,6 +50,7 @@ uint32_t marker_color(MarkerKind kind) {
     case MarkerKind::kRebuilt: return p.light ? rgba(30, 130, 60) : rgba(120, 220, 140);
     case MarkerKind::kReducerBuilt: return p.running;
     case MarkerKind::kReducerDestroyed: return p.destroyed;
+    case MarkerKind::kReducerLingering: return p.lingering;
   }
   return p.text_dim;
 }
@@ -55,6 +62,7 @@ const char* marker_name(MarkerKind kind) {
     case MarkerKind::kRebuilt: return "rebuilt";
     case MarkerKind::kReducerBuilt: return "Reducer built";
     case MarkerKind::kReducerDestroyed: return "destroyed";
+    case MarkerKind::kReducerLingering: return "lingering";
   }
   return "";
 }
@@ -78,7 +86,7 @@ void TimelineView::draw_legend() {
   };
   for (int cls : {0, 1, 2, 3, 4, 5, 6}) item(tick_class_color(cls), tick_class_name(cls), false);
   for (MarkerKind k : {MarkerKind::kFailed, MarkerKind::kLost, MarkerKind::kRebuilt, MarkerKind::kReducerBuilt,
-                       MarkerKind::kReducerDestroyed}) {
+                       MarkerKind::kReducerDestroyed, MarkerKind::kReducerLingering}) {
     item(marker_color(k), marker_name(k), true);
   }
   ImGui::NewLine();
@@ -109,7 +117,8 @@ void TimelineView::draw_markers(TimelineFrame& f, float top, float bottom) {
     switch (k) {
       case MarkerKind::kFailed:
       case MarkerKind::kLost: return 0;
-      case MarkerKind::kReducerDestroyed: return 1;
+      case MarkerKind::kReducerDestroyed:
+      case MarkerKind::kReducerLingering: return 1;
       case MarkerKind::kRebuilt: return 2;
       case MarkerKind::kReducerBuilt: return 3;
     }

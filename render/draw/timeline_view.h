@@ -32,7 +32,8 @@ struct TimelineViewOptions {
 
 // Note [Timeline markers]: the moments of the story, drawn as labelled lines
 // across every track (a legend above the canvas names every colour).
-enum class MarkerKind : uint8_t { kFailed, kLost, kRebuilt, kReducerBuilt, kReducerDestroyed };
+// kReducerLingering: a Reducer replaced while alive (Note [Lingering owners]).
+enum class MarkerKind : uint8_t { kFailed, kLost, kRebuilt, kReducerBuilt, kReducerDestroyed, kReducerLingering };
 struct TimelineMarker {
   analysis::EventIndex at = 0;
   MarkerKind kind = MarkerKind::kFailed;

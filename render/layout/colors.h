@@ -50,6 +50,7 @@ constexpr uint32_t with_alpha(uint32_t color, uint32_t a) { return (color & 0x00
   X(stale,         rgba(255, 70, 150),        rgba(200, 0, 110))  /* a stale fire: a hook of a destroyed owner firing */ \
   X(removed,       rgba(255, 150, 60),        rgba(180, 76, 0))  /* a hook removed here (ghost chip, box highlight) */ \
   X(destroyed,     rgba(255, 150, 60),        rgba(190, 84, 0))  /* an owner destroyed (timeline marker, Events row) */ \
+  X(lingering,     rgba(196, 120, 255),       rgba(128, 40, 200))  /* a Reducer replaced but alive (Note [Lingering owners]) */ \
   X(warning,       rgba(240, 190, 70),        rgba(140, 95, 0))  /* a failed removal */ \
   X(track,         rgba(255, 255, 255, 6),    rgba(0, 0, 0, 8))  /* a timeline track's band */
 

@@ -1,5 +1,7 @@
 #include "render/layout/timeline_index.h"
 
+#include "analysis/owner_status.h"
+
 #include <algorithm>
 #include <map>
 #include <stdexcept>
@@ -55,10 +57,18 @@ TickClass tick_class(EventKind kind) {
   }
 }
 
+// Note [Lingering owners]: a no-op fire is an alarm only when its Reducer
+// lingers or is gone; inside no_sync (or merely not prepared) it is DDP's
+// bookkeeping, neutral.
+TickClass tick_class(const analysis::Model& model, size_t index, EventKind kind) {
+  if (kind != EventKind::kAutogradHookNoop) return tick_class(kind);
+  return analysis::is_alarm(analysis::noop_cause(model, index)) ? TickClass::kAlarm : TickClass::kDdp;
+}
+
 // ---- TimelineTrack ----
 
 uint8_t TimelineTrack::cls(size_t k) const {
-  return model_ ? static_cast<uint8_t>(tick_class(model_->event(events_[k]).kind)) : own_cls_[k];
+  return model_ ? static_cast<uint8_t>(tick_class(*model_, events_[k], model_->event(events_[k]).kind)) : own_cls_[k];
 }
 
 template <class Before>
@@ -240,7 +250,7 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
       track.events_.push_back(static_cast<uint32_t>(i));
       b.sorted &= t >= b.last_time;
       b.last_time = t;
-      b.bits |= static_cast<uint8_t>(1u << static_cast<int>(tick_class(e.kind)));
+      b.bits |= static_cast<uint8_t>(1u << static_cast<int>(tick_class(model, i, e.kind)));
       if ((k + 1) % kSummaryFan == 0) {
         if (track.summary.empty()) track.summary.emplace_back();
         track.summary[0].push_back(b.bits);

@@ -35,12 +35,15 @@ enum class TickClass : uint8_t {
   kEngine = 3,      // backward, apply
   kDdp = 4,         // Reducer, prepare, mark ready, buckets
   kCollective = 5,
-  kAlarm = 6,       // failure, recovery, marked twice, failed removal, no-op fire, ...
+  kAlarm = 6,       // failure, recovery, marked twice, failed removal, a lingering or dead Reducer's no-op fire, ...
   kOther = 7,
 };
 constexpr int kNumTickClasses = 8;
 
 TickClass tick_class(trace::EventKind kind);
+// The class of event `index` of `model` (of kind `kind`): a no-op fire by its
+// cause (Note [Lingering owners]), any other by its kind.
+TickClass tick_class(const analysis::Model& model, size_t index, trace::EventKind kind);
 
 enum class SpanKind : uint8_t { kBackward, kApply, kCollective };
 

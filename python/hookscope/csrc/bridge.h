@@ -45,8 +45,11 @@ void observe_graph(PyObject* roots);
 // Compares every live Node's C++ hooks (those Python cannot see, such as
 // DDP's Reducer hooks) with the previous snapshot: new ones are announced as
 // kHookAdded with `add_owner` (pre hooks with kind `pre_kind`), missing ones
-// as kHookRemoved by `remove_actor`. Keeps each observer last.
-void snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind);
+// as kHookRemoved by `remove_actor`. Keeps each observer last. Returns how
+// many hooks it found removed (a Reducer's destructor: its hooks_removed).
+size_t snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind);
+// How many of `owner`'s hooks snapshots have found gone so far.
+uint32_t removed_hooks_of(uint32_t owner);
 
 // Keys of the C++ post hooks on a Node (or on a leaf tensor's live
 // AccumulateGrad) in list order, and the length of its post_hooks() list
@@ -67,6 +70,9 @@ PyObject* take_new_accumulators();
 // kAutogradHookNoop (it does nothing, as in DDP).
 void set_reducer(uint32_t owner, const std::vector<uint64_t>& accumulators);
 void set_prepared(uint32_t owner, bool prepared);
+// `owner`'s DDP ran forward inside no_sync(): until it prepares again (or the
+// backward ends), its fires are no-ops of reason NoopReason::kNoSync.
+void set_no_sync(uint32_t owner);
 void clear_prepared();  // at the end of every backward
 
 // Rank stamped on events from threads the bridge observes (autograd threads).

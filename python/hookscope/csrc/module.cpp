@@ -99,6 +99,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("post_hook_count", [](py::handle obj) { return bridge::post_hook_count(borrowed(obj)); });
   m.def("set_reducer", &bridge::set_reducer);
   m.def("set_prepared", &bridge::set_prepared);
+  m.def("set_no_sync", &bridge::set_no_sync);
+  m.def("removed_hooks_of", &bridge::removed_hooks_of);
   m.def("clear_prepared", &bridge::clear_prepared);
   m.def("python_hook_dicts", [] { return py::reinterpret_steal<py::list>(bridge::python_hook_dicts()); });
   m.def("take_new_accumulators",

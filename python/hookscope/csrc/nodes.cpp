@@ -49,6 +49,9 @@ struct LeafEntry {
 std::unordered_map<c10::TensorImpl*, LeafEntry> g_leaves;
 std::vector<std::pair<uint64_t, at::Tensor>> g_new_accumulators;
 std::vector<std::shared_ptr<Node>> g_held;  // accumulator_id(create) until release_held()
+// Per owner: its hooks a snapshot found gone (a Reducer's hooks_removed; one
+// snapshot may see several Reducers' go when gc frees them together).
+std::unordered_map<uint32_t, uint32_t> g_removed_of_owner;
 
 std::shared_ptr<Node> to_node(PyObject* obj) {
   if (obj == nullptr || obj == Py_None) return nullptr;
@@ -174,11 +177,14 @@ std::vector<uintptr_t> foreign_addrs(const List& list, Skip skip) {
 // `moved` (retain_grad hooks on 2.x only): the owners of hooks that may
 // have moved here from another Node; a hook that leaves a Node is removed by
 // its own owner (Note [retain_grad on 2.x]).
-void diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<Foreign>& known,
-                HookKind kind, uint32_t add_owner, uint32_t remove_actor,
-                const std::unordered_map<uintptr_t, uint32_t>* moved = nullptr) {
+size_t diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<Foreign>& known,
+                  HookKind kind, uint32_t add_owner, uint32_t remove_actor,
+                  const std::unordered_map<uintptr_t, uint32_t>* moved = nullptr) {
+  size_t removed = 0;
   for (auto it = known.begin(); it != known.end();) {
     if (std::find(now.begin(), now.end(), it->addr) == now.end()) {
+      ++removed;
+      ++g_removed_of_owner[it->owner];
       trace::emit(EventKind::kHookRemoved, static_cast<uint8_t>(it->kind), s.id, it->key,
                   static_cast<uint64_t>(trace::RemoveCause::kByKey), it->owner,
                   moved ? it->owner : remove_actor);
@@ -199,6 +205,7 @@ void diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<For
     known.push_back(f);
     trace::emit(EventKind::kHookAdded, static_cast<uint8_t>(kind), s.id, f.key, 0, add_owner);
   }
+  return removed;
 }
 
 // Moves the bridge's observers to the ends of their lists (Note [Observer hooks]).
@@ -235,6 +242,9 @@ std::shared_ptr<Node> node_or_accumulator(PyObject* obj) {
 }  // namespace
 
 void forget_node(const NodeState& state) {
+  // Hooks still on a Node that goes are gone with it: a Reducer destroyed
+  // last frees its AccumulateGrads before any snapshot can see its hooks go.
+  for (const Foreign& f : state.post) ++g_removed_of_owner[f.owner];
   auto it = g_nodes.find(state.node);
   if (it != g_nodes.end() && it->second.state.get() == &state) g_nodes.erase(it);
 }
@@ -245,6 +255,7 @@ void reset_registry() {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   g_epoch++;
   g_nodes.clear();
+  g_removed_of_owner.clear();
   g_leaves.clear();
   g_new_accumulators.clear();
   g_held.clear();
@@ -294,7 +305,8 @@ void observe_graph(PyObject* roots) {
   for (const auto& n : nodes) ensure(n);
 }
 
-void snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
+size_t snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
+  size_t removed = 0;
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   std::vector<std::shared_ptr<Node>> nodes = live_nodes();
 #if HOOKSCOPE_RETAINS_GRAD_HOOKS
@@ -310,20 +322,27 @@ void snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
     if (!s) continue;
     auto post = foreign_addrs(n->post_hooks(), [](const FunctionPostHook* h) { return is_python_post(h); });
     auto pre = foreign_addrs(n->pre_hooks(), [](const FunctionPreHook* h) { return is_python_pre(h); });
-    diff_hooks(*s, post, s->post, HookKind::kPost, add_owner, remove_actor);
-    diff_hooks(*s, pre, s->pre, static_cast<HookKind>(pre_kind), add_owner, remove_actor);
+    removed += diff_hooks(*s, post, s->post, HookKind::kPost, add_owner, remove_actor);
+    removed += diff_hooks(*s, pre, s->pre, static_cast<HookKind>(pre_kind), add_owner, remove_actor);
 #if HOOKSCOPE_RETAINS_GRAD_HOOKS
     std::vector<uintptr_t> retain;
     for (const auto& [output_nr, h] : n->retains_grad_hooks()) {
       retain.push_back(reinterpret_cast<uintptr_t>(h.get()));
     }
-    diff_hooks(*s, retain, s->retain, HookKind::kRetainGrad, add_owner, remove_actor, &retain_owners);
+    removed += diff_hooks(*s, retain, s->retain, HookKind::kRetainGrad, add_owner, remove_actor, &retain_owners);
 #endif
     keep_last<ObserverPost>(n->post_hooks());
     keep_last<ObserverPre>(n->pre_hooks());
   }
   // Nodes freed when `nodes` goes: their observers take the (recursive) lock.
   nodes.clear();
+  return removed;
+}
+
+uint32_t removed_hooks_of(uint32_t owner) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  auto it = g_removed_of_owner.find(owner);
+  return it == g_removed_of_owner.end() ? 0 : it->second;
 }
 
 std::vector<uint64_t> cpp_post_hook_keys(PyObject* obj) {

@@ -9,6 +9,7 @@
 #include "bridge.h"
 #include "nodes_state.h"
 #include "trace/emit.h"
+#include "trace/emitters_ddp.h"
 
 namespace hookscope::bridge {
 namespace {
@@ -18,6 +19,7 @@ namespace {
 // backward in progress (DDP forward) — only then does its hook act.
 std::unordered_map<uint32_t, std::unordered_map<uint64_t, uint32_t>> g_reducers;
 std::vector<uint32_t> g_prepared;
+std::vector<uint32_t> g_no_sync;  // their DDP ran forward inside no_sync() (NoopReason::kNoSync)
 
 void emit_fire(const NodeState& s, const Foreign& f) {
   trace::emit(EventKind::kHookFired, static_cast<uint8_t>(HookKind::kPost), s.id, f.key, 0, f.owner);
@@ -25,7 +27,10 @@ void emit_fire(const NodeState& s, const Foreign& f) {
   if (r == g_reducers.end()) return;
   auto p = r->second.find(s.id);
   if (std::find(g_prepared.begin(), g_prepared.end(), f.owner) == g_prepared.end()) {
-    trace::emit(EventKind::kAutogradHookNoop, 0, s.id, f.key, 0, f.owner);
+    // As the runtime's Reducer writes it (trace/emitters_ddp.h emit_autograd_hook_noop).
+    const bool no_sync = std::find(g_no_sync.begin(), g_no_sync.end(), f.owner) != g_no_sync.end();
+    trace::emit_autograd_hook_noop(f.owner, no_sync ? trace::NoopReason::kNoSync : trace::NoopReason::kNotPrepared,
+                                   s.id, f.key, p != r->second.end() ? p->second : 0);
   } else if (p != r->second.end()) {
     // The bucket is not known from Python in 1.13: 0.
     trace::emit(EventKind::kMarkReady, 0, s.id, 0, p->second, f.owner, 0);
@@ -94,6 +99,7 @@ variable_list ObserverPost::operator()(const variable_list& outputs, const varia
 void clear_reducers() {
   g_reducers.clear();
   g_prepared.clear();
+  g_no_sync.clear();
 }
 
 void set_reducer(uint32_t owner, const std::vector<uint64_t>& accumulators) {
@@ -114,11 +120,18 @@ void set_prepared(uint32_t owner, bool prepared) {
   auto it = std::find(g_prepared.begin(), g_prepared.end(), owner);
   if (prepared && it == g_prepared.end()) g_prepared.push_back(owner);
   if (!prepared && it != g_prepared.end()) g_prepared.erase(it);
+  if (prepared) g_no_sync.erase(std::remove(g_no_sync.begin(), g_no_sync.end(), owner), g_no_sync.end());
+}
+
+void set_no_sync(uint32_t owner) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  if (std::find(g_no_sync.begin(), g_no_sync.end(), owner) == g_no_sync.end()) g_no_sync.push_back(owner);
 }
 
 void clear_prepared() {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   g_prepared.clear();
+  g_no_sync.clear();
 }
 
 }  // namespace hookscope::bridge
