@@ -96,13 +96,7 @@ bool remove_module_hook(HookKey key) {
   const OwnerId owner = owner_locked(g);
   auto it = g.issued.find(key.value);
   const HookKind kind = it == g.issued.end() ? HookKind::kModuleForward : it->second;
-  bool removed = false;
-  switch (kind) {
-    case HookKind::kModuleForwardPre: removed = g.lists.forward_pre.remove(key) != nullptr; break;
-    case HookKind::kModuleBackwardPre: removed = g.lists.backward_pre.remove(key) != nullptr; break;
-    case HookKind::kModuleBackward: removed = g.lists.backward.remove(key) != nullptr; break;
-    default: removed = g.lists.forward.remove(key) != nullptr; break;
-  }
+  const bool removed = remove_from(g.lists, kind, key);
   g.count.store(g.lists.size(), std::memory_order_release);
   if (!removed) {
     trace::emit_hook_remove_failed(0, key.value, kind, owner);

@@ -133,7 +133,6 @@ Args Module::forward_args(const Args& args, const Kwargs& kwargs) {
 }
 
 Tensor Module::operator()(const Tensor& x) {
-  if (num_hooks() == 0 && !global_module_hooks_active()) return forward(x);
   Args out = call({x});
   const Tensor* t = out.size() == 1 ? as_tensor(out[0]) : nullptr;
   if (!t) {

@@ -82,6 +82,17 @@ struct HookLists {
   }
 };
 
+// Removes `key` from the list of its `kind`; false when it is not there.
+inline bool remove_from(HookLists& lists, HookKind kind, HookKey key) {
+  switch (kind) {
+    case HookKind::kModuleForwardPre: return lists.forward_pre.remove(key) != nullptr;
+    case HookKind::kModuleBackwardPre: return lists.backward_pre.remove(key) != nullptr;
+    case HookKind::kModuleBackward:
+    case HookKind::kModuleLegacyBackward: return lists.backward.remove(key) != nullptr;
+    default: return lists.forward.remove(key) != nullptr;
+  }
+}
+
 struct ModuleHooks {
   HookLists lists;
   std::unordered_map<uint64_t, HookKind> issued;  // every key handed out, for failed removals

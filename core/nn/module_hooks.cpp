@@ -77,6 +77,16 @@ const Tensor& only_tensor(const Module& m, const Args& args, const char* what) {
   return *t;
 }
 
+// module.py's _is_full_backward_hook: full or legacy, never both.
+void set_backward_hook_kind(ModuleHooks& h, bool full) {
+  if (h.lists.is_full_backward && *h.lists.is_full_backward != full) {
+    throw std::runtime_error(
+        "Cannot use both regular backward hooks and full backward hooks on a single Module. "
+        "Please use only one of them.");
+  }
+  h.lists.is_full_backward = full;
+}
+
 std::optional<Args> as_args(Tensor t) {
   if (!t.defined()) return std::nullopt;
   return Args{std::move(t)};
@@ -184,24 +194,14 @@ HookKey Module::register_full_backward_hook(BackwardHookFn fn, HookOptions optio
 }
 HookKey Module::register_full_backward_hook(GradsBackwardHookFn fn, HookOptions options) {
   hook_owner();
-  if (hooks_->lists.is_full_backward == false) {
-    throw std::runtime_error(
-        "Cannot use both regular backward hooks and full backward hooks on a single Module. "
-        "Please use only one of them.");
-  }
-  hooks_->lists.is_full_backward = true;
+  set_backward_hook_kind(*hooks_, true);
   return add_module_hook(*hooks_, hooks_->lists.backward, HookKind::kModuleBackward,
                          std::move(fn), options);
 }
 
 HookKey Module::register_backward_hook(GradsBackwardHookFn fn) {
   hook_owner();
-  if (hooks_->lists.is_full_backward == true) {
-    throw std::runtime_error(
-        "Cannot use both regular backward hooks and full backward hooks on a single Module. "
-        "Please use only one of them.");
-  }
-  hooks_->lists.is_full_backward = false;
+  set_backward_hook_kind(*hooks_, false);
   return add_module_hook(*hooks_, hooks_->lists.backward, HookKind::kModuleLegacyBackward,
                          std::move(fn), {});
 }
@@ -211,15 +211,7 @@ bool Module::remove_hook(HookKey key) {
   ModuleHooks& h = *hooks_;
   auto it = h.issued.find(key.value);
   const HookKind kind = it == h.issued.end() ? HookKind::kModuleForward : it->second;
-  bool removed = false;
-  switch (kind) {
-    case HookKind::kModuleForwardPre: removed = h.lists.forward_pre.remove(key) != nullptr; break;
-    case HookKind::kModuleBackwardPre: removed = h.lists.backward_pre.remove(key) != nullptr; break;
-    case HookKind::kModuleBackward:
-    case HookKind::kModuleLegacyBackward: removed = h.lists.backward.remove(key) != nullptr; break;
-    default: removed = h.lists.forward.remove(key) != nullptr; break;
-  }
-  if (!removed) {
+  if (!remove_from(h.lists, kind, key)) {
     trace::emit_hook_remove_failed(0, key.value, kind, owner);
     return false;
   }
