@@ -2,6 +2,7 @@
 #include <atomic>
 #include <iostream>
 #include <mutex>
+#include <unordered_set>
 
 #include "nn/module_hook_list.h"
 #include "trace/emitters_autograd.h"
@@ -45,7 +46,12 @@ HookKey add(List HookLists::*list, HookKind kind, Fn fn, HookOptions options = {
 
 std::mutex g_warn_mu;
 WarningHandler& warning_handler() {
-  static WarningHandler h = [](const std::string& m) { std::cerr << "Warning: " << m << "\n"; };
+  // Python's default warning filter shows a warning once per place; here
+  // once per text (g_warn_mu is held).
+  static WarningHandler h = [](const std::string& m) {
+    static std::unordered_set<std::string> shown;
+    if (shown.insert(m).second) std::cerr << "Warning: " << m << "\n";
+  };
   return h;
 }
 
@@ -135,12 +141,8 @@ WarningHandler set_warning_handler(WarningHandler handler) {
 }
 
 void warn(const std::string& message) {
-  WarningHandler h;
-  {
-    std::lock_guard<std::mutex> lock(g_warn_mu);
-    h = warning_handler();
-  }
-  if (h) h(message);
+  std::lock_guard<std::mutex> lock(g_warn_mu);
+  if (warning_handler()) warning_handler()(message);
 }
 
 std::string python_type(const Value& v) {

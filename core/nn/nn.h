@@ -130,7 +130,8 @@ bool remove_module_hook(HookKey key);
 OwnerId global_module_hooks_owner();
 
 // Where PyTorch calls warnings.warn (deprecated module hooks, an always_call
-// hook that threw): the handler gets the warning's text. Default: one line
+// hook that threw): the handler gets the warning's text (under a lock: it must
+// not call set_warning_handler). Default: each text once, one line
 // on stderr. Returns the previous handler.
 using WarningHandler = std::function<void(const std::string& message)>;
 WarningHandler set_warning_handler(WarningHandler handler);
