@@ -127,7 +127,7 @@ install_packages() {
 }
 
 # Stage 3: the bridge, hookscope-cli and the runtime programs the torch tests
-# compare against (hook_order_runtime, saved_tensors_runtime) for this source
+# compare against (hook_order_runtime, saved_tensors_runtime, module_api_runtime) for this source
 # tree, built in the root against 2.6 (ninja makes a warm run a no-op). A
 # new build directory (another worktree) compiles through the root's ccache,
 # with paths relative to its source tree so that worktrees share hits.
@@ -142,7 +142,7 @@ build_bridge() {
     cmake -S '$src' -B '$build' -G Ninja -DHOOKSCOPE_GUI=OFF -DHOOKSCOPE_CUDA=OFF \
           -DHOOKSCOPE_BENCH=OFF -DHOOKSCOPE_TORCH=ON $launcher \
           -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O2 -DNDEBUG' >/dev/null &&
-    cmake --build '$build' -j$(nproc) --target hookscope_python hookscope-cli hook_order_runtime saved_tensors_runtime" \
+    cmake --build '$build' -j$(nproc) --target hookscope_python hookscope-cli hook_order_runtime saved_tensors_runtime module_api_runtime" \
     >"$log" 2>&1 || { tail -30 "$log" >&2; die "building the bridge in the root failed; log: $log"; }
 }
 

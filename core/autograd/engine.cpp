@@ -33,6 +33,11 @@ std::atomic<uint64_t> g_next_task_stamp{1};
 
 }  // namespace
 
+class GraphTask;
+namespace {
+thread_local GraphTask* tl_task = nullptr;  // the pass running on this thread
+}  // namespace
+
 // Note [Graph task slots]
 // A graph task numbers the Functions it reaches in discovery order and keeps
 // their state in a flat vector; each Node remembers (task stamp, slot) of the
@@ -50,6 +55,11 @@ class GraphTask {
   // and what leads to them run.
   variable_list run(const std::vector<Edge>& roots, const variable_list& grads,
                     const std::vector<Edge>& capture, const std::vector<Edge>& targets = {}) {
+    struct Current {
+      GraphTask* previous;
+      explicit Current(GraphTask* t) : previous(tl_task) { tl_task = t; }
+      ~Current() { tl_task = previous; }
+    } current(this);
     discover(roots);
     for (size_t i = 0; i < capture.size(); ++i) {
       if (NodeState* s = state(capture[i].function.get())) {
@@ -78,6 +88,13 @@ class GraphTask {
   }
 
   size_t executed() const { return executed_; }
+  uint64_t id() const { return stamp_; }
+  // PyTorch's GraphTask exec_info_ test: the Node runs, or a gradient is
+  // captured at it (grad()).
+  bool will_execute(Node* n) {
+    const NodeState* s = state(n);
+    return s && s->relevant && (s->executes || !s->captures.empty());
+  }
 
  private:
   struct ReadyEntry {
@@ -314,6 +331,15 @@ std::pair<std::vector<Edge>, variable_list> make_roots(const variable_list& root
 }
 
 }  // namespace
+
+int64_t current_graph_task_id() { return tl_task ? static_cast<int64_t>(tl_task->id()) : -1; }
+
+bool will_engine_execute_node(Node& node) {
+  if (tl_task == nullptr) {
+    throw std::logic_error("will_engine_execute_node should only be called during the backward pass");
+  }
+  return tl_task->will_execute(&node);
+}
 
 void queue_callback(std::function<void()> callback) {
   if (tl_final_callbacks == nullptr) {

@@ -3,6 +3,7 @@
 // ordered as PyTorch's CPU queue (AccumulateGrad first, then the most
 // recently created Function).
 
+#include <cstdint>
 #include <functional>
 
 #include "tensor/tensor.h"
@@ -34,5 +35,12 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
 // finalizes its buckets there). Callbacks run in order and may queue more.
 // Throws when no backward pass is running on this thread.
 void queue_callback(std::function<void()> callback);
+
+// The backward pass running on this thread: a number no other pass in the
+// process has (torch._C._current_graph_task_id), -1 when none runs.
+int64_t current_graph_task_id();
+// Whether the running pass will run `node` or capture a gradient at it
+// (torch._C._will_engine_execute_node). Throws when no pass runs.
+bool will_engine_execute_node(Node& node);
 
 }  // namespace hookscope::autograd

@@ -1,47 +1,47 @@
 #pragma once
 // Full backward hooks of a module, as PyTorch builds them (torch/utils/hooks.py
-// BackwardHook): BackwardHookFunction Nodes wrap the module's input and output,
-// so the hooks run from inside backward and the Nodes are in the graph.
+// BackwardHook): BackwardHookFunction Nodes wrap the module's tensor
+// arguments and results, so the hooks run from inside backward and the
+// Nodes are in the graph (Note [Module hooks]).
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "autograd/node.h"
-#include "nn/nn.h"
+#include "nn/module_hook_list.h"
 
 namespace hookscope::nn {
 
 // The identity Function whose Node carries a module's backward hooks
-// (torch/nn/modules/_functions.py BackwardHookFunction).
+// (torch/nn/modules/_functions.py BackwardHookFunction). Its tensors that do
+// not require grad are non-differentiable; as autograd.Function does, a
+// missing incoming gradient is materialized as zeros of its tensor's shape.
 class BackwardHookFunctionBackward : public Node {
  public:
-  variable_list apply(variable_list&& grad_outputs) override { return std::move(grad_outputs); }
+  explicit BackwardHookFunctionBackward(std::vector<Tensor> like) : like_(std::move(like)) {}
+  variable_list apply(variable_list&& grad_outputs) override;
   std::string name() const override { return "BackwardHookFunctionBackward"; }
-};
 
-// One hook as it was when the module was called (Note [Module hooks]).
-template <class Fn>
-struct HookSnapshot {
-  HookKey key;
-  std::shared_ptr<Fn> fn;
+ private:
+  std::vector<Tensor> like_;  // shape and device of each wrapped tensor (detached)
 };
 
 // The per-call state PyTorch keeps in a BackwardHook object: the hooks as
-// they were at the call, and the gradient w.r.t. the output once backward
-// reaches it.
+// they were at the call, and the gradients w.r.t. the results once backward
+// reaches them.
 class BackwardHook {
  public:
-  BackwardHook(Module& module, std::shared_ptr<const int> module_alive, OwnerId owner,
-               std::vector<HookSnapshot<Module::BackwardHookFn>> hooks,
-               std::vector<HookSnapshot<Module::BackwardPreHookFn>> pre_hooks);
-  // Wraps the input (when it requires grad) in a BackwardHookFunction whose
-  // Node's post hook calls the full backward hooks.
-  static Tensor setup_input_hook(const std::shared_ptr<BackwardHook>& self, const Tensor& input);
-  // Wraps the output in a BackwardHookFunction whose Node's post hook calls
-  // the backward pre hooks (and the full backward hooks when the input did
-  // not require grad).
-  static Tensor setup_output_hook(const std::shared_ptr<BackwardHook>& self,
-                                  const Tensor& output);
+  BackwardHook(Module& module, std::shared_ptr<const int> module_alive, OwnerId internal_owner,
+               std::vector<ModuleHookPtr<Module::GradsBackwardHookFn>> hooks,
+               std::vector<ModuleHookPtr<Module::GradsBackwardPreHookFn>> pre_hooks);
+  // Wraps the tensor arguments (when one requires grad) in a
+  // BackwardHookFunction whose Node's post hook calls the full backward hooks.
+  static Args setup_input_hook(const std::shared_ptr<BackwardHook>& self, Args args);
+  // Wraps the result's tensors in a BackwardHookFunction whose Node's post
+  // hook calls the backward pre hooks (and the full backward hooks when no
+  // argument required grad).
+  static Args setup_output_hook(const std::shared_ptr<BackwardHook>& self, Args result);
 
  private:
   Module& module();
@@ -51,11 +51,14 @@ class BackwardHook {
   Module* module_;
   std::weak_ptr<const int> module_alive_;
   OwnerId owner_;
-  std::vector<HookSnapshot<Module::BackwardHookFn>> hooks_;
-  std::vector<HookSnapshot<Module::BackwardPreHookFn>> pre_hooks_;
-  bool input_wrapped_ = false;
-  bool have_grad_output_ = false;
-  Tensor grad_output_;
+  std::vector<ModuleHookPtr<Module::GradsBackwardHookFn>> hooks_;
+  std::vector<ModuleHookPtr<Module::GradsBackwardPreHookFn>> pre_hooks_;
+  size_t n_inputs_ = 0, n_outputs_ = 0;
+  std::optional<std::vector<size_t>> input_index_, output_index_;  // tensors' positions
+  std::optional<Grads> grad_outputs_;
 };
+
+// The module must outlive the backward of graphs its hooks are in.
+Module& live_module(Module* module, const std::weak_ptr<const int>& alive);
 
 }  // namespace hookscope::nn

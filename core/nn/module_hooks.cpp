@@ -1,48 +1,98 @@
-// Module hooks: forward pre, forward, full backward pre, full backward
-// (Note [Module hooks]).
-#include <unordered_map>
+// Module hooks: registration and removal (Note [Module hooks]); a call runs
+// them in module_call.cpp.
+#include <stdexcept>
 
-#include "nn/backward_hook.h"
-#include "nn/nn.h"
+#include "nn/module_hook_list.h"
 #include "trace/emitters_autograd.h"
 
 namespace hookscope::nn {
 
-using trace::HookKind;
-
 // Note [Module hooks]
 // ~~~~~~~~~~~~~~~~~~~
-// Module::operator() does what PyTorch 2.x's Module._call_impl does
-// (torch/nn/modules/module.py; docs/semantics.md rules M1-M6):
-//  1. it takes the full backward (pre) hooks as they are now: those, and only
-//     those, run in the backward of this call's graph, even if they are
-//     removed before that backward (PyTorch issue #25723: "expected
-//     behavior ... you cannot change the nn.Module's hooks after the graph
-//     has been created");
-//  2. forward pre hooks run (over a snapshot, Note [Removing hooks while they
-//     fire]); a defined result replaces the input;
-//  3. if any backward hook was taken and the input requires grad, the input
-//     is wrapped in a BackwardHookFunction (torch/utils/hooks.py BackwardHook);
-//  4. forward runs; forward hooks run; a defined result replaces the output;
-//  5. the output is wrapped in a BackwardHookFunction.
+// Module::call does what PyTorch 2.x's Module._call_impl does
+// (torch/nn/modules/module.py; docs/semantics.md rules M1-M12):
+//  1. it takes the full backward (pre) hooks as they are now, the global
+//     ones first: those, and only those, run in the backward of this call's
+//     graph, even if they are removed before that backward (PyTorch issue
+//     #25723: "expected behavior ... you cannot change the nn.Module's hooks
+//     after the graph has been created");
+//  2. forward pre hooks run, global first (over a snapshot, Note [Removing
+//     hooks while they fire]); a result replaces the args (with_kwargs: the
+//     args and kwargs);
+//  3. if any full backward (pre) hook was taken and a tensor argument
+//     requires grad, the tensor arguments are wrapped in one
+//     BackwardHookFunction (torch/utils/hooks.py BackwardHook);
+//  4. forward runs; forward hooks run, global first (the lists as they are
+//     after forward); a result replaces the output;
+//  5. the output's tensors are wrapped in a BackwardHookFunction;
+//  6. legacy backward hooks go on the Node of the output's first tensor
+//     (Note [Legacy module backward hooks]).
+//  If forward or a hook throws, the forward hooks registered with
+//  always_call that have not run yet run (global, then the module's; one
+//  that throws then is reported by warn() and skipped) and the exception
+//  propagates.
 // In backward, the output's BackwardHookFunctionBackward post hook runs the
 // backward pre hooks (they may replace grad_output), the input's runs the
 // full backward hooks with (grad_input, grad_output) (they may replace
-// grad_input). When the input does not require grad the full backward hooks
-// run from the output's Node with an undefined grad_input.
+// grad_input). When no argument requires grad the full backward hooks run
+// from the output's Node with grad_input all None.
 // Trace (Note [Module hooks in traces]): add/remove/forward fires carry
-// node = 0, backward fires carry the BackwardHookFunction Node; the owner is
-// the module (OwnerKind::kModule, its path). The internal post hooks on the
-// BackwardHookFunction Nodes are ordinary post hooks owned by the module.
-struct ModuleHooks {
-  HookList<Module::ForwardPreHookFn> forward_pre;
-  HookList<Module::ForwardHookFn> forward;
-  HookList<std::shared_ptr<Module::BackwardPreHookFn>> backward_pre;
-  HookList<std::shared_ptr<Module::BackwardHookFn>> backward;
-  std::unordered_map<uint64_t, HookKind> issued;  // every key handed out, for failed removals
-  OwnerId owner = 0;
-  std::shared_ptr<const int> alive = std::make_shared<const int>(0);
-};
+// node = 0, backward fires carry the BackwardHookFunction Node (legacy
+// hooks: the Node they are on); the owner is the module (OwnerKind::kModule,
+// its path), or "global module hooks" for the global ones. The internal post
+// hooks on the BackwardHookFunction Nodes are ordinary post hooks owned by
+// the module (by "global module hooks" when only global hooks are taken).
+
+namespace {
+
+template <class List, class Fn>
+HookKey add_module_hook(ModuleHooks& h, List& list, HookKind kind, Fn fn, HookOptions options,
+                        bool with_kwargs = false) {
+  HookKey key = list.add({HookKey{}, h.owner, kind, std::move(fn), with_kwargs,
+                          options.always_call},
+                         options.prepend);
+  h.issued.emplace(key.value, kind);
+  trace::emit_hook_added(0, key.value, kind, h.owner);
+  return key;
+}
+
+const Tensor& only_tensor(const Module& m, const std::vector<Tensor>& grads, const char* what) {
+  if (grads.size() != 1) {
+    throw std::invalid_argument("a single-Tensor hook of module '" +
+                                (m.path().empty() ? std::string("(root)") : m.path()) +
+                                "' got " + std::to_string(grads.size()) + " " + what +
+                                "; register the hook on Grads for a module with several");
+  }
+  return grads[0];
+}
+
+const Tensor& only_tensor(const Module& m, const Args& args, const char* what) {
+  const Tensor* t = args.size() == 1 ? as_tensor(args[0]) : nullptr;
+  if (!t) {
+    throw std::invalid_argument("a single-Tensor hook of module '" +
+                                (m.path().empty() ? std::string("(root)") : m.path()) +
+                                "' got " + std::to_string(args.size()) + " " + what +
+                                " that are not one Tensor; register the hook on Args");
+  }
+  return *t;
+}
+
+// module.py's _is_full_backward_hook: full or legacy, never both.
+void set_backward_hook_kind(ModuleHooks& h, bool full) {
+  if (h.lists.is_full_backward && *h.lists.is_full_backward != full) {
+    throw std::runtime_error(
+        "Cannot use both regular backward hooks and full backward hooks on a single Module. "
+        "Please use only one of them.");
+  }
+  h.lists.is_full_backward = full;
+}
+
+std::optional<Args> as_args(Tensor t) {
+  if (!t.defined()) return std::nullopt;
+  return Args{std::move(t)};
+}
+
+}  // namespace
 
 Module::Module() = default;
 
@@ -51,16 +101,16 @@ Module::~Module() {
   ModuleHooks& h = *hooks_;
   // The hooks go with the module (as in PyTorch); say so, so that they are
   // not taken for leaked hooks of a destroyed owner.
-  auto released = [&h](const auto& list, HookKind kind) {
-    for (const auto* e : list.live_entries()) {
-      trace::emit_hook_removed(0, e->key.value, kind, h.owner, h.owner,
+  auto released = [&h](const auto& list) {
+    for (const auto& e : list.hooks()) {
+      trace::emit_hook_removed(0, e->key.value, e->kind, h.owner, h.owner,
                                trace::RemoveCause::kNodeReleased);
     }
   };
-  released(h.forward_pre, HookKind::kModuleForwardPre);
-  released(h.forward, HookKind::kModuleForward);
-  released(h.backward_pre, HookKind::kModuleBackwardPre);
-  released(h.backward, HookKind::kModuleBackward);
+  released(h.lists.forward_pre);
+  released(h.lists.forward);
+  released(h.lists.backward_pre);
+  released(h.lists.backward);
   destroy_owner(h.owner);
 }
 
@@ -72,33 +122,88 @@ OwnerId Module::hook_owner() {
   return hooks_->owner;
 }
 
-namespace {
-template <class List, class Fn>
-HookKey add_module_hook(ModuleHooks& h, List& list, HookKind kind, Fn fn) {
-  HookKey key = list.add(std::move(fn), h.owner);
-  h.issued.emplace(key.value, kind);
-  trace::emit_hook_added(0, key.value, kind, h.owner);
-  return key;
+HookKey Module::register_forward_pre_hook(ForwardPreHookFn fn, HookOptions options) {
+  return register_forward_pre_hook(
+      ArgsForwardPreHookFn([fn = std::move(fn)](Module& m, const Args& args) {
+        return as_args(fn(m, only_tensor(m, args, "arguments")));
+      }),
+      options);
 }
-}  // namespace
+HookKey Module::register_forward_pre_hook(ArgsForwardPreHookFn fn, HookOptions options) {
+  hook_owner();
+  KwargsForwardPreHookFn adapted =
+      [fn = std::move(fn)](Module& m, const Args& args,
+                           const Kwargs& kwargs) -> std::optional<std::pair<Args, Kwargs>> {
+    std::optional<Args> r = fn(m, args);
+    if (!r) return std::nullopt;
+    return std::make_pair(std::move(*r), kwargs);
+  };
+  return add_module_hook(*hooks_, hooks_->lists.forward_pre, HookKind::kModuleForwardPre,
+                         std::move(adapted), options);
+}
+HookKey Module::register_forward_pre_hook(KwargsForwardPreHookFn fn, HookOptions options) {
+  hook_owner();
+  return add_module_hook(*hooks_, hooks_->lists.forward_pre, HookKind::kModuleForwardPre,
+                         std::move(fn), options, true);
+}
 
-HookKey Module::register_forward_pre_hook(ForwardPreHookFn fn) {
-  hook_owner();
-  return add_module_hook(*hooks_, hooks_->forward_pre, HookKind::kModuleForwardPre, std::move(fn));
+HookKey Module::register_forward_hook(ForwardHookFn fn, HookOptions options) {
+  return register_forward_hook(
+      ArgsForwardHookFn([fn = std::move(fn)](Module& m, const Args& args, const Args& out) {
+        return as_args(fn(m, only_tensor(m, args, "arguments"), only_tensor(m, out, "results")));
+      }),
+      options);
 }
-HookKey Module::register_forward_hook(ForwardHookFn fn) {
+HookKey Module::register_forward_hook(ArgsForwardHookFn fn, HookOptions options) {
   hook_owner();
-  return add_module_hook(*hooks_, hooks_->forward, HookKind::kModuleForward, std::move(fn));
+  KwargsForwardHookFn adapted = [fn = std::move(fn)](Module& m, const Args& args, const Kwargs&,
+                                                     const Args& out) { return fn(m, args, out); };
+  return add_module_hook(*hooks_, hooks_->lists.forward, HookKind::kModuleForward,
+                         std::move(adapted), options);
 }
-HookKey Module::register_full_backward_pre_hook(BackwardPreHookFn fn) {
+HookKey Module::register_forward_hook(KwargsForwardHookFn fn, HookOptions options) {
   hook_owner();
-  return add_module_hook(*hooks_, hooks_->backward_pre, HookKind::kModuleBackwardPre,
-                         std::make_shared<BackwardPreHookFn>(std::move(fn)));
+  return add_module_hook(*hooks_, hooks_->lists.forward, HookKind::kModuleForward, std::move(fn),
+                         options, true);
 }
-HookKey Module::register_full_backward_hook(BackwardHookFn fn) {
+
+HookKey Module::register_full_backward_pre_hook(BackwardPreHookFn fn, HookOptions options) {
+  return register_full_backward_pre_hook(
+      GradsBackwardPreHookFn([fn = std::move(fn)](Module& m, const Grads& go) -> std::optional<Grads> {
+        Tensor r = fn(m, only_tensor(m, go, "grad_outputs"));
+        if (!r.defined()) return std::nullopt;
+        return Grads{std::move(r)};
+      }),
+      options);
+}
+HookKey Module::register_full_backward_pre_hook(GradsBackwardPreHookFn fn, HookOptions options) {
   hook_owner();
-  return add_module_hook(*hooks_, hooks_->backward, HookKind::kModuleBackward,
-                         std::make_shared<BackwardHookFn>(std::move(fn)));
+  return add_module_hook(*hooks_, hooks_->lists.backward_pre, HookKind::kModuleBackwardPre,
+                         std::move(fn), options);
+}
+
+HookKey Module::register_full_backward_hook(BackwardHookFn fn, HookOptions options) {
+  return register_full_backward_hook(
+      GradsBackwardHookFn([fn = std::move(fn)](Module& m, const Grads& gi,
+                                               const Grads& go) -> std::optional<Grads> {
+        Tensor r = fn(m, only_tensor(m, gi, "grad_inputs"), only_tensor(m, go, "grad_outputs"));
+        if (!r.defined()) return std::nullopt;
+        return Grads{std::move(r)};
+      }),
+      options);
+}
+HookKey Module::register_full_backward_hook(GradsBackwardHookFn fn, HookOptions options) {
+  hook_owner();
+  set_backward_hook_kind(*hooks_, true);
+  return add_module_hook(*hooks_, hooks_->lists.backward, HookKind::kModuleBackward,
+                         std::move(fn), options);
+}
+
+HookKey Module::register_backward_hook(GradsBackwardHookFn fn) {
+  hook_owner();
+  set_backward_hook_kind(*hooks_, false);
+  return add_module_hook(*hooks_, hooks_->lists.backward, HookKind::kModuleLegacyBackward,
+                         std::move(fn), {});
 }
 
 bool Module::remove_hook(HookKey key) {
@@ -106,14 +211,7 @@ bool Module::remove_hook(HookKey key) {
   ModuleHooks& h = *hooks_;
   auto it = h.issued.find(key.value);
   const HookKind kind = it == h.issued.end() ? HookKind::kModuleForward : it->second;
-  bool removed = false;
-  switch (kind) {
-    case HookKind::kModuleForwardPre: removed = h.forward_pre.remove(key); break;
-    case HookKind::kModuleBackwardPre: removed = h.backward_pre.remove(key); break;
-    case HookKind::kModuleBackward: removed = h.backward.remove(key); break;
-    default: removed = h.forward.remove(key); break;
-  }
-  if (!removed) {
+  if (!remove_from(h.lists, kind, key)) {
     trace::emit_hook_remove_failed(0, key.value, kind, owner);
     return false;
   }
@@ -121,44 +219,6 @@ bool Module::remove_hook(HookKey key) {
   return true;
 }
 
-size_t Module::num_hooks() const {
-  if (!hooks_) return 0;
-  return hooks_->forward_pre.size() + hooks_->forward.size() + hooks_->backward_pre.size() +
-         hooks_->backward.size();
-}
-
-Tensor Module::operator()(const Tensor& input) {
-  if (!hooks_ || num_hooks() == 0) return forward(input);
-  ModuleHooks& h = *hooks_;
-  // 1. The backward hooks of this call, taken now.
-  std::vector<HookSnapshot<BackwardHookFn>> backward;
-  std::vector<HookSnapshot<BackwardPreHookFn>> backward_pre;
-  for (const auto* e : h.backward.live_entries()) backward.push_back({e->key, e->fn});
-  for (const auto* e : h.backward_pre.live_entries()) backward_pre.push_back({e->key, e->fn});
-  // 2. Forward pre hooks.
-  Tensor x = input;
-  h.forward_pre.fire([&](const auto& e, ForwardPreHookFn& fn) {
-    trace::emit_hook_fired(0, e.key.value, HookKind::kModuleForwardPre, h.owner);
-    Tensor r = fn(*this, x);
-    if (r.defined()) x = std::move(r);
-  });
-  // 3. The input's BackwardHookFunction.
-  std::shared_ptr<BackwardHook> bw;
-  if (!backward.empty() || !backward_pre.empty()) {
-    bw = std::make_shared<BackwardHook>(*this, h.alive, h.owner, std::move(backward),
-                                        std::move(backward_pre));
-    x = BackwardHook::setup_input_hook(bw, x);
-  }
-  // 4. forward, forward hooks.
-  Tensor out = forward(x);
-  h.forward.fire([&](const auto& e, ForwardHookFn& fn) {
-    trace::emit_hook_fired(0, e.key.value, HookKind::kModuleForward, h.owner);
-    Tensor r = fn(*this, x, out);
-    if (r.defined()) out = std::move(r);
-  });
-  // 5. The output's BackwardHookFunction.
-  if (bw) out = BackwardHook::setup_output_hook(bw, out);
-  return out;
-}
+size_t Module::num_hooks() const { return hooks_ ? hooks_->lists.size() : 0; }
 
 }  // namespace hookscope::nn

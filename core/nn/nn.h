@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "autograd/hooks.h"
+#include "nn/module_args.h"
 #include "tensor/tensor.h"
 
 namespace hookscope::nn {
@@ -20,10 +22,19 @@ struct NamedParameter {
   Tensor tensor;
 };
 
+// register_*_hook's keyword options (module.py): `prepend` fires the hook
+// before those already registered; `always_call` (forward hooks) runs it
+// even when forward or an earlier hook throws (Note [Module hooks]).
+struct HookOptions {
+  bool prepend = false;
+  bool always_call = false;
+};
+
 class Module {
  public:
-  // Module hooks (Note [Module hooks]). A hook returning an undefined Tensor
-  // keeps the value it was given (Python: returning None).
+  // Module hooks (Note [Module hooks]). Hooks on Tensors are for modules
+  // called with one Tensor and returning one; a hook returning an undefined
+  // Tensor keeps the value it was given (Python: returning None).
   //  forward pre hook: sees the input before forward; may replace it.
   using ForwardPreHookFn = std::function<Tensor(Module& module, const Tensor& input)>;
   //  forward hook: sees input and output after forward; may replace the output.
@@ -35,13 +46,29 @@ class Module {
   //  does not require grad) and the output; may replace the input's.
   using BackwardHookFn = std::function<Tensor(Module& module, const Tensor& grad_input,
                                               const Tensor& grad_output)>;
+  // The same hooks on any arguments (Note [Module arguments]); std::nullopt
+  // keeps the value. The Kwargs forms are PyTorch's with_kwargs=True.
+  using ArgsForwardPreHookFn = std::function<std::optional<Args>(Module&, const Args& args)>;
+  using KwargsForwardPreHookFn = std::function<std::optional<std::pair<Args, Kwargs>>(
+      Module&, const Args& args, const Kwargs& kwargs)>;
+  using ArgsForwardHookFn =
+      std::function<std::optional<Args>(Module&, const Args& args, const Args& output)>;
+  using KwargsForwardHookFn = std::function<std::optional<Args>(
+      Module&, const Args& args, const Kwargs& kwargs, const Args& output)>;
+  using GradsBackwardPreHookFn =
+      std::function<std::optional<Grads>(Module&, const Grads& grad_output)>;
+  using GradsBackwardHookFn = std::function<std::optional<Grads>(
+      Module&, const Grads& grad_input, const Grads& grad_output)>;
 
   Module();
   virtual ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
-  virtual Tensor forward(const Tensor& x) = 0;
+  // A module overrides one of the two: forward for one Tensor in, one out;
+  // forward_args for anything else (Note [Module arguments]).
+  virtual Tensor forward(const Tensor& x);
+  virtual Args forward_args(const Args& args, const Kwargs& kwargs);
   virtual std::string name() const = 0;
   // Parameters in registration order, names prefixed with `prefix`.
   virtual std::vector<NamedParameter> named_parameters(const std::string& prefix = "") const {
@@ -50,13 +77,27 @@ class Module {
   }
   std::vector<Tensor> parameters() const;
   void zero_grad();
-  // Calls forward with the module's hooks, as PyTorch's Module.__call__.
+  // Calls forward with the module's hooks and the global module hooks, as
+  // PyTorch's Module.__call__ (module_call.cpp).
+  Args call(Args args, Kwargs kwargs = {});
+  // call() for one Tensor in and one out.
   Tensor operator()(const Tensor& x);
 
-  HookKey register_forward_pre_hook(ForwardPreHookFn fn);
-  HookKey register_forward_hook(ForwardHookFn fn);
-  HookKey register_full_backward_pre_hook(BackwardPreHookFn fn);
-  HookKey register_full_backward_hook(BackwardHookFn fn);
+  HookKey register_forward_pre_hook(ForwardPreHookFn fn, HookOptions options = {});
+  HookKey register_forward_pre_hook(ArgsForwardPreHookFn fn, HookOptions options = {});
+  HookKey register_forward_pre_hook(KwargsForwardPreHookFn fn, HookOptions options = {});
+  HookKey register_forward_hook(ForwardHookFn fn, HookOptions options = {});
+  HookKey register_forward_hook(ArgsForwardHookFn fn, HookOptions options = {});
+  HookKey register_forward_hook(KwargsForwardHookFn fn, HookOptions options = {});
+  HookKey register_full_backward_pre_hook(BackwardPreHookFn fn, HookOptions options = {});
+  HookKey register_full_backward_pre_hook(GradsBackwardPreHookFn fn, HookOptions options = {});
+  HookKey register_full_backward_hook(BackwardHookFn fn, HookOptions options = {});
+  HookKey register_full_backward_hook(GradsBackwardHookFn fn, HookOptions options = {});
+  // The deprecated Module.register_backward_hook, with PyTorch's behaviour:
+  // a post hook on the Node that made the first tensor of each call's result,
+  // so grad_input is that Node's gradients, not the module's (Note [Legacy
+  // module backward hooks]). Not with full backward hooks on one module.
+  HookKey register_backward_hook(GradsBackwardHookFn fn);
   // Removes a hook of any kind by key (RemovableHandle.remove()). False, and
   // a failed removal in the trace, for a key that names no live hook here.
   bool remove_hook(HookKey key);
@@ -75,6 +116,26 @@ class Module {
   std::string path_;
   std::unique_ptr<ModuleHooks> hooks_;
 };
+
+// Global module hooks (torch.nn.modules.module.register_module_*_hook): they
+// run for every module's call, before the module's own hooks of the same
+// kind; owner "global module hooks" (Note [Module hooks]). Thread-safe.
+HookKey register_module_forward_pre_hook(Module::ArgsForwardPreHookFn fn);
+HookKey register_module_forward_hook(Module::ArgsForwardHookFn fn, HookOptions options = {});
+HookKey register_module_forward_hook(Module::KwargsForwardHookFn fn, HookOptions options = {});
+HookKey register_module_full_backward_pre_hook(Module::GradsBackwardPreHookFn fn);
+HookKey register_module_full_backward_hook(Module::GradsBackwardHookFn fn);
+// RemovableHandle.remove() for a global module hook.
+bool remove_module_hook(HookKey key);
+OwnerId global_module_hooks_owner();
+
+// Where PyTorch calls warnings.warn (deprecated module hooks, an always_call
+// hook that threw): the handler gets the warning's text (under a lock: it must
+// not call set_warning_handler). Default: each text once, one line
+// on stderr. Returns the previous handler.
+using WarningHandler = std::function<void(const std::string& message)>;
+WarningHandler set_warning_handler(WarningHandler handler);
+void warn(const std::string& message);
 
 // y = x @ W^T + b, W: [out, in], initialised as PyTorch's (Kaiming uniform).
 class Linear : public Module {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "scenarios/autograd_demo.h"
+#include "scenarios/module_api.h"
 #include "scenarios/module_hooks.h"
 #include "trace/event.h"
 
@@ -36,6 +37,14 @@ std::string run_module_hooks_scenario(const ScenarioArgs& a) {
   return format_result(o, run_module_hooks(o));
 }
 
+std::string run_module_api_scenario(const ScenarioArgs& a) {
+  ModuleApiOptions o;
+  o.steps = a.steps > 0 ? a.steps : o.steps;
+  o.seed = a.seed;
+  o.device = parse_device(a.device);
+  return format_result(o, run_module_api(o));
+}
+
 std::string run_ddp(const ScenarioArgs& a) {
   const DdpScenarioOptions o = to_ddp_options(a);
   return format_result(o, run_ddp_scenario(o));
@@ -55,6 +64,9 @@ constexpr Scenario kScenarios[] = {
     {"marked-twice", "a parameter used outside forward is marked ready twice", true, run_ddp},
     {"module-hooks", "module hooks of every kind; a full backward hook removed after forward still "
      "fires in that backward (PyTorch #25723)", false, run_module_hooks_scenario},
+    {"module-api", "modules with tuple and non-tensor arguments, with_kwargs, prepend, always_call, "
+     "a global module hook, a legacy backward hook on the wrong Node, multi-grad hooks", false,
+     run_module_api_scenario},
 };
 
 std::string join(const std::vector<std::string>& v, std::string_view last_sep) {
