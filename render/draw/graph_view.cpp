@@ -120,6 +120,11 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     // line each time the state goes pending and comes back.
     for (uint32_t i = 1; i < legend_lines_; ++i) ImGui::Dummy({1.f, ImGui::GetTextLineHeight()});
   } else {
+    if (!off_canvas_.empty()) {  // Note [Fit shows every rank]
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().text_dim), "%s", off_canvas_.c_str());
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("Not every live box fits on the canvas at a readable size: drag to pan, or click the minimap.");
+      ImGui::SameLine(0.f, 14.f);
+    }
     draw_legend(state);
   }
   f.panel_min = ImGui::GetCursorScreenPos();
@@ -257,6 +262,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
                       f.live_min.y >= f.view_min.y && f.live_max.y <= f.view_max.y);
   if (minimap) draw_minimap(f);
   f.dl->PopClipRect();
+  note_off_canvas(f);
   hover_and_click(f);
   context_menu(f);
   f.result.selected_function = selected_function_;

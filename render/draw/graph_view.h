@@ -96,6 +96,11 @@ struct GraphDrawStats {
   bool fit_on_alarms = false;     // ... around the alarm boxes (focus_region)
   Rect fit_focus;                 // ... its focus region (world units; zero when everything fit)
   float layout_w = 0.f, layout_h = 0.f;  // the layout's extent, world units
+  // Note [Fit shows every rank]: what of the live boxes is not wholly on the
+  // canvas, as the toolbar says it ("" when everything is), and whether what
+  // matters (focus_region: the current event's box, the alarm boxes) is.
+  std::string off_canvas;
+  bool focus_on_canvas = true;
 };
 
 class GraphView {
@@ -225,6 +230,8 @@ class GraphView {
                 const char* end = nullptr, const float* clip = nullptr);
   // True when it framed the alarm boxes.
   bool focus_region(const Frame& f, Vec2* lo, Vec2* hi) const;
+  // Note [Fit shows every rank]: off_canvas_ and the stats, after the boxes are drawn (graph_fit.cpp).
+  void note_off_canvas(const Frame& f);
   // Note [Alarms by intervals]: whether `unit` is an alarm for the density
   // cells, for fit (graph_view_alarms.cpp).
   bool cell_alarm(const Frame& f, uint32_t unit) const;
@@ -292,6 +299,7 @@ class GraphView {
   std::vector<std::pair<uint16_t, uint32_t>> rank_sources_;  // (rank, source) of per-rank traces
   bool minimap_open_ = true;             // the toolbar's toggle
   bool minimap_needed_ = false;          // the last frame did not show everything
+  std::string off_canvas_;               // the last frame's note, shown in the toolbar
   uint32_t legend_lines_ = 1;            // the last legend's lines, kept while the state is pending
 
   Vec2 center_{0.f, 0.f};
