@@ -6,15 +6,18 @@
 // rebuild, the end). Measured through the graph's draw stats (Note [Draw report]).
 #if HOOKSCOPE_APP_UI
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "analysis/model.h"
 #include "headless_app.h"
+#include "render/layout/timeline_index.h"
 #include "render/draw/graph_view.h"
 #include "testing/gui_harness.h"
 #include "trace/reader.h"
@@ -133,3 +136,51 @@ TEST_CASE("fit: two-rank runs (unused parameter, shared module, recovery by key)
 }
 
 #endif  // HOOKSCOPE_APP_UI
+
+#if HOOKSCOPE_APP_UI
+// Note [Idle gaps] in the app under Xvfb: a run whose rank 1 times out has
+// rank 0 wait seconds in an allreduce, most of the trace's time. Opened, the
+// timeline collapses the wait to one band that says so, and the work fills
+// the axis; at 1280x800 and 1920x1080, dark and light (the draw report).
+TEST_CASE("gui timeline: a failed run's wait in allreduce is one labelled band, the work fills the axis" *
+          doctest::test_suite("gui")) {
+  if (!testing::have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed (scripts/setup.sh installs xvfb)");
+    return;
+  }
+  const std::string trace =
+      testing::record_once(fit_dir(), "timeout", "recovery --fail-mode timeout --timeout-ms 3000 --recoveries 1");
+  const analysis::Model m(trace::read_trace(trace));
+  const render::TimelineIndex index(m);
+  REQUIRE(index.idle_gaps().size() == 1);
+  const render::IdleGap& gap = index.idle_gaps()[0];
+  // To scale, the wait would take most of the axis.
+  CHECK(static_cast<double>(gap.end - gap.begin) > 0.5 * static_cast<double>(index.end_ns() - index.begin_ns()));
+  for (const char* size : {"1280x800", "1920x1080"}) {
+    for (const bool light : {false, true}) {
+      CAPTURE(size);
+      CAPTURE(light);
+      const std::string name = std::string("gap_") + size + (light ? "_l" : "_d");
+      const std::string png = (fit_dir() / (name + ".png")).string(), rep = (fit_dir() / (name + ".json")).string();
+      const auto r = testing::run_command("HOOKSCOPE_DRAW_REPORT=" + rep + " xvfb-run -a -s '-screen 0 " + size +
+                                          "x24' " + HOOKSCOPE_GUI_PATH + " --size " + size + (light ? " --light " : " ") +
+                                          trace + " --screenshot " + png);
+      REQUIRE_MESSAGE(r.exit == 0, r.out);
+      std::ifstream in(rep);
+      const nlohmann::json report = nlohmann::json::parse(in);
+      const nlohmann::json& gaps = report["timeline_gaps"];
+      REQUIRE(gaps.size() == 1);
+      CHECK(gaps[0]["collapsed"].get<bool>());
+      const std::string label = gaps[0]["label"].get<std::string>();
+      CHECK(label.find(" s waiting in allreduce") != std::string::npos);
+      const float band = gaps[0]["x1"].get<float>() - gaps[0]["x0"].get<float>();
+      const float plot = report["timeline_plot"][1].get<float>() - report["timeline_plot"][0].get<float>();
+      CHECK(band >= 40.f);
+      CHECK(band <= 0.1f * plot);
+      // The label inside its band.
+      CHECK(gaps[0]["label_rect"][0].get<float>() >= gaps[0]["x0"].get<float>() - 1.f);
+      CHECK(gaps[0]["label_rect"][2].get<float>() <= gaps[0]["x1"].get<float>() + 1.f);
+    }
+  }
+}
+#endif
