@@ -183,13 +183,17 @@ void GraphView::note_off_canvas(const Frame& f) {
     if (!inside({c.x - s.x * 0.5f, c.y - s.y * 0.5f}, {c.x + s.x * 0.5f, c.y + s.y * 0.5f})) ++it->second.first;
   }
   std::sort(ranks.begin(), ranks.end());
+  uint32_t off = 0;
   for (const auto& [rank, n] : ranks) {
     if (n.first == 0) continue;
+    off += n.first;
     off_canvas_ += off_canvas_.empty() ? "off canvas: " : ", ";
     off_canvas_ += n.first == n.second ? fmt::format("rank {} ({} box{})", rank, n.first, n.first == 1 ? "" : "es")
                                        : fmt::format("{} of rank {}'s {} boxes", n.first, rank, n.second);
   }
   stats_.off_canvas = off_canvas_;
+  // The short form for a narrow toolbar, after a newline (draw_off_canvas_note).
+  if (off > 0) off_canvas_ += fmt::format("\n{} box{} off canvas", off, off == 1 ? "" : "es");
   // What matters: the current event's box, else the middle of fit's focus.
   Vec2 lo, hi;
   const size_t nf = model_->functions().size();
@@ -199,6 +203,27 @@ void GraphView::note_off_canvas(const Frame& f) {
     focus_region(f, &lo, &hi);
     const Vec2 mid{(lo.x + hi.x) * 0.5f, (lo.y + hi.y) * 0.5f};
     if (std::isfinite(mid.x)) stats_.focus_on_canvas = inside(mid, mid);
+  }
+}
+
+// The note goes after the legend's last entry, in the room left on that
+// line, in full or short ("16 boxes off canvas", the full one in its
+// tooltip), or not at all: it never adds a toolbar line, which would move
+// the canvas under a fit made for it.
+void draw_off_canvas_note(const std::string& note) {
+  if (note.empty()) return;
+  const size_t cut = note.find('\n');
+  const std::string full = note.substr(0, cut), brief = cut == std::string::npos ? full : note.substr(cut + 1);
+  constexpr float kGap = 14.f;
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  const float room = right - ImGui::GetItemRectMax().x - kGap;
+  const std::string& text = ImGui::CalcTextSize(full.c_str()).x <= room ? full : brief;
+  if (ImGui::CalcTextSize(text.c_str()).x > room) return;
+  ImGui::SameLine(0.f, kGap);
+  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().text_dim), "%s", text.c_str());
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("%s\nNot every live box fits on the canvas with text of 10 px or more: drag to pan, or click "
+                      "the minimap.", full.c_str());
   }
 }
 

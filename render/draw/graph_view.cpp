@@ -120,12 +120,8 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     // line each time the state goes pending and comes back.
     for (uint32_t i = 1; i < legend_lines_; ++i) ImGui::Dummy({1.f, ImGui::GetTextLineHeight()});
   } else {
-    if (!off_canvas_.empty()) {  // Note [Fit shows every rank]
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().text_dim), "%s", off_canvas_.c_str());
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("Not every live box fits on the canvas at a readable size: drag to pan, or click the minimap.");
-      ImGui::SameLine(0.f, 14.f);
-    }
     draw_legend(state);
+    draw_off_canvas_note(off_canvas_);  // Note [Fit shows every rank]
   }
   f.panel_min = ImGui::GetCursorScreenPos();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
