@@ -321,17 +321,7 @@ bool GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
       return false;
     }
   }
-  // Nothing in particular: the top of the current event's rank's column
-  // (Note [Fit shows every rank]: what does not fit is named in the toolbar).
-  if (!f.view && f.state->index < model_->num_events()) {
-    const uint16_t rank = model_->event(f.state->index).rank;
-    for (uint32_t u : f.live_units) {
-      if (u < l.center.size() && rank_of(u) == rank) take(u);
-    }
-  }
-  if (!std::isfinite(lo->x)) {
-    for (uint32_t u : f.live_units) take(u);
-  }
+  for (uint32_t u : f.live_units) take(u);
   if (f.view && f.live_count > 0) {  // pending: no list of the live boxes, their bounds
     *lo = f.live_min;
     *hi = f.live_max;
