@@ -34,6 +34,10 @@ struct CompareDrawStats {
   uint32_t marked_a = 0, marked_b = 0;  // boxes outlined on each graph
   uint32_t order_rows = 0;
   uint32_t boxes_a = 0, boxes_b = 0;
+  // Note [Compare tags]: each side's "+N only in" tags as drawn, and those
+  // with no free place (their boxes are outlined and listed below).
+  std::vector<render::GraphDrawStats::Rect> tags_a, tags_b;
+  uint32_t untagged_a = 0, untagged_b = 0;
 };
 
 struct CompareGraphs {

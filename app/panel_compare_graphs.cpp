@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <vector>
 
 #include "app.h"
 #include "panel_common.h"
@@ -32,16 +34,67 @@ std::string rect_json(const render::GraphDrawStats::Rect& r) {
   return fmt::format("[{},{},{},{}]", r.x0, r.y0, r.x1, r.y1);
 }
 
+std::string rects_json(const std::vector<render::GraphDrawStats::Rect>& rects) {
+  std::string out;
+  for (const auto& r : rects) out += (out.empty() ? "" : ",") + rect_json(r);
+  return "[" + out + "]";
+}
+
+std::string banners_json(const render::GraphView* view) {
+  std::vector<render::GraphDrawStats::Rect> rects;
+  if (view) {
+    for (const auto& [rank, r] : view->stats().banners) rects.push_back(r);
+  }
+  return rects_json(rects);
+}
+
+using Rect = render::GraphDrawStats::Rect;
+bool overlap(const Rect& a, const Rect& b) { return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1; }
+
+// Note [Compare tags]
+// ~~~~~~~~~~~~~~~~~~~
+// A box whose hooks differ is outlined and tagged "+N only in A" (or "+N"
+// where the whole tag finds no place). The tag goes where it covers nothing: above the box's right end, above its left
+// end, below it, right or left of it; a place must lie inside the canvas
+// (not in the header strip with the banners, not in the minimap's column)
+// and touch no box drawn, no banner and no tag already placed. A box with no
+// such place keeps its outline; the list under the graphs names it. The
+// report (HOOKSCOPE_COMPARE_REPORT) gives every tag's rectangle.
+std::optional<Rect> place_tag(const render::GraphView& view, Rect box, float w, float h, const std::vector<Rect>& taken) {
+  const render::GraphDrawStats& st = view.stats();
+  const Rect c = st.content;
+  const float g = 4.f;  // clear of the outline (3 px) drawn around the box
+  const Rect tries[] = {
+      {box.x1 - w, box.y0 - g - h, box.x1, box.y0 - g}, {box.x0, box.y0 - g - h, box.x0 + w, box.y0 - g},
+      {box.x1 - w, box.y1 + g, box.x1, box.y1 + g + h}, {box.x0, box.y1 + g, box.x0 + w, box.y1 + g + h},
+      {box.x1 + g, box.y0, box.x1 + g + w, box.y0 + h}, {box.x0 - g - w, box.y0, box.x0 - g, box.y0 + h},
+  };
+  for (const Rect& r : tries) {
+    if (r.x0 < c.x0 || r.y0 < c.y0 || r.x1 > c.x1 || r.y1 > c.y1) continue;
+    auto hit = [&](const Rect& o) { return overlap(r, o); };
+    if (std::any_of(st.box_rects.begin(), st.box_rects.end(), hit)) continue;
+    if (std::any_of(taken.begin(), taken.end(), hit)) continue;
+    if (std::any_of(st.banners.begin(), st.banners.end(), [&](const auto& b) { return overlap(r, b.second); })) continue;
+    return r;
+  }
+  return std::nullopt;
+}
+
 void write_report(const CompareGraphs& g, const char* path) {
   const CompareDrawStats& s = g.stats;
   std::string label = s.label;
   std::replace(label.begin(), label.end(), '"', '\'');
   const std::string json = fmt::format(
       "{{\"label\":\"{}\",\"a\":{},\"b\":{},\"found\":{},\"differing\":{},\"only_a\":{},\"only_b\":{},"
-      "\"marked_a\":{},\"marked_b\":{},\"order_rows\":{},\"boxes_a\":{},\"boxes_b\":{},\"graph_a\":{},\"graph_b\":{}}}\n",
+      "\"marked_a\":{},\"marked_b\":{},\"order_rows\":{},\"boxes_a\":{},\"boxes_b\":{},\"graph_a\":{},\"graph_b\":{},"
+      "\"tags_a\":{},\"tags_b\":{},\"untagged_a\":{},\"untagged_b\":{},\"box_rects_a\":{},\"box_rects_b\":{},"
+      "\"banners_a\":{},\"banners_b\":{}}}\n",
       label, s.a, s.b, s.found, s.differing, s.only_a, s.only_b, s.marked_a, s.marked_b, s.order_rows, s.boxes_a,
       s.boxes_b, g.view_a ? rect_json(g.view_a->stats().content) : "[0,0,0,0]",
-      g.view_b ? rect_json(g.view_b->stats().content) : "[0,0,0,0]");
+      g.view_b ? rect_json(g.view_b->stats().content) : "[0,0,0,0]", rects_json(s.tags_a), rects_json(s.tags_b),
+      s.untagged_a, s.untagged_b, rects_json(g.view_a ? g.view_a->stats().box_rects : std::vector<Rect>{}),
+      rects_json(g.view_b ? g.view_b->stats().box_rects : std::vector<Rect>{}), banners_json(g.view_a.get()),
+      banners_json(g.view_b.get()));
   if (std::FILE* out = std::fopen(path, "w")) {
     std::fwrite(json.data(), 1, json.size(), out);
     std::fclose(out);
@@ -202,6 +255,12 @@ void App::compare_graph_side(bool side_b, float /*width*/) {
   }
   ImDrawList* dl = ImGui::GetWindowDrawList();
   uint32_t marked = 0;
+  std::vector<Rect>& tags = side_b ? g.stats.tags_b : g.stats.tags_a;
+  uint32_t& untagged = side_b ? g.stats.untagged_b : g.stats.untagged_a;
+  tags.clear();
+  untagged = 0;
+  const Rect c = view.stats().content;  // outlines stay out of the header strip and the minimap's column
+  dl->PushClipRect({c.x0, c.y0}, {c.x1, c.y1}, true);
   for (const analysis::FunctionCounts& fc : g.at_point().functions) {
     const uint32_t n = side_b ? extra(fc.hooks_b, fc.hooks_a) : extra(fc.hooks_a, fc.hooks_b);
     const analysis::FunctionIndex f = side_b ? fc.b : fc.a;
@@ -209,11 +268,24 @@ void App::compare_graph_side(bool side_b, float /*width*/) {
     if (n == 0 || f == kNoIndex || !view.box_on_screen(f, &lo, &hi)) continue;
     ++marked;
     dl->AddRect({lo.x - 3.f, lo.y - 3.f}, {hi.x + 3.f, hi.y + 3.f}, color, 4.f, 0, 3.f);
-    const std::string tag = fmt::format("+{} only in {}", n, side_b ? "B" : "A");
-    const ImVec2 ts = ImGui::CalcTextSize(tag.c_str());
-    dl->AddRectFilled({hi.x - ts.x - 6.f, lo.y - ts.y - 4.f}, {hi.x + 3.f, lo.y - 3.f}, color, 3.f);
-    dl->AddText({hi.x - ts.x - 2.f, lo.y - ts.y - 3.5f}, render::rgba(16, 16, 20), tag.c_str());
+    // Note [Compare tags]: the whole tag where it fits, else "+N" (the header says "only in A").
+    std::optional<Rect> at;
+    std::string tag;
+    for (const std::string& text : {fmt::format("+{} only in {}", n, side_b ? "B" : "A"), fmt::format("+{}", n)}) {
+      const ImVec2 ts = ImGui::CalcTextSize(text.c_str());
+      at = place_tag(view, {lo.x, lo.y, hi.x, hi.y}, ts.x + 8.f, ts.y + 2.f, tags);
+      tag = text;
+      if (at) break;
+    }
+    if (!at) {
+      ++untagged;
+      continue;
+    }
+    tags.push_back(*at);
+    dl->AddRectFilled({at->x0, at->y0}, {at->x1, at->y1}, color, 3.f);
+    dl->AddText({at->x0 + 4.f, at->y0 + 1.f}, render::rgba(16, 16, 20), tag.c_str());
   }
+  dl->PopClipRect();
   (side_b ? g.stats.marked_b : g.stats.marked_a) = marked;
   (side_b ? g.stats.boxes_b : g.stats.boxes_a) = view.stats().boxes;
 }

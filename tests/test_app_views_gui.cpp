@@ -220,6 +220,30 @@ TEST_CASE("gui compare: A at after rebuild 1 puts B at its own, hooks only in A 
   CHECK(s.area("graph_b") > 90'000);
   CHECK(s.count("graph_a", app::kCompareOnlyA, 8) > 200);  // the outlines are drawn
   CHECK(s.count("graph_b", app::kCompareOnlyA, 8) == 0);
+  // Note [Compare tags]: outlined boxes tagged where there is room (the
+  // others are in the list below the graphs), and no tag over another,
+  // over a box or a banner, or out of its graph's canvas (the header strip,
+  // the minimap's column).
+  CHECK(s.report["tags_a"].size() > 0);
+  CHECK(s.report["tags_a"].size() + s.report["untagged_a"].get<size_t>() == s.report["marked_a"].get<size_t>());
+  auto overlap = [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a[0].get<float>() < b[2].get<float>() && b[0].get<float>() < a[2].get<float>() &&
+           a[1].get<float>() < b[3].get<float>() && b[1].get<float>() < a[3].get<float>();
+  };
+  for (const char* side : {"a", "b"}) {
+    const nlohmann::json& tags = s.report[std::string("tags_") + side];
+    const nlohmann::json& canvas = s.report[std::string("graph_") + side];
+    for (size_t i = 0; i < tags.size(); ++i) {
+      CAPTURE(tags[i].dump());
+      CHECK(tags[i][0].get<float>() >= canvas[0].get<float>());
+      CHECK(tags[i][1].get<float>() >= canvas[1].get<float>());
+      CHECK(tags[i][2].get<float>() <= canvas[2].get<float>());
+      CHECK(tags[i][3].get<float>() <= canvas[3].get<float>());
+      for (size_t j = i + 1; j < tags.size(); ++j) CHECK_FALSE(overlap(tags[i], tags[j]));
+      for (const auto& box : s.report[std::string("box_rects_") + side]) CHECK_FALSE(overlap(tags[i], box));
+      for (const auto& banner : s.report[std::string("banners_") + side]) CHECK_FALSE(overlap(tags[i], banner));
+    }
+  }
 }
 
 TEST_CASE("gui export: the graph as SVG and PNG (view and whole), the lanes as PNG" * doctest::test_suite("gui")) {

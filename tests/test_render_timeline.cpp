@@ -44,8 +44,67 @@ TimelineIndex uniform_index(size_t n, uint64_t seed) {
   return index;
 }
 
+#ifdef HOOKSCOPE_RENDER_DRAW
+// A left click (press, release) at `at`; the event the view moved to, if any.
+std::optional<size_t> click_timeline(hookscope::testing::HeadlessImGui& imgui, TimelineView& view, ImVec2 at) {
+  std::optional<size_t> moved;
+  for (bool down : {true, false}) {
+    ImGui::GetIO().MousePos = at;
+    ImGui::GetIO().MouseDown[0] = down;
+    imgui.frame([&] {
+      const TimelineResult r = view.draw(0);
+      if (r.current_event) moved = r.current_event;
+    });
+  }
+  ImGui::GetIO().MousePos = {-1.f, -1.f};
+  return moved;
+}
+#endif
+
+// Note [Idle gaps]: two ranks start 4.5 s apart, train 0.3 s, then rank 0
+// waits 59.5 s in an allreduce whose peer died, and ends 0.1 s later.
+trace::TraceData idle_trace() {
+  analysis::TraceBuilder b;
+  constexpr uint64_t kS = 1'000'000'000;
+  b.rank(0).time(10 * kS);
+  b.function("MulBackward0");
+  b.rank(1).time(10 * kS + kS / 1000);
+  b.function("MulBackward0");
+  uint64_t t = 14 * kS + kS / 2;  // 4.5 s later, training
+  for (uint16_t r : {0, 1}) {
+    b.rank(r).time(t);
+    b.push(trace::EventKind::kBackwardBegin);
+    for (int i = 0; i < 15; ++i) b.time(t += 10'000'000).function("AddBackward0");
+    b.time(t += 1'000'000).push(trace::EventKind::kBackwardEnd);
+  }
+  b.rank(0).time(t += 1'000'000);
+  const uint32_t reducer = b.owner(trace::OwnerKind::kReducer, "Reducer 1");
+  const uint64_t collective = b.bucket_ready(reducer, 0, 4);
+  b.time(t += 59'500'000'000).collective_end(reducer, collective, trace::CollectiveStatus::kError);
+  for (int i = 0; i < 10; ++i) b.time(t += 10'000'000).function("SubBackward0");
+  return b.take();
+}
+
 }  // namespace
 
+TEST_CASE("timeline index: idle stretches are found and say what they were (Note [Idle gaps])") {
+  const analysis::Model m(idle_trace());
+  const TimelineIndex index(m);
+  REQUIRE(index.idle_gaps().size() == 2);
+  const IdleGap& start = index.idle_gaps()[0];
+  CHECK(start.what == "start-up");
+  CHECK(static_cast<double>(start.end - start.begin) == doctest::Approx(4.499e9).epsilon(0.001));
+  CHECK(m.time_ns(start.before) == start.begin);
+  CHECK(m.time_ns(start.after) == start.end);
+  const IdleGap& wait = index.idle_gaps()[1];
+  CHECK(wait.what == "waiting in allreduce");
+  CHECK(static_cast<double>(wait.end - wait.begin) == doctest::Approx(59.5e9).epsilon(0.001));
+  // A busy trace has none: the recovery scenario's short waits stay to scale.
+  scenarios::DdpScenarioOptions o;
+  o.steps = 3;
+  const analysis::Model busy(testing::record_trace([&] { scenarios::run_ddp_scenario(o); }));
+  CHECK(TimelineIndex(busy).idle_gaps().empty());
+}
 TEST_CASE("timeline: the class summary answers like a scan, on random ranges") {
   const TimelineIndex index = uniform_index(300'000, 1);
   const TimelineTrack& t = index.tracks()[0];
@@ -193,18 +252,7 @@ TEST_CASE("timeline view: a click on empty track space moves to that track's nea
     if (b - a > best_gap) best_gap = b - a, click_x = a + (b - a) * 0.3f;  // nearer the earlier one
   }
   REQUIRE_MESSAGE(best_gap > 20.f, "no empty stretch on the track to click");
-  auto click = [&](ImVec2 at) {
-    std::optional<size_t> moved;
-    for (bool down : {true, false}) {
-      ImGui::GetIO().MousePos = at;
-      ImGui::GetIO().MouseDown[0] = down;
-      imgui.frame([&] {
-        const TimelineResult r = view.draw(0);
-        if (r.current_event) moved = r.current_event;
-      });
-    }
-    return moved;
-  };
+  auto click = [&](ImVec2 at) { return click_timeline(imgui, view, at); };
   const std::optional<size_t> moved = click({click_x, top + 6.f});
   REQUIRE(moved.has_value());
   // The event is on that track, and none of the track's events is nearer in time.
@@ -221,6 +269,65 @@ TEST_CASE("timeline view: a click on empty track space moves to that track's nea
   // The track's name column is no track space: nothing moves.
   CHECK_FALSE(click({20.f, top + 6.f}).has_value());
   (void)bottom;
+}
+
+// Note [Idle gaps], Note [Timeline time mapping]: at fit the 0.4 s of work
+// fill the plot, each idle gap is a labelled band; a click on the label draws
+// it to scale; a click elsewhere in the band still moves to the nearest event.
+TEST_CASE("timeline view: idle gaps are collapsed to labelled bands, work fills the plot, a click expands one") {
+  const analysis::Model m(idle_trace());
+  hookscope::testing::HeadlessImGui imgui(1280.f, 300.f);
+  TimelineView view;
+  view.set_model(&m);
+  imgui.frame([&] { view.draw(0); });
+  imgui.frame([&] { view.draw(0); });
+  const TimelineDrawStats& s = view.stats();
+  const float plot_w = s.plot_x1 - s.plot_x0;
+  REQUIRE(s.gaps.size() == 2);
+  CHECK(s.gaps[0].label == "4.5 s start-up");
+  CHECK(s.gaps[1].label == "59.5 s waiting in allreduce");
+  float bands = 0.f;
+  for (const TimelineGapDraw& g : s.gaps) {
+    CHECK(g.collapsed);
+    CHECK(g.x1 - g.x0 >= 40.f);
+    CHECK(g.x1 - g.x0 <= 97.f);
+    CHECK(g.lx0 >= g.x0 - 1.f);  // the label inside its band
+    CHECK(g.lx1 <= g.x1 + 1.f);
+    bands += g.x1 - g.x0;
+  }
+  // Every event in the plot; from the first to the last they span it all but the margins.
+  const float first = view.x_at(static_cast<double>(m.time_ns(0)));
+  const float last = view.x_at(static_cast<double>(m.time_ns(m.num_events() - 1)));
+  CHECK(first >= s.plot_x0);
+  CHECK(last <= s.plot_x1);
+  CHECK(last - first >= 0.97f * plot_w);
+  CHECK(bands <= 0.3f * plot_w);
+  // One mapping: x -> time -> x is the identity, and time grows with x.
+  double before = -1e300;
+  for (float x = s.plot_x0; x <= s.plot_x1; x += 7.f) {
+    const double t = view.time_at(x);
+    CHECK(t >= before);
+    before = t;
+    CHECK(view.x_at(t) == doctest::Approx(x).epsilon(0.0005));
+  }
+  // A click in the start-up band, below its label, on rank 0's track: rank 0's nearest event.
+  const auto [top, bottom] = s.track_y[0];
+  const TimelineGapDraw start = s.gaps[0];
+  const std::optional<size_t> moved = click_timeline(imgui, view, {start.x0 + 3.f, (top + bottom) * 0.5f});
+  REQUIRE(moved.has_value());
+  CHECK(m.event(*moved).rank == 0);
+  CHECK(m.time_ns(*moved) <= view.index().idle_gaps()[0].begin);  // its last event before the gap, not one after
+  CHECK(view.gap_collapsed(0));
+  // A click on its label: expanded and drawn to scale, nothing else moves.
+  CHECK_FALSE(click_timeline(imgui, view, {(start.lx0 + start.lx1) * 0.5f, (start.ly0 + start.ly1) * 0.5f}).has_value());
+  imgui.frame([&] { view.draw(0); });
+  CHECK_FALSE(view.gap_collapsed(0));
+  REQUIRE(view.stats().gaps.size() == 2);
+  const TimelineGapDraw open = view.stats().gaps[0];
+  CHECK_FALSE(open.collapsed);
+  const double seconds = 4.5 + 0.3 + 0.1;  // what is drawn to scale now, beside the collapsed wait
+  CHECK((open.x1 - open.x0) / plot_w > 0.8f * 4.5 / seconds);
+  CHECK(view.stats().gaps[1].collapsed);
 }
 
 TEST_CASE("timeline view: bookmarks toggle") {

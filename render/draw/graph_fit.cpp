@@ -4,11 +4,35 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "render/layout/colors.h"
 #include "render/draw/graph_view_internal.h"
 
 namespace hookscope::render {
+
+namespace {
+
+// The box of the function the current event is about (running, firing, a
+// hook removed from it), when it is laid out: what fit keeps on the canvas
+// first (Note [Fit shows every rank]).
+bool current_box(const Layout& l, const FoldedGraph& fg, const GraphScene& scene, analysis::FunctionIndex fn,
+                 size_t num_functions, Vec2* lo, Vec2* hi) {
+  if (fn >= num_functions) return false;
+  const uint32_t slot = scene.slot_of(fn);
+  if (slot >= fg.unit_of_node.size()) return false;
+  const uint32_t u = fg.unit_of_node[slot];
+  if (u >= l.center.size()) return false;
+  *lo = {l.center[u].x - l.size[u].x * 0.5f, l.center[u].y - l.size[u].y * 0.5f};
+  *hi = {l.center[u].x + l.size[u].x * 0.5f, l.center[u].y + l.size[u].y * 0.5f};
+  return true;
+}
+
+}  // namespace
 
 // Note [Compact boxes]
 // ~~~~~~~~~~~~~~~~~~~~~
@@ -104,6 +128,18 @@ void GraphView::fit_now(const Frame& f) {
   }
   Vec2 flo, fhi;
   stats_.fit_on_alarms = focus_region(f, &flo, &fhi);
+  // Alarm boxes all over a graph that does not fit: the current event's box
+  // first (Note [Fit shows every rank]); the toolbar names what is off.
+  const float view_w = (w - 2.f * margin) / zoom_, view_h = (h - 2.f * margin) / zoom_;
+  const size_t nf = model_->functions().size();
+  if (fhi.x - flo.x > view_w || fhi.y - flo.y > view_h) {
+    Vec2 clo, chi;
+    if (current_box(l, *folded_, *scene_, f.removing < nf ? f.removing : f.running, nf, &clo, &chi)) {
+      flo = clo;
+      fhi = chi;
+      stats_.fit_on_alarms = false;
+    }
+  }
   stats_.fit_focus = {flo.x, flo.y, fhi.x, fhi.y};
   // Per axis: all of it when it fits, else the focus, kept inside the live bounds.
   auto axis = [&](float a, float b, float fa, float fb, float extent) {
@@ -113,6 +149,82 @@ void GraphView::fit_now(const Frame& f) {
     return std::clamp(c, a + view * 0.5f, b - view * 0.5f);
   };
   center_ = {axis(lo.x, hi.x, flo.x, fhi.x, w), axis(lo.y, hi.y, flo.y, fhi.y, h)};
+}
+
+// Note [Fit shows every rank]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// At open and on Fit every rank's live boxes are on the canvas, text at
+// min_text_px or more (Note [Readable text], Note [Compact boxes]). When
+// they cannot all be at that size, fit shows what matters (focus_region) and
+// the toolbar names what is off the canvas, per rank, rather than shrinking
+// text: "off canvas: 12 of rank 0's 38 boxes". The note is measured after
+// the boxes are drawn, so it is true of the picture, panned or not.
+void GraphView::note_off_canvas(const Frame& f) {
+  off_canvas_.clear();
+  stats_.off_canvas.clear();
+  stats_.focus_on_canvas = true;
+  if (!layout_ || f.view || f.live_count == 0) return;  // pending or indexed: no list of live boxes
+  const Layout& l = *layout_;
+  const FoldedGraph& fg = *folded_;
+  auto inside = [&](Vec2 lo, Vec2 hi) {
+    const ImVec2 a = f.to_screen(lo), b = f.to_screen(hi);
+    return a.x >= f.canvas_min.x - 0.5f && a.y >= f.canvas_min.y - 0.5f && b.x <= f.canvas_max.x + 0.5f &&
+           b.y <= f.canvas_max.y + 0.5f;
+  };
+  std::vector<std::pair<uint16_t, std::pair<uint32_t, uint32_t>>> ranks;  // rank -> (off, live)
+  for (uint32_t u : f.live_units) {
+    if (u >= l.center.size()) continue;
+    const uint32_t g = fg.group_of_unit[u];
+    const uint16_t rank = g == kNoGroup ? scene_->nodes()[fg.node_of_unit[u]].rank : scene_->groups()[g].rank;
+    auto it = std::find_if(ranks.begin(), ranks.end(), [&](const auto& r) { return r.first == rank; });
+    if (it == ranks.end()) it = ranks.insert(ranks.end(), {rank, {0, 0}});
+    ++it->second.second;
+    const Vec2 c = l.center[u], s = l.size[u];
+    if (!inside({c.x - s.x * 0.5f, c.y - s.y * 0.5f}, {c.x + s.x * 0.5f, c.y + s.y * 0.5f})) ++it->second.first;
+  }
+  std::sort(ranks.begin(), ranks.end());
+  uint32_t off = 0;
+  for (const auto& [rank, n] : ranks) {
+    if (n.first == 0) continue;
+    off += n.first;
+    off_canvas_ += off_canvas_.empty() ? "off canvas: " : ", ";
+    off_canvas_ += n.first == n.second ? fmt::format("rank {} ({} box{})", rank, n.first, n.first == 1 ? "" : "es")
+                                       : fmt::format("{} of rank {}'s {} boxes", n.first, rank, n.second);
+  }
+  stats_.off_canvas = off_canvas_;
+  // The short form for a narrow toolbar, after a newline (draw_off_canvas_note).
+  if (off > 0) off_canvas_ += fmt::format("\n{} box{} off canvas", off, off == 1 ? "" : "es");
+  // What matters: the current event's box, else the middle of fit's focus.
+  Vec2 lo, hi;
+  const size_t nf = model_->functions().size();
+  if (current_box(l, fg, *scene_, f.removing < nf ? f.removing : f.running, nf, &lo, &hi)) {
+    stats_.focus_on_canvas = inside(lo, hi);
+  } else {
+    focus_region(f, &lo, &hi);
+    const Vec2 mid{(lo.x + hi.x) * 0.5f, (lo.y + hi.y) * 0.5f};
+    if (std::isfinite(mid.x)) stats_.focus_on_canvas = inside(mid, mid);
+  }
+}
+
+// The note goes after the legend's last entry, in the room left on that
+// line, in full or short ("16 boxes off canvas", the full one in its
+// tooltip), or not at all: it never adds a toolbar line, which would move
+// the canvas under a fit made for it.
+void draw_off_canvas_note(const std::string& note) {
+  if (note.empty()) return;
+  const size_t cut = note.find('\n');
+  const std::string full = note.substr(0, cut), brief = cut == std::string::npos ? full : note.substr(cut + 1);
+  constexpr float kGap = 14.f;
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  const float room = right - ImGui::GetItemRectMax().x - kGap;
+  const std::string& text = ImGui::CalcTextSize(full.c_str()).x <= room ? full : brief;
+  if (ImGui::CalcTextSize(text.c_str()).x > room) return;
+  ImGui::SameLine(0.f, kGap);
+  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().text_dim), "%s", text.c_str());
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("%s\nNot every live box fits on the canvas with text of 10 px or more: drag to pan, or click "
+                      "the minimap.", full.c_str());
+  }
 }
 
 // The minimap's column: as wide as the layout's shape needs at the panel's

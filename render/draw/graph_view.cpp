@@ -121,6 +121,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     for (uint32_t i = 1; i < legend_lines_; ++i) ImGui::Dummy({1.f, ImGui::GetTextLineHeight()});
   } else {
     draw_legend(state);
+    draw_off_canvas_note(off_canvas_);  // Note [Fit shows every rank]
   }
   f.panel_min = ImGui::GetCursorScreenPos();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -257,6 +258,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
                       f.live_min.y >= f.view_min.y && f.live_max.y <= f.view_max.y);
   if (minimap) draw_minimap(f);
   f.dl->PopClipRect();
+  note_off_canvas(f);
   hover_and_click(f);
   context_menu(f);
   f.result.selected_function = selected_function_;

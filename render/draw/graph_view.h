@@ -102,6 +102,11 @@ struct GraphDrawStats {
   // legend entries drawn as lingering.
   uint32_t lingering = 0, lingering_tags = 0, legend_lingering = 0;
   std::vector<Rect> tag_rects;  // tags over boxes ("stale fire", "lingering: ..."): lingering ones never overlap
+  // Note [Fit shows every rank]: what of the live boxes is not wholly on the
+  // canvas, as the toolbar says it ("" when everything is), and whether what
+  // matters (focus_region: the current event's box, the alarm boxes) is.
+  std::string off_canvas;
+  bool focus_on_canvas = true;
 };
 
 class GraphView {
@@ -232,6 +237,8 @@ class GraphView {
                 const char* end = nullptr, const float* clip = nullptr);
   // True when it framed the alarm boxes.
   bool focus_region(const Frame& f, Vec2* lo, Vec2* hi) const;
+  // Note [Fit shows every rank]: off_canvas_ and the stats, after the boxes are drawn (graph_fit.cpp).
+  void note_off_canvas(const Frame& f);
   // Note [Alarms by intervals]: whether `unit` is an alarm for the density
   // cells, for fit (graph_view_alarms.cpp).
   bool cell_alarm(const Frame& f, uint32_t unit) const;
@@ -300,6 +307,7 @@ class GraphView {
   std::vector<std::pair<uint16_t, uint32_t>> rank_sources_;  // (rank, source) of per-rank traces
   bool minimap_open_ = true;             // the toolbar's toggle
   bool minimap_needed_ = false;          // the last frame did not show everything
+  std::string off_canvas_;               // the last frame's note, shown in the toolbar
   uint32_t legend_lines_ = 1;            // the last legend's lines, kept while the state is pending
 
   Vec2 center_{0.f, 0.f};

@@ -218,4 +218,10 @@ inline uint32_t scale_alpha(uint32_t color, float factor) {
   return with_alpha(color, std::min(a, 255u));
 }
 
+// Note [Fit shows every rank]: the toolbar's note ("full\nshort") after the
+// legend's last entry, in the room left on that line or not at all: it never
+// adds a toolbar line, which would move the canvas under a fit made for it
+// (graph_fit.cpp).
+void draw_off_canvas_note(const std::string& note);
+
 }  // namespace hookscope::render

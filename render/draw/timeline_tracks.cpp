@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 #include "render/layout/colors.h"
 #include "render/draw/timeline_view.h"
@@ -89,20 +91,40 @@ void TimelineView::draw_axis(TimelineFrame& f) {
     }
   }
   // Ticks are origin + k * step for whole k (no `t += step`, which stops
-  // advancing once |t| dwarfs step), and at most one per 110 px.
+  // advancing once |t| dwarfs step), at most one per 110 px, and none inside
+  // a collapsed idle gap (Note [Idle gaps]): each stretch between them gets its own.
   const double origin = static_cast<double>(index_.begin_ns());
-  const double first = std::ceil((begin_ - origin) / step);
-  const auto ticks = static_cast<int>(std::clamp((f.max.x - f.plot_x) / 110.f + 2.f, 0.f, 1000.f));
-  if (!std::isfinite(first) || !std::isfinite(step) || step <= 0.0) return;
+  if (!std::isfinite(step) || step <= 0.0) return;
+  const double t_left = t_of(f.plot_x), t_right = t_of(f.max.x);
+  std::vector<std::pair<double, double>> stretches;  // time with activity in view
+  double from = t_left;
+  for (size_t k = 0; k < index_.idle_gaps().size(); ++k) {
+    if (!gap_collapsed(k)) continue;
+    const IdleGap& g = index_.idle_gaps()[k];
+    if (static_cast<double>(g.end) <= from) continue;
+    if (static_cast<double>(g.begin) >= t_right) break;
+    if (static_cast<double>(g.begin) > from) stretches.push_back({from, static_cast<double>(g.begin)});
+    from = static_cast<double>(g.end);
+  }
+  if (from < t_right) stretches.push_back({from, t_right});
+  auto ticks = static_cast<int>(std::clamp((f.max.x - f.plot_x) / 110.f + 2.f, 0.f, 1000.f));
+  float last_x = -1e30f;
   char buf[32];
-  for (int k = 0; k < ticks; ++k) {
-    const double t = origin + (first + k) * step;
-    const float x = x_of(t);
-    if (!(x <= f.max.x)) break;
-    f.dl->AddLine({x, y - 6.f}, {x, y}, palette().text_dim);
-    f.dl->AddLine({x, y}, {x, f.max.y}, palette().grid);
-    format_duration(buf, sizeof buf, t - origin);
-    f.dl->AddText({x + 3.f, f.min.y + 3.f}, palette().text_dim, buf);
+  for (const auto& [a, b] : stretches) {
+    const double first = std::ceil((a - origin) / step);
+    if (!std::isfinite(first)) return;
+    for (int k = 0; ticks > 0; ++k, --ticks) {
+      const double t = origin + (first + k) * step;
+      if (!(t <= b)) break;
+      const float x = x_of(t);
+      if (!(x <= f.max.x)) break;
+      if (x - last_x < 70.f) continue;  // the stretch before a gap ended close by
+      last_x = x;
+      f.dl->AddLine({x, y - 6.f}, {x, y}, palette().text_dim);
+      f.dl->AddLine({x, y}, {x, f.max.y}, palette().grid);
+      format_duration(buf, sizeof buf, t - origin);
+      f.dl->AddText({x + 3.f, f.min.y + 3.f}, palette().text_dim, buf);
+    }
   }
 }
 

@@ -34,6 +34,8 @@ void TimelineView::set_model(const analysis::Model* model, TimelineIndex index, 
   markers_ = model ? timeline_markers(*model, story_) : std::vector<TimelineMarker>{};
   bookmarks_.clear();
   selection_.reset();
+  gap_collapsed_.assign(index_.idle_gaps().size(), 1);
+  gap_ns_ = 0.0;
   fit_pending_ = true;
 }
 
@@ -41,14 +43,16 @@ void TimelineView::set_index(TimelineIndex index) {
   model_ = nullptr;
   index_ = std::move(index);
   mark_cached_.clear();
+  gap_collapsed_.assign(index_.idle_gaps().size(), 1);
+  gap_ns_ = 0.0;
   fit_pending_ = true;
 }
 
 void TimelineView::fit() { fit_pending_ = true; }
 
 void TimelineView::set_window(double begin_ns, double end_ns) {
-  begin_ = begin_ns;
-  ns_per_px_ = std::max((end_ns - begin_ns) / std::max(canvas_w_, 1.f), 1e-3);
+  begin_ = view_of(begin_ns);
+  ns_per_px_ = std::max((view_of(end_ns) - begin_) / std::max(canvas_w_, 1.f), 1e-3);
   fit_pending_ = false;
 }
 
@@ -60,9 +64,6 @@ void TimelineView::toggle_bookmark(size_t event) {
     bookmarks_.insert(it, event);
   }
 }
-
-float TimelineView::x_of(double t) const { return canvas_x_ + static_cast<float>((t - begin_) / ns_per_px_); }
-double TimelineView::t_of(float x) const { return begin_ + static_cast<double>(x - canvas_x_) * ns_per_px_; }
 
 size_t TimelineView::event_at_time(double t) const {
   size_t lo = 0, hi = model_->num_events();  // merged order is time order
@@ -98,12 +99,9 @@ TimelineResult TimelineView::draw(size_t current_event) {
   f.plot_x = f.min.x + options_.header_width;
   canvas_x_ = f.plot_x;
   canvas_w_ = std::max(f.max.x - f.plot_x, 1.f);
-  if (fit_pending_ && index_.end_ns() >= index_.begin_ns()) {
-    const double span = std::max(static_cast<double>(index_.end_ns()) - static_cast<double>(index_.begin_ns()), 1.0);
-    begin_ = static_cast<double>(index_.begin_ns()) - span * 0.01;
-    ns_per_px_ = span * 1.02 / canvas_w_;
-    fit_pending_ = false;
-  }
+  stats_.plot_x0 = f.plot_x;
+  stats_.plot_x1 = f.max.x;
+  if (fit_pending_ && index_.end_ns() >= index_.begin_ns()) fit_now();
   handle_input(f);
   // Clamped before the casts: a double past int64 is undefined behaviour.
   auto to_ns = [](double t) {
@@ -151,6 +149,7 @@ TimelineResult TimelineView::draw(size_t current_event) {
   }
   stats_.track_y = f.track_y;
   draw_markers(f, f.min.y + options_.axis_height, y);
+  draw_gaps(f, f.min.y, y);
   // The selection, the bookmarks and the cursor over everything.
   if (selection_) {
     const float a = x_of(selection_->first), b = x_of(selection_->second);
@@ -207,7 +206,9 @@ TimelineResult TimelineView::draw(size_t current_event) {
       if (f.clicked && model_) f.result.current_event = f.hover_span->begin_event;
     }
   }
-  if (f.clicked && !f.result.current_event && !selecting_from_) f.result.current_event = nearest_event(f);
+  if (f.clicked && !f.result.current_event && !selecting_from_ && !f.gap_clicked) {
+    f.result.current_event = nearest_event(f);
+  }
   return f.result;
 }
 
@@ -240,8 +241,8 @@ void TimelineView::handle_input(TimelineFrame& f) {
   const bool active = ImGui::IsItemActive();
   f.clicked = f.hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
               ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 4.f).x == 0.f;
-  if (f.hovered && io.MouseWheel != 0.f) {  // zoom at the cursor
-    const double at = t_of(f.mouse.x);
+  if (f.hovered && io.MouseWheel != 0.f) {  // zoom at the cursor, in view time (Note [Timeline time mapping])
+    const double at = begin_ + static_cast<double>(f.mouse.x - canvas_x_) * ns_per_px_;
     // Not below a few ulps of the times shown (wall-clock ns need ~256 ns per
     // px to stay distinct), nor past the whole int64 range on the canvas.
     const double floor_px = std::max(1e-3, std::abs(at) * 8 * std::numeric_limits<double>::epsilon());

@@ -54,6 +54,15 @@ struct TimelineResult {
 
 struct TimelineFrame;  // per-frame scratch, timeline_view.cpp
 
+// Note [Idle gaps]: a gap as drawn: its band (collapsed or expanded) and
+// the label that toggles it.
+struct TimelineGapDraw {
+  float x0 = 0.f, x1 = 0.f;                            // the band
+  float lx0 = 0.f, ly0 = 0.f, lx1 = 0.f, ly1 = 0.f;    // its label
+  bool collapsed = true;
+  std::string label;                                   // "4.5 s start-up"
+};
+
 struct TimelineDrawStats {
   uint32_t ticks = 0;   // lone events
   uint32_t folds = 0;   // marks that fold several events
@@ -61,6 +70,8 @@ struct TimelineDrawStats {
   uint32_t markers = 0;        // marker lines drawn
   uint32_t marker_labels = 0;  // of them labelled (labels never overlap)
   std::vector<std::pair<float, float>> track_y;  // each track's rows on screen, top and bottom
+  std::vector<TimelineGapDraw> gaps;             // idle gaps in view (Note [Idle gaps])
+  float plot_x0 = 0.f, plot_x1 = 0.f;            // where time is drawn
 };
 
 class TimelineView {
@@ -78,8 +89,12 @@ class TimelineView {
   // Draws into the current window's remaining content region.
   TimelineResult draw(size_t current_event);
 
-  void fit();  // the whole trace
+  void fit();  // the whole trace, idle gaps collapsed or not as the user left them
+  // ns on the model's clock; the window's ends are in time, idle gaps between them keep their width.
   void set_window(double begin_ns, double end_ns);
+  // Note [Idle gaps]: expand (false) or collapse gap k of index().idle_gaps(); the view fits again.
+  void set_gap_collapsed(size_t k, bool collapsed);
+  bool gap_collapsed(size_t k) const { return k < gap_collapsed_.size() && gap_collapsed_[k]; }
   void toggle_bookmark(size_t event);
   // The GUI keeps its bookmarks elsewhere (app/session.h) and shows them here.
   void set_bookmarks(std::vector<size_t> events) { bookmarks_ = std::move(events); }
@@ -87,12 +102,26 @@ class TimelineView {
   const TimelineIndex& index() const { return index_; }
   const TimelineDrawStats& stats() const { return stats_; }
   const std::vector<TimelineMarker>& markers() const { return markers_; }
-  // The time (ns on the model's clock) at screen x in the last frame.
+  // The time (ns on the model's clock) at screen x in the last frame, and
+  // the screen x of a time: Note [Timeline time mapping].
   double time_at(float x) const { return t_of(x); }
+  float x_at(double t) const { return x_of(t); }
 
  private:
+  // Note [Timeline time mapping]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // Screen x and time map through one pair of functions, used by drawing
+  // (ticks, spans, markers, bookmarks, the cursor, the axis), hit tests and
+  // clicks alike. Time is first mapped to "view time": equal to time but
+  // for each collapsed idle gap (Note [Idle gaps]), which takes gap_ns_ of
+  // view time whatever its length; x is then linear in view time (begin_,
+  // ns_per_px_). Pan and zoom work in view time.
   float x_of(double t) const;
   double t_of(float x) const;
+  double view_of(double t) const;  // time -> view time
+  double time_of(double v) const;  // view time -> time
+  void fit_now();
+  void draw_gaps(TimelineFrame& f, float top, float bottom);
   size_t event_at_time(double t) const;  // the first event at or after t (model order)
   // A click on no mark: the event nearest in time on the track under the
   // mouse (anywhere else in the plot: of the whole trace).
@@ -107,12 +136,14 @@ class TimelineView {
   TimelineViewOptions options_;
   const analysis::Model* model_ = nullptr;
   TimelineIndex index_;
-  double begin_ = 0.0;       // visible window, ns on the model's clock
+  double begin_ = 0.0;       // visible window, view time (Note [Timeline time mapping])
   double ns_per_px_ = 1.0;
   float canvas_x_ = 0.f;     // screen x of begin_ (set per frame)
   float canvas_w_ = 1.f;
   bool fit_pending_ = true;
   std::vector<size_t> bookmarks_;
+  std::vector<uint8_t> gap_collapsed_;  // per index_.idle_gaps(): collapsed (the default)
+  double gap_ns_ = 0.0;                 // view time of a collapsed gap, set by fit
   std::vector<TimelineMarker> markers_;
   RunStory story_;
   std::optional<std::pair<double, double>> selection_;  // ns

@@ -26,6 +26,7 @@ struct TimelineFrame {
   const TimelineSpan* hover_span = nullptr;
   size_t hover_span_count = 0;
   bool clicked = false;
+  bool gap_clicked = false;  // the click toggled an idle gap (Note [Idle gaps]): no seek
   std::vector<std::pair<float, float>> track_y;  // each track's rows, top and bottom (clicks)
   // Note [Timeline lanes fit the panel]: lanes shrink (down to a few pixels,
   // text dropped) so that every track shows; a short panel never hides a rank.

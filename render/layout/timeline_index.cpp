@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <set>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 namespace hookscope::render {
@@ -174,6 +175,21 @@ size_t TimelineTrack::memory_bytes() const {
 
 // ---- TimelineIndex ----
 
+namespace {
+
+// Note [Idle gaps]: what a stretch with no events was, from what was open
+// when it began and what ended it.
+std::string idle_what(const trace::CollectiveOp* open_collective, int open_backward, bool any_backward,
+                      EventKind next) {
+  if (open_collective) return "waiting in " + std::string(trace::to_string(*open_collective));
+  if (open_backward > 0) return "waiting in backward";
+  if (!any_backward) return "start-up";
+  if (next == EventKind::kFailure) return "idle before the failure";
+  return "idle";
+}
+
+}  // namespace
+
 TimelineTrack& TimelineIndex::add_track(std::string name, std::vector<int64_t> time,
                                         std::vector<uint32_t> event, std::vector<uint8_t> cls) {
   if (event.size() != time.size() || cls.size() != time.size()) {
@@ -229,6 +245,12 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
   constexpr size_t kChunk = 4096;
   std::vector<trace::Event> chunk(std::min(n, kChunk));
   std::vector<int64_t> chunk_times(chunk.size());
+  // Note [Idle gaps]: the latest time so far (merged order is time order
+  // across sources; the max keeps a skewed clock from inventing gaps).
+  int64_t latest = INT64_MIN, first_time = 0;
+  uint32_t latest_event = 0;
+  int open_backward = 0;
+  bool any_backward = false;
   for (size_t begin = 0; begin < n; begin += kChunk) {
     const size_t end = std::min(n, begin + kChunk);
     using trace::PackedEvents;
@@ -244,6 +266,20 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
       }
       Building& b = *last;
       const int64_t t = chunk_times[i - begin];
+      if (i == 0) first_time = t;
+      if (i > 0 && t - latest >= kIdleGapMinNs) {
+        std::optional<trace::CollectiveOp> op;
+        if (!collectives.empty()) {
+          const auto& [building, span] = collectives.begin()->second;
+          op = static_cast<trace::CollectiveOp>(building->spans[span].op);
+        }
+        gaps_.push_back({latest, t, latest_event, static_cast<uint32_t>(i),
+                         idle_what(op ? &*op : nullptr, open_backward, any_backward, e.kind)});
+      }
+      if (t >= latest) {
+        latest = t;
+        latest_event = static_cast<uint32_t>(i);
+      }
       TimelineTrack& track = b.track;
       const size_t k = track.events_.size();
       if (k % TimelineTrack::kTimeSample == 0) track.sample_.push_back(t);
@@ -268,11 +304,14 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
       switch (e.kind) {
         case EventKind::kBackwardBegin:
           b.backward.push_back(open(SpanKind::kBackward, 0));
+          ++open_backward;
+          any_backward = true;
           break;
         case EventKind::kBackwardEnd:
           if (!b.backward.empty()) {
             close(b, b.backward.back());
             b.backward.pop_back();
+            --open_backward;
           }
           break;
         case EventKind::kApplyBegin:
@@ -377,6 +416,9 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
     }
     tracks_.push_back(std::move(t));
   }
+  // Note [Idle gaps]: only stretches that matter at the trace's scale.
+  const double span = n == 0 ? 0.0 : static_cast<double>(latest) - static_cast<double>(first_time);
+  std::erase_if(gaps_, [&](const IdleGap& g) { return static_cast<double>(g.end - g.begin) < kIdleGapShare * span; });
 }
 
 }  // namespace hookscope::render

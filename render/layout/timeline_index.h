@@ -167,6 +167,26 @@ struct TimelineTrack {
   std::vector<int64_t> sample_;  // time(k * kTimeSample); none with own_time_
 };
 
+// Note [Idle gaps]
+// ~~~~~~~~~~~~~~~~~
+// Real runs spend long stretches recording nothing: ranks starting up (4.5 s
+// of a 4.8 s bridge trace), a rank waiting in a collective for a peer that
+// died (59.5 s beside 0.3 s of training). Drawn to scale, the work is a
+// sliver. A stretch with no event on any track that lasts kIdleGapMinNs and
+// kIdleGapShare of the trace is an idle gap: the index finds them in its walk
+// and says what the gap was from the events around it (a collective still
+// open: "waiting in allreduce"; before the first backward: "start-up"). The
+// view collapses each to a labelled band a few dozen pixels wide, which a
+// click expands (TimelineView: one time <-> x mapping for drawing, hit tests
+// and markers, Note [Timeline time mapping]).
+struct IdleGap {
+  int64_t begin = 0, end = 0;      // ns: the last event before it, the first after
+  uint32_t before = 0, after = 0;  // those events
+  std::string what;                // "start-up", "waiting in allreduce", ...
+};
+constexpr int64_t kIdleGapMinNs = 500'000'000;
+constexpr double kIdleGapShare = 0.05;
+
 class TimelineIndex {
  public:
   TimelineIndex() = default;
@@ -182,11 +202,14 @@ class TimelineIndex {
   int64_t begin_ns() const { return begin_; }
   int64_t end_ns() const { return end_; }
   size_t num_events() const;
+  // Note [Idle gaps]: in time order; none for tracks from raw arrays.
+  const std::vector<IdleGap>& idle_gaps() const { return gaps_; }
   // Bytes the index holds (per-event arrays, summaries, spans).
   size_t memory_bytes() const;
 
  private:
   std::vector<TimelineTrack> tracks_;
+  std::vector<IdleGap> gaps_;
   int64_t begin_ = 0, end_ = 0;
 };
 
