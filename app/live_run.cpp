@@ -104,7 +104,9 @@ std::optional<LiveRun::Update> LiveRun::poll(bool wait) {
   if (ended && ec) return update;  // nothing was written
   try {
     trace::TraceData data = trace::read_trace(path.string());
-    // A file still being written ends mid-chunk; the end is no damage.
+    // A file still being written ends mid-chunk; the end is no damage. Its
+    // header alone is no model yet (the view would follow an empty run).
+    if (!ended && data.events.empty()) return std::nullopt;
     if (!ended) data.truncation.clear();
     data.source = title_;
     data.header.scenario = scenario_;
