@@ -36,7 +36,7 @@ App::App(const Args& args)
   if (args_.live) {
     files_.clear();
     title_ = "live: " + args_.scenario.scenario;
-    live_.start(args_.scenario, title_);
+    live_.start(args_.scenario, title_, args_.cli);
   } else if (!args_.files.empty()) {
     open_files(args_.files);
     initial_load_pending_ = true;

@@ -3,16 +3,42 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 
+#include "app_cli.h"
 #include "app_export.h"
 #include "scenario_options.h"
 
 namespace hookscope::app {
+
+namespace {
+
+// --live's options: the table's checks here, the runtime's (devices, ranks
+// of the world, ...) by `hookscope-cli record --check`, so that a bad option
+// stops the GUI before a window opens (Note [The GUI runs no scenario]).
+int check_live_options(Args& a) {
+  try {
+    scenarios::check_options(a.scenario, scenarios::RunMode::kThreads);
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "hookscope: error: {}\n", e.what());
+    return 2;
+  }
+  if (a.cli.empty()) a.cli = cli_beside_self();
+  if (::access(a.cli.c_str(), X_OK) != 0) return -1;  // the live run says it is missing
+  std::vector<std::string> argv = {a.cli, "record", "--check", a.scenario.scenario};
+  for (std::string& arg : scenarios::to_arguments(a.scenario)) argv.push_back(std::move(arg));
+  std::string out;
+  if (run_child(argv, &out) != 2) return -1;
+  constexpr std::string_view kPrefix = "hookscope-cli: error: ";
+  const size_t at = out.find(kPrefix);
+  fmt::print(stderr, "hookscope: error: {}", at == std::string::npos ? out : out.substr(at + kPrefix.size()));
+  return 2;
+}
+
+}  // namespace
 
 int parse_args(int argc, char** argv, Args& a) {
   CLI::App app{"hookscope: visual debugger for autograd graphs, hooks and DDP Reducers"};
@@ -79,14 +105,7 @@ int parse_args(int argc, char** argv, Args& a) {
     s.scenario = "recovery";  // the story hookscope exists to tell
   }
   if (a.bench_frames > 0) a.frames = a.bench_frames;
-  if (a.live) {
-    try {
-      scenarios::validate(s, scenarios::RunMode::kThreads);
-    } catch (const std::invalid_argument& e) {
-      fmt::print(stderr, "hookscope: error: {}\n", e.what());
-      return 2;
-    }
-  }
+  if (a.live) return check_live_options(a);
   return -1;
 }
 
@@ -102,31 +121,21 @@ int run_headless_fallback(const Args& a, const std::string& why) {
              a.scenario.scenario);
   scenarios::ScenarioArgs s = a.scenario;
   if (s.output.empty()) s.output = s.scenario + ".hstrace";
-  std::error_code ec;
-  const auto cli = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "hookscope-cli";
+  const std::filesystem::path cli = a.cli.empty() ? cli_beside_self() : a.cli;
   std::vector<std::string> argv = {cli.string(), "record", s.scenario};
   for (std::string& arg : scenarios::to_arguments(s)) argv.push_back(std::move(arg));
   argv.insert(argv.end(), {"-o", s.output});
-  if (ec || ::access(cli.c_str(), X_OK) != 0) {
+  if (cli.empty() || ::access(cli.c_str(), X_OK) != 0) {
     fmt::print(stderr, "hookscope: {} is missing; record with: hookscope-cli {}\n", cli.string(),
                fmt::join(argv.begin() + 1, argv.end(), " "));
     return 2;
   }
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    std::vector<char*> cargv;
-    for (auto& arg : argv) cargv.push_back(arg.data());
-    cargv.push_back(nullptr);
-    ::execv(cargv[0], cargv.data());
-    std::_Exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || ::waitpid(pid, &status, 0) != pid) {
+  const pid_t pid = start_child(argv);
+  const int rc = pid < 0 ? -1 : child_exit(pid, true).value_or(-1);
+  if (rc < 0) {
     fmt::print(stderr, "hookscope: could not run {}\n", cli.string());
     return 2;
   }
-  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   if (rc == 0) {
     // installed (…/bin): by name; from a build tree: the path that runs it from here
     std::error_code rel_ec;

@@ -14,6 +14,9 @@ struct Args {
   std::vector<std::string> compare;  // --compare FILE...: a second trace beside the first
   bool live = false;               // --live SCENARIO: run it on worker threads, show events as they come
   scenarios::ScenarioArgs scenario;  // the scenario for --live (and the headless fallback)
+  // The hookscope-cli that records --live (not an option; tests set it; "":
+  // the one beside this program, Note [The GUI runs no scenario]).
+  std::string cli;
   std::string screenshot;          // --screenshot FILE.png: render, write the PNG, exit
   cli::EventIndexArg at;           // --at I: the current event (Note [Event index arguments])
   long select = -1;                // --select FUNCTION_ID

@@ -12,7 +12,7 @@
 
 #include "analysis/model.h"
 #include "index_args.h"
-#include "scenarios/registry.h"
+#include "scenarios/run.h"
 
 namespace hookscope::cli {
 
@@ -44,7 +44,8 @@ struct EventsArgs {
   std::string format = "text";
 };
 
-int run_record(const ScenarioArgs& args);
+// check_only: validate the options and return (the GUI's --live asks so).
+int run_record(const ScenarioArgs& args, bool check_only = false);
 int run_info(const std::vector<std::string>& files);
 int run_events(const std::vector<std::string>& files, const EventsArgs& args);
 int run_state(const std::vector<std::string>& files, const EventIndexArg& at, int rank, const std::string& format);

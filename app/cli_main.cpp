@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
   auto* record = app.add_subcommand("record", "run a built-in scenario and record its events");
   add_scenario_options(record, record_args, false);
   add_store_options(record, record_args, false);
+  bool record_check = false;
+  record->add_flag("--check", record_check, "check the options (devices, ranks, steps) and exit without running");
   std::string python_script;  // handled by maybe_record_python; listed here for --help
   record->add_option("--python", python_script,
                      "record a PyTorch program instead: record [-o OUT] --python SCRIPT ARGS...");
@@ -146,7 +148,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? kExitOk : kExitUsage;
   }
   try {
-    if (*record) return run_record(record_args);
+    if (*record) return run_record(record_args, record_check);
     if (*launch) return run_launch(launch_args, nproc);
     if (*info) return run_info(files);
     if (*events) return run_events(files, ev);

@@ -106,7 +106,7 @@ std::string describe(const ScenarioArgs& a) {
 
 }  // namespace
 
-int run_record(const ScenarioArgs& a) {
+int run_record(const ScenarioArgs& a, bool check_only) {
   // A peer's closed socket is an error Gloo reports, never a silent death
   // (Note [Launch protocol]).
   ::signal(SIGPIPE, SIG_IGN);
@@ -116,6 +116,7 @@ int run_record(const ScenarioArgs& a) {
   } catch (const std::invalid_argument& e) {
     throw CliError(kExitUsage, e.what());
   }
+  if (check_only) return kExitOk;
   Recording rec(a, describe(a));
   if (a.rank < 0 || !scenarios::is_ddp_scenario(a.scenario)) {
     const std::string result = scenarios::run_scenario(a);

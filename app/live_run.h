@@ -1,70 +1,67 @@
 #pragma once
-// A scenario run in this process (the GUI's --live), recorded to memory on a
-// background thread: a few times a second the UI takes a model of everything
-// recorded so far. Like loader.h: no GUI code; the App publishes the models
+// A scenario run live (the GUI's --live), recorded by a hookscope-cli child
+// into a file: a few times a second the UI takes a model of everything
+// written so far. Like loader.h: no GUI code; the App publishes the models
 // it hands out (App::publish_model).
+//
+// Note [The GUI runs no scenario]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Opening a trace needs only the trace and analysis layers, so the GUI links
+// no runtime (no OpenBLAS, Gloo, CUDA or NCCL: `ldd hookscope` shows none;
+// tests/check_gui_links.sh asserts it). What needs the runtime it asks the
+// hookscope-cli beside it for (app_cli.h): --live records the scenario with
+// `hookscope-cli record NAME ... -o TEMP` and reads the file as it grows
+// (the writer's chunks are whole and checksummed: a read mid-run ends at
+// the last complete one); the options are checked by `record --check` before
+// the window opens; the headless fallback is a plain `record`.
 
-#include <atomic>
+#include <sys/types.h>
+
 #include <chrono>
+#include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "analysis/model.h"
 #include "scenarios/registry.h"
-#include "trace/recorder.h"
 
 namespace hookscope::app {
-
-// Receives chunks from a live run; the UI takes what arrived once per frame.
-class LiveSink : public trace::ChunkSink {
- public:
-  void on_chunk(std::unique_ptr<trace::Chunk> chunk) override;
-  // Moves the chunks that arrived since the last call into `out` (one lock).
-  void drain(std::vector<std::unique_ptr<trace::Chunk>>& out);
-
- private:
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<trace::Chunk>> pending_;
-};
 
 class LiveRun {
  public:
   ~LiveRun() { stop(); }
-  // Runs the scenario on a thread, recording it; `title` names the trace.
-  void start(const scenarios::ScenarioArgs& scenario, std::string title);
-  // Waits for the scenario to end and lets go of what was recorded.
+  // Runs the scenario in a child `cli` (empty: the hookscope-cli beside
+  // this program), recording it; `title` names the trace.
+  void start(const scenarios::ScenarioArgs& scenario, std::string title, std::string cli = "");
+  // Ends the run if it still goes and lets go of what was recorded.
   void stop();
-  bool active() const { return recorder_ != nullptr; }
-  // The recorder's last chunks are in the last model poll() returned.
+  bool active() const { return started_; }
+  // The child's last events are in the last model poll() returned.
   bool finished() const { return finished_; }
-  // What run_scenario said once it ended ("" while it runs).
-  std::string result() const;
+  // What the run said once it ended ("" while it runs).
+  std::string result() const { return result_; }
 
   struct Update {
     std::shared_ptr<const analysis::Model> model;  // the whole run so far; null on error
     std::string error;                             // the trace could not be analysed
   };
-  // A model of what arrived, when new chunks came and the last one is
+  // A model of what was written, when the file grew and the last model is
   // 400 ms old, or when the run ended; nullopt otherwise. `wait`: let the run
   // end first (headless modes show the finished run).
   std::optional<Update> poll(bool wait);
 
  private:
+  void end(int exit_code);
+
   std::string scenario_, title_;
-  LiveSink sink_;
-  std::unique_ptr<trace::Recorder> recorder_;
-  std::thread thread_;
-  std::atomic<bool> done_{false};
+  std::string dir_;  // the child's trace and output, removed by stop()
+  pid_t pid_ = -1;  // the child while it runs
+  bool started_ = false;
   bool finished_ = false;
-  bool pending_ = false;  // chunks arrived that no model has yet
-  std::vector<std::unique_ptr<trace::Chunk>> chunks_;
+  uint64_t read_size_ = 0;  // the file's size at the last model
   std::chrono::steady_clock::time_point rebuilt_{};
   std::string result_;
-  mutable std::mutex result_mutex_;
 };
 
 }  // namespace hookscope::app

@@ -88,7 +88,7 @@ class TraceLoader {
 // caps the arenas at kMaxArenas: each background job's thread (loader,
 // diagnostics, layouts) had its own, holding its own freed holes. Only with
 // glibc. At 100M events: GUI peak RSS 3304 -> 3132 MiB (threshold) -> 3062
-// MiB (arenas); bench/scale_gui.sh measures it (issue 16 item 4).
+// MiB (arenas); bench/scale_gui.sh measures it.
 void release_free_memory();
 void use_mmap_for_large_blocks();
 

@@ -1,5 +1,5 @@
 #pragma once
-// What the panels share (issue 11: one home each): colours as ImGui wants
+// What the panels share (one home each, so they agree): colours as ImGui wants
 // them, hook keys and kinds as text, the Events rows' severity colours. The
 // App's shared widgets (event links, owner labels, selecting) are App
 // members defined in panel_common.cpp.

@@ -32,7 +32,7 @@ CLI::Validator scenario_name_check(bool ddp_only) {
 std::string scenario_help(const std::string& lead, bool ddp_only) {
   std::string out = lead + ":";
   for (const scenarios::Scenario& s : scenarios::all_scenarios()) {
-    if (ddp_only && !s.ddp) continue;
+    if (ddp_only && !s.ddp()) continue;
     out += fmt::format("\n  {:<17} {}", s.name, s.help);
   }
   return out;

@@ -111,7 +111,7 @@ void load(benchmark::State& state, bool packed) {
       static_cast<double>(n_events) * static_cast<double>(state.iterations()) / wall_s;
   state.counters["ckpt_MiB"] = static_cast<double>(ckpt) / (1 << 20);
   state.counters["model_MiB"] = static_cast<double>(mem) / (1 << 20);
-  // Model memory per event besides the events themselves (issue 16: <= 12).
+  // Model memory per event besides the events themselves (<= 12, Note [Model memory bound]).
   state.counters["model_B_per_event"] = static_cast<double>(mem) / n_events;
   state.counters["checkpoints"] = static_cast<double>(blocks);
   state.counters["event_B_per_event"] = static_cast<double>(event_bytes) / n_events;
@@ -202,19 +202,19 @@ void BM_Diagnose(benchmark::State& state) {
 // after ids below a bound went to a flat array (Note [Id maps]):
 //   BM_Load/64/0/1     368 -> 204 ms CPU (27 -> 49M events/s), 448 -> 240 ms wall
 //   BM_Load/1024/1/1   245 -> 197 ms CPU (41 -> 51M events/s), 294 -> 241 ms wall
-// Issue 16, after events were kept packed: medians of 5 interleaved runs against
+// After events were kept packed: medians of 5 interleaved runs against
 // the build before (load average ~10: every helper building), CPU time:
 //   BM_CursorStep/64/0    6.15 us -> 389 ns, /1024/1 10.5 us -> 845 ns (Note [Reducers
 //                         in a step]; 0.97 and 2.77 us before packing)
 //   BM_Load/64/0/1        535 -> 454 ms (18.7 -> 22.0M events/s), /1024/1/1 364 -> 320 ms;
 //                         BM_Pack 23.2 -> 14.4 ns per event (Note [Packing by records])
-// Issue 16, h18l: medians of 3 interleaved runs against the build before (load
+// Branch h18l: medians of 3 interleaved runs against the build before (load
 // average 8-10, every helper building), CPU time:
 //   BM_Load/64/0/1        480 -> 353 ms (20.8 -> 28.3M events/s; Notes [Packing by
 //                         columns], [Tables populated at once], [Packing beside the walk])
 //   BM_Load/64/0/2        407 -> 325 ms;  BM_LoadPacked/64/0/1 297 -> 276 ms
 //   BM_Pack/64/0          22.3 -> 13.8 ns per event (events read from memory)
-//   BM_SeekRandom/64/0    26.1 -> 17.4 us (16.3 before issue 16; ReducerInfo::
+//   BM_SeekRandom/64/0    26.1 -> 17.4 us (16.3 before packing; ReducerInfo::
 //                         prepare_backwards), median single seek 22.4 -> 15.1 us
 BENCHMARK(BM_Load)->Args({64, 0, 1})->Args({64, 0, 2})->Unit(benchmark::kMillisecond)->Iterations(1)->MeasureProcessCPUTime();
 BENCHMARK(BM_LoadPacked)->Args({64, 0, 1})->Unit(benchmark::kMillisecond)->Iterations(1)->MeasureProcessCPUTime();

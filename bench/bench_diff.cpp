@@ -1,4 +1,4 @@
-// `hookscope-cli diff` on many hooked Functions (issue 27: it grew faster
+// `hookscope-cli diff` on many hooked Functions (it once grew faster
 // than linear in hooks; 300k stale lanes took 112 s and 1.2 GB).
 //
 // Figures: BM_Diff/SHAPE/N, s for what `diff A A` does after reading the

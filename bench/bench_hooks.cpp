@@ -9,7 +9,7 @@
 //  * BM_DelAddPostHookPair/N              one Node kept at N hooks: remove a random
 //    (+ ...LinearScanReference/N)         hook and add one back (no paused timing)
 //  * BM_DrainPostHooks/N                 like for like with the libtorch measurement
-//    (+ ...LinearScanReference/N)         (issue 16 item 5): per repetition, fresh
+//    (+ ...LinearScanReference/N)         (1.13's linear scan): per repetition, fresh
 //                                         Nodes holding 100,000 hooks in all, N per
 //                                         Node, each Node's keys shuffled, then every
 //                                         hook removed; time per removal (counter
@@ -151,7 +151,7 @@ void add_bench(benchmark::State& state) {
 
 // Note [Hook add cost]
 // ~~~~~~~~~~~~~~~~~~~~
-// Issue 16's removal work (Note [Hook list storage]) had made adding slower
+// The O(1) removal work (Note [Hook list storage]) had made adding slower
 // than before it (BM_AddPostHook 12.1 -> 15.2 ns, DelAddPostHookPair/1000
 // 17.7 -> 25.8). Profiled (perf, cpu-clock): the key's atomic fetch_add was
 // 40% of an add, and at N = 1000 compaction of the firing order a third of
@@ -160,7 +160,7 @@ void add_bench(benchmark::State& state) {
 // compaction has no data-dependent branch, the callable is moved once, and
 // rare paths are out of line (Note [Hook list fast paths]). Interleaved
 // medians of 3 rounds, load average 10-16 on 2 shared cores, ns (before =
-// c406433^, main = b37eeb8, after = issue 16 add-cost commits):
+// c406433^, main = b37eeb8, after = the add-cost commits):
 //                                   before   main   after
 //   BM_AddPostHook                    12.0   15.4    8.5
 //   BM_DelAddPostHookPair/1           16.9   17.0    7.7

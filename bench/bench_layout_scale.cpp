@@ -1,4 +1,4 @@
-// The graph layout at scale (issues 16 item 4 and 17, Note [Large graphs]):
+// The graph layout at scale (Note [Large graphs]):
 //
 //  * BM_LayoutScale/transformer/<n>  compute_layout on n Functions of
 //                                    transformer blocks (the scale trace's

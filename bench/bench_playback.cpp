@@ -1,4 +1,4 @@
-// GUI playback: what a frame's move costs the analysis (issue 16 item 7).
+// GUI playback: what a frame's move costs the analysis.
 //
 // On the GUI figures' trace (bench/gui_trace.h: 20k Functions, Reducer hooks
 // and probes, then hook fires; HOOKSCOPE_BENCH_EVENTS events, default 10M),

@@ -1,4 +1,4 @@
-// What opening a huge trace costs (issue 16 item 4), stage by stage, on a
+// What opening a huge trace costs, stage by stage, on a
 // file from make_scale_trace (1M Functions, up to 100M events):
 //   bench_scale_open FILE [SEEKS=20]
 // prints, one figure a line: load (read + index + graph scene and story,
@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
   std::printf("events %zu\nfunctions %zu\nload_s %.3f\nload_cpu_s %.3f\nrss_after_load_mib %.0f\n",
               m.num_events(), m.functions().size(), load_s, cpu_s() - c, rss_mib());
   // What the load holds, and what the GUI's diagnostics add (findings held,
-  // the transient peak while they are made): issue 16 item 4, the GUI's peak.
+  // the transient peak while they are made): the GUI's peak.
   {
     std::printf("model_bytes_mib %.0f\ntimeline_bytes_mib %.0f\n", m.memory_bytes() / 1048576.0,
                 r.timeline->memory_bytes() / 1048576.0);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GUI frame-time figure (issue 6 §8): a 20k-Function graph with a 10M-event
+# The GUI frame-time figure: a 20k-Function graph with a 10M-event
 # trace, `hookscope --bench-frames` under Xvfb, repeated; prints each run and
 # the median of the medians.
 #   bench/gui_frames.sh                 # 5 runs of 300 frames

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The idle GUI's CPU (issue 25 §6, Note [Idle frames] in app/app.h): the
+# The idle GUI's CPU (Note [Idle frames] in app/app.h): the
 # real hookscope in a window under Xvfb, a trace open and nothing moving;
 # after it settles, the CPU time the app (and the X server) used over a
 # quiet interval, as % of one core. Goal: the app <= 2%.

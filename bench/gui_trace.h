@@ -1,5 +1,5 @@
 #pragma once
-// The trace the GUI figures are measured on (issue 6 §8, issue 16 item 7): a
+// The trace the GUI figures are measured on (frame time, playback): a
 // graph of N Functions (transformer blocks, render/sample_graphs.h) that stay
 // alive, with Reducer post hooks on every AccumulateGrad (one Reducer
 // destroyed: alarms) and probes, followed by hook fires until the trace holds

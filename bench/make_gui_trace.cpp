@@ -1,4 +1,4 @@
-// Writes the trace the GUI frame-time figure is measured on (issue 6 §8,
+// Writes the trace the GUI frame-time figure is measured on (docs/performance.md;
 // bench/gui_trace.h says what is in it). Then:
 //   xvfb-run -a -s "-screen 0 1600x1000x24" build/app/hookscope big.hstrace --bench-frames 300
 //   bench/gui_frames.sh runs both and repeats.

@@ -1,4 +1,4 @@
-// Writes the trace the Lanes panel's frame time is measured on (issue 15):
+// Writes the trace the Lanes panel's frame time is measured on:
 // H hooks (default 100k) of 24 owners on 2000 AccumulateGrads, added over the
 // run, two thirds removed by key, half the owners destroyed midway with
 // their hooks left on (red lanes), and every attached hook firing once per

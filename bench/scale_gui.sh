@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16 item 4: the GUI on a 1M-Function trace of EVENTS events (default
+# The GUI at scale: on a 1M-Function trace of EVENTS events (default
 # 100M), made by make_scale_trace (memory-capped). Prints the medians of REPS
 # runs of: bench_scale_open's stages (load, scene, box sizes, layout, seek,
 # RSS, in wall and CPU seconds), the app's peak RSS and wall time to a

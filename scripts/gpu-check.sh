@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (issue 7): on a machine with a GPU, builds hookscope with CUDA
+# The GPU check: on a machine with a GPU, builds hookscope with CUDA
 # in its own build directory; prints the MLP training step time GPU vs CPU,
 # the largest |GPU - CPU| difference and NCCL allreduce bandwidth over the
 # GPUs present (bench/bench_gpu.cpp); runs the GPU tests (doctest suite

@@ -1,6 +1,6 @@
 // The load pass's derived tables (Note [Fires by event], find_*()), checked
 // against the records they are derived from, and the model's memory per
-// event on the benchmark's trace shapes (issue 16: <= 12 bytes).
+// event on the benchmark's trace shapes (<= 12 bytes, Note [Model memory bound]).
 
 #include <doctest/doctest.h>
 

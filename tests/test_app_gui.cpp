@@ -168,13 +168,13 @@ TEST_CASE("gui: a corrupt or missing trace does not crash the app" * doctest::te
   std::ofstream(junk, std::ios::binary) << "HSTR but not really a trace file at all";
   const auto r1 = gui(damaged.string() + " --frames 10");
   // what was recovered opens (exit 0); when the damage left no event, nothing
-  // could be opened: a headless run exits 2 (issue 27)
+  // could be opened: a headless run exits 2 (a script must not read success)
   const bool nothing = r1.out.find("no events could be recovered") != std::string::npos;
   CHECK_MESSAGE(r1.exit == (nothing ? 2 : 0), r1.out);
   // The reader's message, with the byte offset; what was recovered (if any) is shown.
   CHECK(r1.out.find("truncated at byte") != std::string::npos);
   const std::string png = (gui_dir() / "junk.png").string();
-  // Headless, nobody reads a dialog: exit 2 and no picture of nothing (issue 27).
+  // Headless, nobody reads a dialog: exit 2 and no picture of nothing.
   const auto r2 = gui(junk.string() + " --screenshot " + png);
   CHECK_MESSAGE(r2.exit == 2, r2.out);
   CHECK(r2.out.find("could not open") != std::string::npos);

@@ -1,4 +1,4 @@
-// The GUI never dies on what it draws (issue 27): hostile traces the CLI
+// The GUI never dies on what it draws: hostile traces the CLI
 // handled ended the app - a hook whose owner was never declared (SIGSEGV in
 // the graph's chips), a 1 MB module label in the Why panel (ImGui "Too many
 // vertices"), a 20k x 20k readiness map (std::bad_alloc) - and a headless

@@ -1,5 +1,6 @@
-// app::LiveRun without a window: a scenario recorded to memory on a thread,
-// handed out as models of what arrived; the last one holds the whole run.
+// app::LiveRun without a window: a scenario recorded by a hookscope-cli child
+// (Note [The GUI runs no scenario]), handed out as models of what it wrote;
+// the last one holds the whole run.
 #if HOOKSCOPE_APP_UI
 #include <doctest/doctest.h>
 
@@ -16,7 +17,7 @@ TEST_CASE("live run: polls hand out growing models, then the finished run once")
   args.steps = 30;
   app::LiveRun run;
   CHECK_FALSE(run.active());
-  run.start(args, "live: autograd-demo");
+  run.start(args, "live: autograd-demo", HOOKSCOPE_CLI_PATH);
   CHECK(run.active());
   size_t last = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -43,12 +44,37 @@ TEST_CASE("live run: poll(true) waits for the run and returns all of it at once"
   args.scenario = "autograd-demo";
   args.steps = 5;
   app::LiveRun run;
-  run.start(args, "live");
+  run.start(args, "live", HOOKSCOPE_CLI_PATH);
   auto u = run.poll(true);
   REQUIRE(u.has_value());
   REQUIRE(u->model);
   CHECK(run.finished());
   CHECK(u->model->num_events() > 10);
+}
+
+TEST_CASE("live run: a hookscope-cli that is not there is an error that says how to record") {
+  scenarios::ScenarioArgs args;
+  args.scenario = "autograd-demo";
+  app::LiveRun run;
+  run.start(args, "live", "/nonexistent/hookscope-cli");
+  auto u = run.poll(true);
+  REQUIRE(u.has_value());
+  CHECK_FALSE(u->model);
+  CHECK(u->error.find("/nonexistent/hookscope-cli cannot run") != std::string::npos);
+  CHECK(u->error.find("hookscope-cli record autograd-demo") != std::string::npos);
+  CHECK(run.finished());
+}
+
+TEST_CASE("live run: stop() ends a running scenario and removes its files") {
+  scenarios::ScenarioArgs args;
+  args.scenario = "recovery";
+  args.steps = 400;
+  app::LiveRun run;
+  run.start(args, "live", HOOKSCOPE_CLI_PATH);
+  const auto t0 = std::chrono::steady_clock::now();
+  run.stop();
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  CHECK_FALSE(run.active());
 }
 
 #endif  // HOOKSCOPE_APP_UI

@@ -1,4 +1,4 @@
-// Issue 25 §5 in the real app under Xvfb at 1280x800, measured through the
+// Readable text in the real app under Xvfb at 1280x800, measured through the
 // draw and views reports (Note [Draw report]): the owners' legend never runs
 // past the graph panel's edge and says "gen" only where a rank holds copies
 // of its parameters; the readiness map numbers its backward passes; the

@@ -1,4 +1,4 @@
-// Text a user reads is true and readable (issue 25 §5), with an ImGui
+// Text a user reads is true and readable, with an ImGui
 // context and no window: every non-ASCII character the UI prints is in the
 // font atlas (Note [UI glyphs]); F1 Help is a two-column table whose
 // descriptions wrap in most of its width; `--panel lanes|readiness` leaves

@@ -223,7 +223,8 @@ TEST_CASE("app: --live shows the recovery scenario's events as they arrive, then
   a.scenario.scenario = "recovery";
   a.scenario.policy = "none";
   a.scenario.steps = 8;
-  // Not a headless run: the scenario runs on its threads while frames draw.
+  a.cli = HOOKSCOPE_CLI_PATH;
+  // Not a headless run: the scenario runs in its child while frames draw.
   HeadlessUi ui(a);
   App& app = ui.app();
   REQUIRE(app.live());

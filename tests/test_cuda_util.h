@@ -14,7 +14,7 @@
 
 namespace hookscope::testing {
 
-// GPU results must match the CPU path within this (issue 7).
+// GPU results must match the CPU path within this (sums run in another order).
 constexpr float kGpuTolerance = 1e-4f;
 
 // True when a GPU test can run; otherwise reports why as the test's MESSAGE.

@@ -1,4 +1,4 @@
-// The DDP step's copies and overlap (issue 16): gradients as bucket views,
+// The DDP step's copies and overlap (what bench_ddp times): gradients as bucket views,
 // AccumulateGrad stealing the incoming gradient, buckets reduced during the
 // backward.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// The layout and the app at scale (issues 16 item 4 and 17): Note [Large
+// The layout and the app at scale (a million Functions): Note [Large
 // graphs] keeps 200k Functions within a bound a 2-core CI box meets, a hub's
 // long edges go direct, a newer layout request cancels an older one without
 // waiting for it (Note [Layout jobs]), a newer load cancels the one in

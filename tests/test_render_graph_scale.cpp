@@ -1,4 +1,4 @@
-// The graph view on a large graph (issue 16 item 4, Note [Frame caches]):
+// The graph view on a large graph (Note [Frame caches]):
 // zoomed out to the whole graph, what a person looks for (a destroyed
 // owner's hooks left behind: the alarm red) is still in the picture; the
 // picture's cost is bounded by the canvas; edges found through the tile grid

@@ -1,4 +1,4 @@
-// Answers that are true (issue 27): explain never calls a fire it cannot
+// Answers that are true (a user acts on them): explain never calls a fire it cannot
 // prove "normal" and names the event's own Function; readiness counts do not
 // wrap; a grid too large to hold is refused with a message; event indices,
 // points and verbs on the command line are refused saying what was wrong.

@@ -12,7 +12,7 @@ namespace hookscope::analysis {
 
 // Note [Compact findings]
 // ~~~~~~~~~~~~~~~~~~~~~~~
-// A trace can hold a million findings (issue 16's 100M-event scale trace has
+// A trace can hold a million findings (bench/make_scale_trace's 100M events have
 // 1.1M: every hook of a destroyed owner leaks and fires stale). As Finding
 // objects, each with its message and evidence on the heap, they took ~400
 // bytes apiece: 440 MiB of the GUI's peak RSS. The GUI keeps a FindingTable:

@@ -1,5 +1,5 @@
 #pragma once
-// The state at one event without building all of it (issue 16 item 4): at a
+// The state at one event without building all of it (seeks at scale): at a
 // million live Functions Model::state_at() costs hundreds of ms, while a view
 // on screen needs the few thousand Functions it shows. StateView answers per
 // Function, in the time of that Function's hooks; StateWorker builds the

@@ -93,8 +93,8 @@ inline uint32_t slot_of(HookKey key) { return trace::hook_key_slot(key.value); }
 //    search). Slot arrays are dense: 1000 hooks' slots fill 8 KB.
 // Entries never move: a hook added during a pass cannot move the one that
 // is running. When the last hook goes, the list starts again at slot 0
-// (memory is kept). Measured: bench_hooks BM_DrainPostHooks (issue 16 item
-// 5; figures in Note [Like-for-like removal], bench/bench_hooks.cpp).
+// (memory is kept). Measured: bench_hooks BM_DrainPostHooks (like for
+// like with libtorch; figures in Note [Like-for-like removal], bench/bench_hooks.cpp).
 //
 // Note [Hook list fast paths]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -12,19 +12,16 @@ namespace hookscope {
 
 using trace::RemoveCause;
 
-// TensorImpl's constructor and destructor live here, where AutogradMeta is
-// complete (Note [Layers]).
-TensorImpl::TensorImpl() = default;
-
-TensorImpl::~TensorImpl() {
+// A TensorImpl's AutogradMeta goes with it (nothing else resets it).
+AutogradMeta::~AutogradMeta() {
   // Note [Leaf hooks live on the tensor]: they go when the leaf goes.
-  if (!autograd || !trace::recording()) return;
-  const uint64_t node = autograd->last_accumulator_id;
-  for (const auto* e : autograd->leaf_tensor_pre_hooks.live_entries()) {
+  if (!trace::recording()) return;
+  const uint64_t node = last_accumulator_id;
+  for (const auto* e : leaf_tensor_pre_hooks.live_entries()) {
     trace::emit_hook_removed(node, e->key.value, HookKind::kTensorPre, e->owner, 0,
                              RemoveCause::kTensorReleased);
   }
-  for (const auto* e : autograd->post_accumulate_hooks.live_entries()) {
+  for (const auto* e : post_accumulate_hooks.live_entries()) {
     trace::emit_hook_removed(node, e->key.value, HookKind::kPostAccumulate, e->owner, 0,
                              RemoveCause::kTensorReleased);
   }
@@ -33,7 +30,7 @@ TensorImpl::~TensorImpl() {
 AutogradMeta& Tensor::materialize_autograd_meta() {
   check_defined("materialize_autograd_meta()");
   if (!impl_->autograd) impl_->autograd = std::make_unique<AutogradMeta>();
-  return *impl_->autograd;
+  return *autograd_meta();
 }
 
 bool Tensor::requires_grad() const {
@@ -131,7 +128,7 @@ void Tensor::retain_grad() {
       [weak](const Tensor& grad) {
         if (!grad.defined()) return Tensor();  // Note [Undefined gradients]
         if (auto impl = weak.lock()) {
-          auto& meta = *impl->autograd;
+          auto& meta = static_cast<AutogradMeta&>(*impl->autograd);
           if (!meta.grad) {
             meta.grad = grad.clone().impl_ptr();
           } else {

@@ -10,7 +10,9 @@
 
 namespace hookscope {
 
-struct AutogradMeta {
+struct AutogradMeta : AutogradMetaInterface {
+  // Removes the leaf hooks from traces (Note [Leaf hooks live on the tensor]).
+  ~AutogradMeta() override;
   bool requires_grad = false;
   bool retains_grad = false;
   uint32_t output_nr = 0;
@@ -32,5 +34,9 @@ struct AutogradMeta {
   HookList<PostAccumulateGradHookFn> post_accumulate_hooks;
   uint64_t last_accumulator_id = 0;
 };
+
+inline AutogradMeta* Tensor::autograd_meta() const {
+  return impl_ ? static_cast<AutogradMeta*>(impl_->autograd.get()) : nullptr;
+}
 
 }  // namespace hookscope

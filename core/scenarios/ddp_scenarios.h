@@ -9,12 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "scenarios/registry.h"
 #include "tensor/device.h"
 #include "trace/event.h"
 
 namespace hookscope::scenarios {
-
-constexpr int kMaxWorldSize = 64;
 
 struct DdpScenarioOptions {
   std::string name = "recovery";  // a DDP scenario of the registry (recovery, kept-alive, ...)
@@ -77,8 +76,5 @@ DdpScenarioResult run_ddp_scenario(const DdpScenarioOptions& options);
 
 // Human-readable summary lines (steps, loss, recoveries, hooks per AccumulateGrad).
 std::string format_result(const DdpScenarioOptions& options, const DdpScenarioResult& result);
-
-// True for the scenarios of the registry that train with DDP (Note [Scenario registry]).
-bool is_ddp_scenario(const std::string& name);
 
 }  // namespace hookscope::scenarios

@@ -7,66 +7,29 @@
 #include <limits>
 #include <stdexcept>
 
-#include "scenarios/autograd_demo.h"
-#include "scenarios/module_api.h"
-#include "scenarios/module_hooks.h"
 #include "trace/event.h"
 
 namespace hookscope::scenarios {
 
 namespace {
 
-std::string run_autograd_demo_scenario(const ScenarioArgs& a) {
-  AutogradDemoOptions demo;
-  demo.steps = a.steps > 0 ? a.steps : demo.steps;
-  demo.seed = a.seed;
-  demo.device = parse_device(a.device);
-  const AutogradDemoResult r = run_autograd_demo(demo);
-  return fmt::format(
-      "autograd-demo: MLP 8-16-16-3 on {}, {} SGD step(s), loss {:.4f} -> {:.4f}\n"
-      "  user hooks: {} added, {} removed, {} stale-key removal(s) refused\n",
-      a.device, r.losses.size(), r.losses.front(), r.losses.back(), r.hooks_added, r.hooks_removed,
-      r.stale_removals_refused);
-}
-
-std::string run_module_hooks_scenario(const ScenarioArgs& a) {
-  ModuleHooksOptions o;
-  o.steps = a.steps > 0 ? a.steps : o.steps;
-  o.seed = a.seed;
-  o.device = parse_device(a.device);
-  return format_result(o, run_module_hooks(o));
-}
-
-std::string run_module_api_scenario(const ScenarioArgs& a) {
-  ModuleApiOptions o;
-  o.steps = a.steps > 0 ? a.steps : o.steps;
-  o.seed = a.seed;
-  o.device = parse_device(a.device);
-  return format_result(o, run_module_api(o));
-}
-
-std::string run_ddp(const ScenarioArgs& a) {
-  const DdpScenarioOptions o = to_ddp_options(a);
-  return format_result(o, run_ddp_scenario(o));
-}
-
 // The scenarios, in the order help lists them. One entry per scenario.
 constexpr Scenario kScenarios[] = {
     {"autograd-demo", "an MLP trained with SGD, user hooks of every kind added, fired and removed",
-     false, run_autograd_demo_scenario},
+     Runner::kAutogradDemo},
     {"recovery", "DDP on ranks; a rank fails, DDP is destroyed and rebuilt on the same module",
-     true, run_ddp},
+     Runner::kDdp},
     {"kept-alive", "DDP rebuilt twice on the same module while the program keeps the old DDPs: "
-     "their Reducers linger (PyTorch #21344); odd steps accumulate under no_sync", true, run_ddp},
-    {"shared-module", "two DDPs wrap one module; the first is destroyed halfway", true, run_ddp},
-    {"unused-parameter", "DDP with a head forward never uses: unused-parameter detection", true,
-     run_ddp},
-    {"marked-twice", "a parameter used outside forward is marked ready twice", true, run_ddp},
+     "their Reducers linger (PyTorch #21344); odd steps accumulate under no_sync", Runner::kDdp},
+    {"shared-module", "two DDPs wrap one module; the first is destroyed halfway", Runner::kDdp},
+    {"unused-parameter", "DDP with a head forward never uses: unused-parameter detection",
+     Runner::kDdp},
+    {"marked-twice", "a parameter used outside forward is marked ready twice", Runner::kDdp},
     {"module-hooks", "module hooks of every kind; a full backward hook removed after forward still "
-     "fires in that backward (PyTorch #25723)", false, run_module_hooks_scenario},
+     "fires in that backward (PyTorch #25723)", Runner::kModuleHooks},
     {"module-api", "modules with tuple and non-tensor arguments, with_kwargs, prepend, always_call, "
-     "a global module hook, a legacy backward hook on the wrong Node, multi-grad hooks", false,
-     run_module_api_scenario},
+     "a global module hook, a legacy backward hook on the wrong Node, multi-grad hooks",
+     Runner::kModuleApi},
 };
 
 std::string join(const std::vector<std::string>& v, std::string_view last_sep) {
@@ -92,14 +55,14 @@ const Scenario* find_scenario(std::string_view name) {
 std::vector<std::string> scenario_names(bool ddp_only) {
   std::vector<std::string> names;
   for (const Scenario& s : kScenarios) {
-    if (s.ddp || !ddp_only) names.emplace_back(s.name);
+    if (s.ddp() || !ddp_only) names.emplace_back(s.name);
   }
   return names;
 }
 
 bool is_ddp_scenario(const std::string& name) {
   const Scenario* s = find_scenario(name);
-  return s && s->ddp;
+  return s && s->ddp();
 }
 
 const std::vector<ScenarioOption>& scenario_options() {
@@ -179,13 +142,13 @@ std::string value_text(const ScenarioOption& option, const ScenarioArgs& args) {
       option.field);
 }
 
-void validate(const ScenarioArgs& a, RunMode mode) {
+void check_options(const ScenarioArgs& a, RunMode mode) {
   const Scenario* s = find_scenario(a.scenario);
   if (!s) {
     throw std::invalid_argument(fmt::format("unknown scenario '{}': expected {}", a.scenario,
                                             join(scenario_names(mode == RunMode::kProcesses), " or ")));
   }
-  if (mode == RunMode::kProcesses && !s->ddp) {
+  if (mode == RunMode::kProcesses && !s->ddp()) {
     throw std::invalid_argument(fmt::format(
         "{} runs in one process: record it with `hookscope-cli record {}`", s->name, s->name));
   }
@@ -197,45 +160,6 @@ void validate(const ScenarioArgs& a, RunMode mode) {
     const std::string why = check_value(o, value_text(o, a));
     if (!why.empty()) throw std::invalid_argument(fmt::format("{}: {}", o.flag, why));
   }
-  if (!s->ddp) {
-    check_device_usable(parse_device(a.device));
-    return;
-  }
-  DdpScenarioOptions o = to_ddp_options(a);
-  if (mode == RunMode::kProcesses && o.rank < 0) o.rank = 0;  // validate as one rank of the launch
-  validate(o);
-}
-
-DdpScenarioOptions to_ddp_options(const ScenarioArgs& a) {
-  DdpScenarioOptions o;
-  o.name = a.scenario;
-  if (a.steps > 0) o.steps = a.steps;
-  o.seed = a.seed;
-  const auto policy = trace::parse_destroy_policy(a.policy);
-  if (!policy) throw std::invalid_argument("--policy: " + check_value(*find_option("--policy"), a.policy));
-  o.policy = *policy;
-  o.world_size = a.world_size;
-  o.recoveries = a.recoveries;
-  o.fail_rank = a.fail_rank;
-  o.fail_step = a.fail_step;
-  const auto fail_mode = trace::parse_failure_mode(a.fail_mode);
-  if (!fail_mode) {
-    throw std::invalid_argument("--fail-mode: " + check_value(*find_option("--fail-mode"), a.fail_mode));
-  }
-  o.fail_mode = *fail_mode;
-  o.fail_point = a.fail_point;
-  o.timeout = std::chrono::milliseconds(a.timeout_ms);
-  o.batch_per_rank = a.batch;
-  o.device = parse_device(a.device);
-  o.backend = a.backend;
-  o.rank = a.rank;
-  o.store_dir = a.store_dir;
-  o.store = a.store;
-  o.run_id = a.run_id;
-  o.bind = a.bind;
-  o.generation = a.generation;
-  o.start_step = a.start_step;
-  return o;
 }
 
 std::vector<std::string> to_arguments(const ScenarioArgs& a) {
@@ -247,12 +171,6 @@ std::vector<std::string> to_arguments(const ScenarioArgs& a) {
     v.push_back(value_text(o, a));
   }
   return v;
-}
-
-std::string run_scenario(const ScenarioArgs& args) {
-  const Scenario* s = find_scenario(args.scenario);
-  if (!s) validate(args, RunMode::kThreads);  // throws, naming the scenarios
-  return s->run(args);
 }
 
 }  // namespace hookscope::scenarios

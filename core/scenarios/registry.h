@@ -8,10 +8,12 @@
 // accept the same options with the same ranges and say the same things about
 // bad values. Adding a scenario is one entry in kScenarios (registry.cpp):
 // its name, one line of help, whether it trains with DDP on ranks, and a
-// function that runs it and returns what to tell the user. Adding an option
-// is one entry in scenario_options() plus its field in ScenarioArgs (and, for
-// a DDP scenario, its line in to_ddp_options). docs/architecture.md walks
-// through both.
+// the run that runs it (its case in run.cpp). Adding an option is one entry
+// in scenario_options() plus its field in ScenarioArgs (and, for a DDP
+// scenario, its line in to_ddp_options, run.h). docs/architecture.md walks
+// through both. This table knows no runtime (library hookscope_scenario_catalog):
+// the GUI parses --live with it and runs the scenario in a hookscope-cli
+// child; the runs and the checks that need the runtime are in run.h.
 
 #include <cstdint>
 #include <span>
@@ -20,9 +22,9 @@
 #include <variant>
 #include <vector>
 
-#include "scenarios/ddp_scenarios.h"
-
 namespace hookscope::scenarios {
+
+constexpr int kMaxWorldSize = 64;
 
 // A scenario run as the user asked for it, kept as text and numbers so that
 // `launch` can hand it to its children unchanged (to_arguments()).
@@ -58,19 +60,24 @@ enum class RunMode {
   kProcesses,  // one process per rank: `launch`
 };
 
+// Which run plays a scenario (run.cpp); every DDP story is one run, a branch
+// on its name in ddp_scenarios.cpp.
+enum class Runner { kAutogradDemo, kDdp, kModuleHooks, kModuleApi };
+
 struct Scenario {
   std::string_view name;
   std::string_view help;  // one line, for --help and the man pages
-  bool ddp;               // trains with DDP on ranks: `launch` runs it, the DDP options apply
-  // Runs it (whatever records it is the caller's business) and returns the
-  // summary lines for the user. Throws std::invalid_argument for bad options.
-  std::string (*run)(const ScenarioArgs& args);
+  Runner runner;
+  // Trains with DDP on ranks: `launch` runs it, the DDP options apply.
+  bool ddp() const { return runner == Runner::kDdp; }
 };
 
 std::span<const Scenario> all_scenarios();
 const Scenario* find_scenario(std::string_view name);
 // The names, in table order; ddp_only: those `launch` can run.
 std::vector<std::string> scenario_names(bool ddp_only = false);
+// True for the scenarios of the table that train with DDP.
+bool is_ddp_scenario(const std::string& name);
 
 // Who shows an option (a bit set).
 enum OptionUse : unsigned {
@@ -102,21 +109,14 @@ std::string check_value(const ScenarioOption& option, std::string_view value);
 // The option's current value in `args`, as text.
 std::string value_text(const ScenarioOption& option, const ScenarioArgs& args);
 
-// Checks one run's options together (the scenario exists and runs in `mode`,
-// --fail-rank is a rank of the world, enough steps for the failures, the
-// device and backend are usable, ...). Throws std::invalid_argument saying
-// what was wrong and what to do.
-void validate(const ScenarioArgs& args, RunMode mode);
-
-// The options of a DDP scenario run.
-DdpScenarioOptions to_ddp_options(const ScenarioArgs& args);
+// The checks this table can make alone: the scenario exists and runs in
+// `mode`, every option is in its range. Throws std::invalid_argument saying
+// what was wrong and what to do. validate() (run.h) checks the rest.
+void check_options(const ScenarioArgs& args, RunMode mode);
 
 // `args` as the options `record` parses back into the same ScenarioArgs:
 // every option of the table whose value is not the default (the hidden child
 // ones included), without the scenario name and -o.
 std::vector<std::string> to_arguments(const ScenarioArgs& args);
-
-// Finds the scenario and runs it (find_scenario(args.scenario)->run(args)).
-std::string run_scenario(const ScenarioArgs& args);
 
 }  // namespace hookscope::scenarios

@@ -98,17 +98,20 @@ using TensorHookFn = std::function<Tensor(const Tensor& grad)>;
 // Tensor::register_post_accumulate_grad_hook: runs after .grad was updated.
 using PostAccumulateGradHookFn = std::function<void(const Tensor& param)>;
 
-// Autograd metadata (requires_grad, grad_fn, .grad, leaf hooks): declared in
-// autograd/variable.h (Note [Layers]); a tensor that never took part in
-// autograd has none.
+// Autograd metadata (requires_grad, grad_fn, .grad, leaf hooks): AutogradMeta,
+// declared in autograd/variable.h (Note [Layers]); a tensor that never took
+// part in autograd has none. A TensorImpl owns it through this interface, as
+// c10's TensorImpl owns an AutogradMetaInterface, so that tensor/ can destroy
+// it without knowing it (and links without autograd/).
+struct AutogradMetaInterface {
+  virtual ~AutogradMetaInterface() = default;
+};
 struct AutogradMeta;
 
 struct TensorImpl {
   Shape shape;
   std::shared_ptr<Storage> storage;
-  std::unique_ptr<AutogradMeta> autograd;
-  TensorImpl();
-  ~TensorImpl();  // autograd/variable.cpp (AutogradMeta is complete there)
+  std::unique_ptr<AutogradMetaInterface> autograd;
 };
 
 class Tensor {
@@ -184,7 +187,7 @@ class Tensor {
 
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
-  AutogradMeta* autograd_meta() const { return impl_ ? impl_->autograd.get() : nullptr; }
+  AutogradMeta* autograd_meta() const;  // inline in autograd/variable.h
   AutogradMeta& materialize_autograd_meta();
 
   // Internal: make this tensor the output_nr-th output of grad_fn.

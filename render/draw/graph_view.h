@@ -134,7 +134,7 @@ class GraphView {
   // the state right after the current event (state.index).
   GraphViewResult draw(const analysis::State& state);
   // The same, with the selection owned by the caller (the app's Session,
-  // issue 11): the view draws `selected_function` / `selected_owner` and
+  // one home for it): the view draws `selected_function` / `selected_owner` and
   // returns a click's new selection as an intent (selection_changed), which
   // the caller applies or not; the view keeps no selection of its own.
   GraphViewResult draw(const analysis::State& state, analysis::FunctionIndex selected_function,

@@ -157,7 +157,7 @@ void GraphScene::assign_slots() {
   // Per family (signature): its slots by instance, and the free instances
   // as a min-heap, so taking the first free slot and freeing one cost
   // log(family) rather than a scan: a million live Functions of one
-  // signature (identical, edgeless) took minutes to open (issue 17).
+  // signature (identical, edgeless) took minutes to open with a scan.
   struct Family {
     std::vector<uint32_t> slots;
     std::vector<uint32_t> free;  // min-heap of instance numbers

@@ -43,7 +43,7 @@ namespace hookscope::render {
 
 // Note [Large graphs]
 // ~~~~~~~~~~~~~~~~~~~
-// The pipeline stays near-linear at a million Functions (issues 16, 17):
+// The pipeline stays near-linear at a million Functions (bench_layout_scale):
 // every step is O(items log items) except the sweeps, which are cut to
 // LayoutOptions::large_sweeps (no transposition) past large_graph items, and
 // the dummies, which grow with the layers an edge spans (a chain of 100k

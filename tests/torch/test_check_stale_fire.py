@@ -1,7 +1,7 @@
 """PyTorch #25723 through `hookscope-cli check`: the fire of a module full
 backward hook after its removal is reported as a stale_fire finding that
 points at the fire. Depends on the analysis's support for fires after
-removal and for node-0 module hooks (issue 17a, Note [Module hooks in traces])."""
+removal and for node-0 module hooks (Note [Module hooks in traces])."""
 
 import os
 

@@ -120,7 +120,7 @@ def digest(losses, params):
 
 
 def expect_same_result(plain, recorded, what):
-    """Recording never changes what the program computes (issue 24 item 7)."""
+    """Recording never changes what the program computes (the bridge only observes)."""
     expect(plain["losses"], f"{what}: no losses were collected")
     expect(plain == recorded, f"{what}: recording changed the result:\n plain    {plain}\n"
                               f" recorded {recorded}")
