@@ -93,7 +93,7 @@ class Recorder:
         # flush (a short program, one ending in os._exit).
         _C.flush()
         _children.started(self)
-        if self.hooks.missing:
+        if self.hooks.missing and not self.child:   # the parent said it once for all
             import warnings
             warnings.warn(f"hookscope: with PyTorch {torch.__version__} these are not recorded: "
                           + "; ".join(self.hooks.missing))
