@@ -186,6 +186,7 @@ def rank_known(rec):
 
 def _after_fork_in_child():
     from ._recorder import running
+    _after_fork_in_parent()   # the filters as they were (the child's own copy)
     rec = running()
     _C.after_fork_child()   # Note [Recording across fork]: always, locks included
     if rec is None:
@@ -206,7 +207,42 @@ def _about_to_exec():
     return False
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+# Python 3.12+ warns at os.fork() in a process with more than one thread
+# (DeprecationWarning, shown when __main__ forks). The recording's writer
+# thread is one: while it is the only other thread, the warning the program
+# would not get alone is filtered out for that fork (never a warning the
+# program's own threads cause).
+_FORK_WARNING = r"This process \(pid=\d+\) is multi-threaded, use of fork\(\) may lead to deadlocks"
+_filters_before_fork = None
+
+
+def _threads():
+    try:
+        with open("/proc/self/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[17])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _before_fork():
+    global _filters_before_fork
+    import warnings
+    if _C.is_running() and _threads() == 2:
+        _filters_before_fork = warnings.filters[:]
+        warnings.filterwarnings("ignore", message=_FORK_WARNING, category=DeprecationWarning)
+
+
+def _after_fork_in_parent():
+    global _filters_before_fork
+    import warnings
+    if _filters_before_fork is not None:
+        warnings.filters[:] = _filters_before_fork
+        warnings._filters_mutated()
+        _filters_before_fork = None
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                    after_in_child=_after_fork_in_child)
 
 _SITECUSTOMIZE = '''\
 # Written by hookscope (python/hookscope/_children.py): records this child

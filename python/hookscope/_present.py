@@ -112,15 +112,20 @@ def declare(rec):
     """Wraps and announces the hooks present now; returns how many. The
     modules found are handed to the owners' naming (it needs the same pass)."""
     d = _Declarer(rec)
-    modules, tensors = [], []
+    found = ([], [], None)   # tensors, modules, the rest (dropped)
+    tensors, modules = found[0], found[1]
     module_type, tensor_type = torch.nn.Module, torch.Tensor
-    # type(): isinstance would run __class__ properties of arbitrary objects.
+    # type(), not isinstance: that would run __class__ properties of arbitrary
+    # objects. One issubclass per type, not per object (a heap after
+    # `import torch` holds ~200k objects of a few thousand types).
+    where = {}
     for o in gc.get_objects():
         t = type(o)
-        if issubclass(t, tensor_type):
-            tensors.append(o)
-        elif issubclass(t, module_type):
-            modules.append(o)
+        i = where.get(t)
+        if i is None:
+            i = where[t] = 0 if issubclass(t, tensor_type) else 1 if issubclass(t, module_type) else 2
+        if i != 2:
+            found[i].append(o)
     rec.owners.adopt_modules(modules)
     roots = []
     # An object this cannot read (a tensor subclass whose attributes raise)

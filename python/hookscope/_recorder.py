@@ -82,6 +82,10 @@ class Recorder:
                  new_file_waits=self.child)
         self.owners = Owners()
         _running = self
+        # The first events reach the file now, not after the writer's timed
+        # flush (a short program, one ending in os._exit), and before the
+        # pass over the heap for the hooks present (tens of ms).
+        _C.flush()
         try:
             self.hooks.install()
             self._install()
@@ -89,8 +93,6 @@ class Recorder:
         except Exception:
             self.finish()
             raise
-        # The first events reach the file now, not after the writer's timed
-        # flush (a short program, one ending in os._exit).
         _C.flush()
         _children.started(self)
         if self.hooks.missing and not self.child:   # the parent said it once for all
