@@ -83,6 +83,7 @@ def started(rec):
 
 
 def finished(rec, quiet):
+    _set_fork_filter(False)
     stats = rec.stats
     if stats.get("error"):
         _say(f"{stats['error']} ({stats['bytes']} bytes are in the file; the program's own "
@@ -186,7 +187,6 @@ def rank_known(rec):
 
 def _after_fork_in_child():
     from ._recorder import running
-    _after_fork_in_parent()   # the filters as they were (the child's own copy)
     rec = running()
     _C.after_fork_child()   # Note [Recording across fork]: always, locks included
     if rec is None:
@@ -208,12 +208,13 @@ def _about_to_exec():
 
 
 # Python 3.12+ warns at os.fork() in a process with more than one thread
-# (DeprecationWarning, shown when __main__ forks). The recording's writer
-# thread is one: while it is the only other thread, the warning the program
-# would not get alone is filtered out for that fork (never a warning the
-# program's own threads cause).
+# (DeprecationWarning, shown when __main__ forks), after the at-fork
+# handlers have run. The recording's writer thread is one: while it is the
+# only other thread, a filter for that warning is in place (checked at each
+# fork, removed when the recording ends), never when the program's own
+# threads would make it warn alone.
 _FORK_WARNING = r"This process \(pid=\d+\) is multi-threaded, use of fork\(\) may lead to deadlocks"
-_filters_before_fork = None
+_fork_filter = None
 
 
 def _threads():
@@ -224,25 +225,26 @@ def _threads():
         return 0
 
 
-def _before_fork():
-    global _filters_before_fork
+def _set_fork_filter(on):
+    global _fork_filter
     import warnings
-    if _C.is_running() and _threads() == 2:
-        _filters_before_fork = warnings.filters[:]
+    if on and _fork_filter is None:
         warnings.filterwarnings("ignore", message=_FORK_WARNING, category=DeprecationWarning)
+        _fork_filter = warnings.filters[0]
+    elif not on and _fork_filter is not None:
+        try:
+            warnings.filters.remove(_fork_filter)
+            warnings._filters_mutated()
+        except (ValueError, AttributeError):
+            pass
+        _fork_filter = None
 
 
-def _after_fork_in_parent():
-    global _filters_before_fork
-    import warnings
-    if _filters_before_fork is not None:
-        warnings.filters[:] = _filters_before_fork
-        warnings._filters_mutated()
-        _filters_before_fork = None
+def _before_fork():
+    _set_fork_filter(_C.is_running() and _threads() == 2)
 
 
-os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
-                    after_in_child=_after_fork_in_child)
+os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 _SITECUSTOMIZE = '''\
 # Written by hookscope (python/hookscope/_children.py): records this child
