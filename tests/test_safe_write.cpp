@@ -14,6 +14,7 @@
 #include "test_util.h"
 #include "testing/temp_dir.h"
 #include "trace/emit.h"
+#include "trace/fork.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
 
@@ -139,6 +140,98 @@ TEST_CASE("disk full mid-run: exit 2, the trace reads up to its last block") {
   CHECK_FALSE(t.truncation.empty());
   auto info = testing::run_command(kCli + " info " + path);
   CHECK(info.exit == 0);
+}
+
+TEST_CASE("publish_when: an old trace is replaced only once an event it accepts is written") {
+  testing::TempDir dir("hookscope-safe-write-wanted");
+  const std::string old_path = (dir.path / "old.hstrace").string();
+  const std::string new_path = (dir.path / "new.hstrace").string();
+  {
+    std::ofstream(old_path) << "old trace";
+  }
+  trace::WriterOptions opts;
+  opts.publish_when = [](const trace::Event& e) { return e.kind == trace::EventKind::kBackwardBegin; };
+  auto one = [](trace::EventKind kind) {
+    auto chunk = std::make_unique<trace::Chunk>();
+    chunk->count = 1;
+    chunk->events[0].kind = kind;
+    chunk->events[0].t_ns = trace::now_ns();
+    return chunk;
+  };
+  {
+    // Events, but none it accepts: the old file stays, no temporary is left.
+    trace::TraceFileWriter writer(old_path, trace::TraceHeader{}, opts);
+    writer.on_chunk(one(trace::EventKind::kOwnerCreated));
+    writer.close();
+    CHECK_FALSE(writer.published());
+    CHECK(slurp(old_path) == "old trace");
+  }
+  {
+    trace::TraceFileWriter writer(old_path, trace::TraceHeader{}, opts);
+    writer.on_chunk(one(trace::EventKind::kOwnerCreated));
+    writer.on_chunk(one(trace::EventKind::kBackwardBegin));
+    writer.close();
+    CHECK(writer.published());
+    CHECK(trace::read_trace(old_path).events.size() == 2);
+  }
+  opts.new_file_waits = true;
+  {
+    // A new file waits too: nothing of interest, no file at all.
+    trace::TraceFileWriter writer(new_path, trace::TraceHeader{}, opts);
+    writer.on_chunk(one(trace::EventKind::kOwnerCreated));
+    writer.close();
+    CHECK_FALSE(fs::exists(new_path));
+  }
+  size_t files = 0;
+  for (auto& e : fs::directory_iterator(dir.path)) files += e.is_regular_file();
+  CHECK(files == 1);
+}
+
+TEST_CASE("a forked child abandons the parent's recording: no hang, the parent's trace is whole") {
+  // Note [Recording across fork]: before abandon_after_fork, a child that
+  // finished the recorder it inherited joined a writer thread that does not
+  // exist in it (a hang) and wrote a footer into the parent's file.
+  testing::TempDir dir("hookscope-safe-write-fork");
+  const std::string parent_path = (dir.path / "parent.hstrace").string();
+  const std::string child_path = (dir.path / "child.hstrace").string();
+  trace::FileRecorder rec(parent_path);
+  rec.start();
+  trace::emit(trace::EventKind::kBackwardBegin);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::alarm(20);  // a hang fails the test instead of stalling it
+    trace::abandon_after_fork();
+    trace::emit(trace::EventKind::kBackwardEnd);  // no recorder: nothing happens
+    {
+      trace::FileRecorder own(child_path);
+      own.start();
+      trace::emit(trace::EventKind::kBackwardBegin);
+      trace::emit(trace::EventKind::kBackwardEnd);
+      trace::flush_calling_thread();
+      own.finish();
+    }
+    std::_Exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  trace::emit(trace::EventKind::kBackwardEnd);
+  rec.finish();
+  // (Start callbacks may announce live owners: only backward events count.)
+  auto backwards = [](const trace::TraceData& t) {
+    size_t n = 0;
+    for (const auto& e : t.events) {
+      n += e.kind == trace::EventKind::kBackwardBegin || e.kind == trace::EventKind::kBackwardEnd;
+    }
+    return n;
+  };
+  auto parent = trace::read_trace(parent_path);
+  CHECK(parent.truncation.empty());
+  CHECK(backwards(parent) == 2);
+  auto child = trace::read_trace(child_path);
+  CHECK(child.truncation.empty());
+  CHECK(backwards(child) == 2);  // its own two, none of the parent's
 }
 
 TEST_CASE("-o '' is a usage error - nothing is recorded") {

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <vector>
 
+#include "trace/fork.h"
 #include "trace/recorder.h"
 
 namespace hookscope::trace {
@@ -140,6 +142,29 @@ uint64_t now_ns() noexcept {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())
                                    .count());
+}
+
+void flush_calling_thread() noexcept {
+  ThreadState& ts = this_thread_state();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_sink && ts.chunk && ts.chunk->count > 0 && ts.generation == g_generation.load()) {
+    g_sink->on_chunk(std::move(ts.chunk));
+  }
+}
+
+void abandon_after_fork() noexcept {
+  // Note [Recording across fork] (fork.h). Only this thread runs: no lock is needed,
+  // and the old ones may never be unlocked.
+  new (&g_mutex) std::mutex();
+  strings_after_fork();
+  ThreadState* me = &this_thread_state();
+  detail::g_recording.store(false);
+  g_sink = nullptr;
+  g_generation.fetch_add(1);
+  // The other threads' states belong to threads that do not exist here
+  // (their thread_local storage is never destroyed in this process).
+  for (ThreadState* ts : g_threads) ts->chunk.reset();
+  g_threads.assign(1, me);
 }
 
 // ---- Recorder ---------------------------------------------------------------

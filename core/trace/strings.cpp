@@ -1,7 +1,10 @@
 #include "trace/strings.h"
 
+#include "trace/fork.h"
+
 #include <deque>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -56,5 +59,7 @@ uint32_t string_count() {
   std::lock_guard<std::mutex> lock(t.mutex);
   return static_cast<uint32_t>(t.strings.size());
 }
+
+void strings_after_fork() noexcept { new (&table().mutex) std::mutex(); }
 
 }  // namespace hookscope::trace

@@ -58,6 +58,7 @@ TraceFileWriter::TraceFileWriter(const std::string& path, TraceHeader header, Wr
   const bool in_place = exists && !S_ISREG(st.st_mode);
   write_path_ = in_place ? path : temporary_name(path, ::getpid());
   renamed_ = in_place;
+  published_ = in_place;
   fd_ = ::open(write_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     throw std::runtime_error("cannot create trace file '" + path + "' (written first as '" +
@@ -66,13 +67,14 @@ TraceFileWriter::TraceFileWriter(const std::string& path, TraceHeader header, Wr
   }
   buffer_ = encode_file_start(header_);
   flush_buffer();
-  if (!failed_ && !exists) {
+  if (!failed_ && !exists && !(options_.publish_when && options_.new_file_waits)) {
     // A new file takes its name once its header is whole: a process killed
     // between open() and the header's write() leaves no unreadable trace.
     if (::rename(write_path_.c_str(), path_.c_str()) != 0) {
       fail("cannot rename '" + write_path_ + "' to '" + path_ + "': " + std::strerror(errno));
     } else {
       renamed_ = true;
+      published_ = true;
       write_path_ = path_;
     }
   }
@@ -140,7 +142,9 @@ void TraceFileWriter::run() {
     }
     batch.clear();  // frees the chunks before the (slow) write
     flush_buffer();
-    if (!renamed_ && !failed_ && events_written_ > 0) publish();
+    if (!renamed_ && !failed_ && events_written_ > 0 && (wanted_ || !options_.publish_when)) {
+      publish();
+    }
     WriterStats s;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -199,6 +203,9 @@ void TraceFileWriter::append_chunk(const Chunk& chunk) {
     }
     payload_.clear();
     codec_.encode(payload_, thread, chunk.events + begin, end - begin);
+    if (options_.publish_when && !wanted_) {
+      for (uint32_t i = begin; i < end && !wanted_; ++i) wanted_ = options_.publish_when(chunk.events[i]);
+    }
     index_.push_back({offset_ + buffer_.size(), thread, end - begin, t_min, t_max});
     append_block(buffer_, static_cast<uint32_t>(BlockType::kEvents), payload_);
     events_written_ += end - begin;
@@ -246,7 +253,10 @@ void TraceFileWriter::publish() {
     return;
   }
   renamed_ = true;
+  published_ = true;
 }
+
+bool TraceFileWriter::published() const { return published_; }
 
 void TraceFileWriter::fail(const std::string& what) {
   failed_ = true;
@@ -291,7 +301,7 @@ void TraceFileWriter::close_nothrow() {
   append_block(buffer_, static_cast<uint32_t>(BlockType::kFooter), payload_);
   buffer_ += encode_trailer(footer_offset);
   flush_buffer();
-  if (!renamed_ && !failed_) publish();
+  if (!renamed_ && !failed_ && (wanted_ || !options_.publish_when)) publish();
   if (::close(fd_) != 0 && !failed_) {
     fail("closing trace file '" + path_ + "' failed: " + std::strerror(errno));
   }

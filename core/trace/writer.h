@@ -9,6 +9,7 @@
 //   ...                  // run the workload; trace::set_recording pauses/resumes
 //   rec.finish();        // throws if the file could not be written
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -51,6 +52,14 @@ struct WriterOptions {
   // (progress display). Must not emit events; an exception it throws is
   // reported by close().
   std::function<void(const WriterStats&)> on_chunk_written = nullptr;
+  // Note [Safe trace writes]: when set, an existing trace is replaced only
+  // once a written event satisfies it (the torch bridge: a backward or hook
+  // event), and a recording without one leaves no file of its own.
+  bool (*publish_when)(const Event&) = nullptr;
+  // With publish_when: a new file waits for such an event too, instead of
+  // taking its name with its header (a child process that records nothing
+  // of interest leaves nothing behind).
+  bool new_file_waits = false;
 };
 
 // Writes the chunks it receives to `path` on a background thread, in the
@@ -75,6 +84,10 @@ class TraceFileWriter : public ChunkSink {
   // say — still leaves a readable trace under its own name, never one cut
   // inside its header). A path that is not a regular file (a FIFO,
   // /dev/stdout) is written in place from the start.
+  // WriterOptions::publish_when raises the bar: the rename waits until an
+  // event it accepts is on disk (new files too with new_file_waits), so a
+  // program that ends before doing anything worth a trace (the torch bridge:
+  // no backward, no hook) never replaces the trace of an earlier run.
   //
   // Writes the header. Header fields left empty/zero are filled in: hookscope
   // version, host, pid, start times. Throws std::runtime_error when the file
@@ -101,6 +114,8 @@ class TraceFileWriter : public ChunkSink {
   const TraceHeader& header() const { return header_; }
   // Empty unless writing failed.
   std::string error() const;
+  // Whether the trace is (or, before close, already is) under its own name.
+  bool published() const;
 
  private:
   struct IndexEntry {
@@ -146,6 +161,8 @@ class TraceFileWriter : public ChunkSink {
   uint64_t events_written_ = 0;
   std::vector<IndexEntry> index_;
   bool failed_ = false;
+  bool wanted_ = false;  // an event satisfying options_.publish_when was written
+  std::atomic<bool> published_{false};
   std::thread thread_;
 };
 

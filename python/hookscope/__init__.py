@@ -39,11 +39,18 @@ def start(path, scenario=None):
     """Starts recording to `path` (PREFIX.rank<r>.hstrace under torch.distributed
     when RANK/WORLD_SIZE are set or a process group exists). Returns the Recorder."""
     _check_version()
+    rec = running()
+    if rec is not None and rec.child:
+        # This process is a recorded program's child, recorded on its own
+        # (Note [Recorded child processes]): the program's own recording wins.
+        rec.finish(quiet=True)
     return Recorder(path, scenario).start()
 
 
 def stop():
-    """Finishes the running recording; returns {'events', 'bytes', 'path'}."""
+    """Finishes the running recording; returns {'events', 'bytes', 'path',
+    'published', 'children', 'error' (when the file could not be written)}.
+    A failed write is reported on stderr, never raised."""
     rec = running()
     if rec is None:
         raise RuntimeError("hookscope: no recording is running (start one with hookscope.start)")

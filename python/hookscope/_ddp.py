@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from . import _C
+from . import _C, _children
 
 _DESTROY_BY_KEY = 0
 
@@ -111,9 +111,11 @@ def install(rec):
     def init_process_group(*args, **kwargs):
         result = orig_init_pg(*args, **kwargs)
         if _C.recording():
-            rec.groups += 1
-            _C.emit(_C.EV_process_group_created, arg=dist.get_world_size(), actor=rec.groups,
-                    key=rec.groups)
+            # A child learns its rank here (Note [Recorded child processes]).
+            r = _children.rank_known(rec)
+            r.groups += 1
+            _C.emit(_C.EV_process_group_created, arg=dist.get_world_size(), actor=r.groups,
+                    key=r.groups)
         return result
 
     def destroy_process_group(*args, **kwargs):

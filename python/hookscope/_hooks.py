@@ -14,6 +14,13 @@ from . import _C
 
 _MISSING = object()
 _state = threading.local()  # .internal: registrations made by torch itself
+# Bumped by each recording: a wrapper whose info is of an older recording
+# (the hook outlived it) is wrapped anew when found (_present.py).
+_generation = 0
+
+
+def generation():
+    return _generation
 
 
 def _internal():
@@ -21,11 +28,12 @@ def _internal():
 
 
 class _HookInfo:
-    __slots__ = ("key", "node", "kind", "owner", "removed", "tensor", "wrapper")
+    __slots__ = ("key", "node", "kind", "owner", "removed", "tensor", "wrapper", "gen")
 
     def __init__(self, key, node, kind, owner):
         self.key, self.node, self.kind, self.owner = key, node, kind, owner
         self.removed = False
+        self.gen = _generation
         self.tensor = None   # weakref to a leaf tensor (its AccumulateGrad changes)
         self.wrapper = None
 
@@ -87,6 +95,19 @@ class ModuleHook:
         return self.fn(*args, **kwargs)
 
 
+def _current_info(handle):
+    """This recording's info for the hook a RemovableHandle removes: the
+    wrapper in the hook dict (a hook present at start was wrapped there after
+    its handle was made), else the one the handle was given."""
+    ref = getattr(handle, "hooks_dict_ref", None)
+    d = ref() if ref is not None else None
+    w = d.get(handle.id) if d is not None else None
+    info = getattr(w, "info", None)
+    if not isinstance(info, _HookInfo):
+        info = getattr(handle, "_hookscope", None)
+    return info if info is not None and info.gen == _generation else None
+
+
 class PythonHooks:
     """Installs and removes the patches; `rec` is the running Recorder."""
 
@@ -101,6 +122,8 @@ class PythonHooks:
         setattr(owner, name, value)
 
     def install(self):
+        global _generation
+        _generation += 1
         rec = self
         Tensor = torch.Tensor
         orig_register = Tensor.register_hook
@@ -164,7 +187,7 @@ class PythonHooks:
             return backward_hooks, handle
 
         def remove(self):
-            info = getattr(self, "_hookscope", None)
+            info = _current_info(self)
             if info is not None and _C.recording() and not info.node and info.wrapper is not None:
                 rec.resolve_pending()  # find its Node while it is still on it
             orig_remove(self)

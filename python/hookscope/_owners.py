@@ -80,6 +80,12 @@ class Owners:
             if id(m) not in children:
                 self.name_modules(m, keep=True)
 
+    def adopt_modules(self, modules):
+        """Every module alive, found by the caller's pass over the heap (the
+        first _scan would make the same pass)."""
+        if self._all is None:
+            self._all = weakref.WeakSet(modules)
+
     def module_created(self, module):
         if self._all is not None:
             self._all.add(module)

@@ -11,6 +11,7 @@ import torch
 import torch.autograd
 
 from . import _C
+from . import _children, _present
 from ._hooks import PythonHooks
 from ._owners import Owners
 
@@ -34,15 +35,32 @@ def rank_path(path, rank):
     """PREFIX.rank<r>.hstrace for rank r, unless `path` already names one."""
     if rank < 0 or re.search(r"rank\d+", os.path.basename(path)):
         return path
-    stem = path[:-len(".hstrace")] if path.endswith(".hstrace") else path
-    return f"{stem}.rank{rank}.hstrace"
+    return f"{_stem(path)}.rank{rank}.hstrace"
+
+
+def pid_path(path, pid):
+    """PREFIX.pid<pid>.hstrace: a child process whose rank is not known."""
+    return f"{_stem(path)}.pid{pid}.hstrace"
+
+
+def _stem(path):
+    return path[:-len(".hstrace")] if path.endswith(".hstrace") else path
 
 
 class Recorder:
-    def __init__(self, path, scenario=None):
+    """child: this process was started (spawned, forked) by a recorded one
+    and records to PREFIX.rank<r> / PREFIX.pid<pid> (python/hookscope/_children.py)."""
+
+    def __init__(self, path, scenario=None, child=False):
         rank, world = _rank_and_world()
         self.rank, self.world = rank, world
-        self.path = rank_path(path, rank if world > 1 else -1)
+        self.prefix = path
+        self.child = child
+        ranked = rank >= 0 and world > 1
+        if child and not ranked:
+            self.path = pid_path(path, os.getpid())
+        else:
+            self.path = rank_path(path, rank if world > 1 else -1)
         self.scenario = scenario or "torch bridge"
         self.hooks = PythonHooks(self)
         self.saved = []
@@ -52,6 +70,7 @@ class Recorder:
         self.groups = 0
         self.paused = False
         self.stats = None
+        self.present = 0   # hooks present at start (Note [Hooks present at start])
 
     # ---- lifecycle -------------------------------------------------------------
     def start(self):
@@ -59,32 +78,54 @@ class Recorder:
         if _running is not None:
             raise RuntimeError(f"hookscope: already recording to {_running.path}; "
                                "stop that recording first")
-        _C.start(self.path, self.scenario, self.rank if self.world > 1 else -1, self.world)
+        _C.start(self.path, self.scenario, self.rank if self.world > 1 else -1, self.world,
+                 new_file_waits=self.child)
         self.owners = Owners()
         _running = self
+        # The first events reach the file now, not after the writer's timed
+        # flush (a short program, one ending in os._exit), and before the
+        # pass over the heap for the hooks present (tens of ms).
+        _C.flush()
         try:
             self.hooks.install()
             self._install()
+            self.present = _present.declare(self)
         except Exception:
             self.finish()
             raise
-        if self.hooks.missing:
+        _C.flush()
+        _children.started(self)
+        if self.hooks.missing and not self.child:   # the parent said it once for all
             import warnings
             warnings.warn(f"hookscope: with PyTorch {torch.__version__} these are not recorded: "
                           + "; ".join(self.hooks.missing))
         return self
 
-    def finish(self):
+    def finish(self, quiet=False):
+        """Ends the recording; never raises for the file (a failed write is
+        reported on stderr, the program's exit status stays its own)."""
         global _running
         if _running is not self:
             return self.stats
+        self._unpatch()
+        _running = None
+        self.stats = _C.finish()
+        _children.finished(self, quiet)
+        return self.stats
+
+    def abandon(self):
+        """In a forked child: this process stops being this recording without
+        a call into its writer (Note [Recording across fork])."""
+        global _running
+        if _running is self:
+            self._unpatch()
+            _running = None
+
+    def _unpatch(self):
         self.hooks.uninstall()
         for owner, name, value in reversed(self.saved):
             setattr(owner, name, value)
         self.saved.clear()
-        _running = None
-        self.stats = _C.finish()
-        return self.stats
 
     def pause(self):
         self.paused = True

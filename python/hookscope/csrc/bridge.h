@@ -75,6 +75,11 @@ void set_prepared(uint32_t owner, bool prepared);
 void set_no_sync(uint32_t owner);
 void clear_prepared();  // at the end of every backward
 
+// In a child right after fork(): the registry's lock is made anew (a thread
+// that no longer exists may have held it) and everything is forgotten, as
+// for a new recording. Note [Recording across fork].
+void after_fork();
+
 // Rank stamped on events from threads the bridge observes (autograd threads).
 void set_rank(int rank);
 

@@ -12,6 +12,7 @@
 #include "bridge.h"
 #include "trace/emit.h"
 #include "trace/event.h"
+#include "trace/fork.h"
 #include "trace/strings.h"
 #include "trace/writer.h"
 
@@ -22,7 +23,26 @@ namespace {
 
 std::unique_ptr<trace::FileRecorder> g_recorder;
 
-void start(const std::string& path, const std::string& scenario, int rank, int world_size) {
+// Note [Safe trace writes]: a trace is replaced (or, for a child process,
+// written at all) only by a recording that holds a backward or a hook event.
+bool worth_a_trace(const trace::Event& e) {
+  switch (e.kind) {
+    case trace::EventKind::kHookAdded:
+      // actor kOwnerFromSnapshot: a hook present at start (Note [Hooks
+      // present at start], _present.py), not this run's doing.
+      return e.actor != trace::kOwnerFromSnapshot;
+    case trace::EventKind::kBackwardBegin:
+    case trace::EventKind::kHookFired:
+    case trace::EventKind::kHookRemoved:
+    case trace::EventKind::kHookRemoveFailed:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void start(const std::string& path, const std::string& scenario, int rank, int world_size,
+           bool new_file_waits) {
   if (g_recorder) {
     throw std::runtime_error("hookscope: a recording is already running (to " +
                              g_recorder->writer().path() + "); stop it before starting another");
@@ -31,24 +51,46 @@ void start(const std::string& path, const std::string& scenario, int rank, int w
   header.scenario = scenario;
   header.rank = rank;
   header.world_size = world_size;
+  trace::WriterOptions options;
+  options.publish_when = &worth_a_trace;
+  options.new_file_waits = new_file_waits;
   bridge::reset_registry();
   bridge::set_rank(rank < 0 ? 0 : rank);
   trace::set_thread_rank(static_cast<uint16_t>(rank < 0 ? 0 : rank));
-  g_recorder = std::make_unique<trace::FileRecorder>(path, header);
+  g_recorder = std::make_unique<trace::FileRecorder>(path, header, options);
   g_recorder->start();
 }
 
+// Never throws: a write that failed (disk full) is in "error", with the
+// stats of what did reach the file; "published": the trace is under its
+// name (false: it held no backward or hook event, or its first write failed,
+// and an older trace of that name is unchanged).
 py::dict finish() {
   if (!g_recorder) throw std::runtime_error("hookscope: no recording is running");
   std::unique_ptr<trace::FileRecorder> rec = std::move(g_recorder);
   bridge::reset_registry();
-  rec->finish();
-  const trace::WriterStats s = rec->writer().stats();
   py::dict out;
+  try {
+    rec->finish();
+  } catch (const std::exception& e) {
+    out["error"] = std::string(e.what());
+  }
+  const trace::WriterStats s = rec->writer().stats();
   out["events"] = s.events_written;
   out["bytes"] = s.bytes_written;
   out["path"] = rec->writer().path();
+  out["published"] = rec->writer().published();
   return out;
+}
+
+// Note [Recording across fork]: the child forgets the parent's recording
+// without a call into it (its writer thread does not exist here; its file
+// is the parent's). The FileRecorder is leaked on purpose: destroying it
+// would join that thread and write a footer into the parent's file.
+void after_fork_child() {
+  (void)g_recorder.release();
+  bridge::after_fork();
+  trace::abandon_after_fork();
 }
 
 template <typename E>
@@ -67,7 +109,9 @@ PyObject* borrowed(const py::handle& h) { return h.ptr(); }
 PYBIND11_MODULE(_C, m) {
   m.doc() = "hookscope's torch bridge: trace writer and autograd Node access (libtorch 1.13)";
   m.def("start", &start, py::arg("path"), py::arg("scenario"), py::arg("rank") = -1,
-        py::arg("world_size") = 1);
+        py::arg("world_size") = 1, py::arg("new_file_waits") = false);
+  m.def("after_fork_child", &after_fork_child);
+  m.def("flush", &trace::flush_calling_thread);
   m.def("finish", &finish);
   m.def("is_running", [] { return static_cast<bool>(g_recorder); });
   m.def("pause", [] {
@@ -111,5 +155,6 @@ PYBIND11_MODULE(_C, m) {
   export_enum(m, "HOOK_", static_cast<trace::HookKind>(trace::kNumHookKinds));
   export_enum(m, "OWNER_", static_cast<trace::OwnerKind>(6));
   m.attr("NODE_IS_LEAF_ACCUMULATOR") = trace::kNodeIsLeafAccumulator;
+  m.attr("FROM_SNAPSHOT") = trace::kOwnerFromSnapshot;
   m.attr("FORMAT_VERSION") = "1.1";
 }

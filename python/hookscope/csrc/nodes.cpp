@@ -15,6 +15,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -260,6 +261,11 @@ void reset_registry() {
   g_new_accumulators.clear();
   g_held.clear();
   clear_reducers();
+}
+
+void after_fork() {
+  new (&g_mutex) std::recursive_mutex();
+  reset_registry();
 }
 
 void set_rank(int rank) { g_rank = rank; }
