@@ -35,6 +35,8 @@ LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 # the comment going on below.
 NOTE_HEADING = re.compile(r"^\s*(?://|#|\*)\s*Note \[([^\]]+)\](?:\s*$|:\s)")
 COMMENT = re.compile(r"^\s*(?://|#|\*)")
+DOC_NOTE_HEADING = re.compile(r"^\s*Note \[([^\]]+)\]\s*$")
+UNDERLINE = re.compile(r"^\s*~{3,}\s*$")
 PATHLIKE = re.compile(r"^[\w.*/-]+$")
 PLAIN_PATH = re.compile(r"(?<![\w/.\[(`-])(?:(?:" + "|".join(re.escape(d) for d in SOURCE_DIRS + ("docs",)) +
                         r")/[\w.*/-]+|[\w-]+\.(?:h|cpp|cu|py|sh|md))")
@@ -61,6 +63,10 @@ def note_homes(root):
         for i, line in enumerate(lines):
             m = NOTE_HEADING.match(line)
             if m and i + 1 < len(lines) and COMMENT.match(lines[i + 1]):
+                homes.setdefault(m.group(1), set()).add(rel)
+            # In a Python docstring: the heading alone, underlined with ~~~.
+            m = DOC_NOTE_HEADING.match(line)
+            if m and i + 1 < len(lines) and UNDERLINE.match(lines[i + 1]):
                 homes.setdefault(m.group(1), set()).add(rel)
     return homes
 

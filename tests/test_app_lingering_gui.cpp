@@ -155,6 +155,10 @@ TEST_CASE("gui lingering: a kept-alive DDP's replaced Reducers are alarms of the
     CHECK(r["lingering"]["boxes"].get<int>() > 0);
     CHECK(r["alarms"].get<int>() >= r["lingering"]["boxes"].get<int>());
     CHECK(r["lingering"]["tags"].get<int>() > 0);
+    // One tag per lingering owner (Reducer 1 on each of the 2 ranks), not one
+    // per box: copies of one sentence over every box hid the graph.
+    CHECK(r["lingering"]["tags"].get<int>() <= 2);
+    CHECK(r["lingering"]["boxes"].get<int>() > r["lingering"]["tags"].get<int>());
     CHECK(r["lingering"]["legend"].get<int>() > 0);
     CHECK(says(r["reducers"], "Reducer 1 r0: replaced, still alive (lingering)"));
     for (const auto& w : r["reducers"]) CHECK(w.get<std::string>().rfind("Reducer 1 r0: alive", 0) == std::string::npos);

@@ -32,7 +32,8 @@ using analysis::kNoIndex;
 // and the box gets a red outline and a "!" marker at its top right corner.
 // A hook of a lingering owner (Note [Lingering owners]) is one too, in the
 // lingering colour, and the box is tagged "lingering: Reducer 1 replaced at
-// #N" (while no hook of it is firing stale or being removed: those tags win).
+// #N" once per owner, on its first box from the top (while no hook of it is
+// firing stale or being removed: those tags win).
 // A hook firing at the current event flashes; with an owner selected, its
 // chips are outlined white and the others fade. GraphScene::box_sizes()
 // reserves room for this with the same BoxMetrics.
@@ -149,11 +150,17 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
     draw_tag(f, u, "stale fire", pal.stale);
   } else if (removing) {
     draw_tag(f, u, "hook removed", pal.removed);
-  } else if (lingering != analysis::kNoIndex && text) {
+  } else if (lingering != analysis::kNoIndex && text &&
+             std::find(f.tagged_owners.begin(), f.tagged_owners.end(), lingering) == f.tagged_owners.end()) {
     const analysis::OwnerInfo& o = model.owners()[lingering];
     const std::string tag = fmt::format("lingering: {} replaced at #{}", model.owner_name(lingering), o.replaced_at);
-    // Neighbouring boxes share the story: a tag that would overlap one drawn already is left out.
-    if (draw_tag(f, u, tag.c_str(), pal.lingering, /*yield=*/true)) ++stats_.lingering_tags;
+    // One tag tells an owner's story (a tag per box hid the graph under copies
+    // of one sentence); one that would overlap a tag drawn already waits for
+    // the owner's next box.
+    if (draw_tag(f, u, tag.c_str(), pal.lingering, /*yield=*/true)) {
+      ++stats_.lingering_tags;
+      f.tagged_owners.push_back(lingering);
+    }
   }
   const float pad = m.pad * z;
   const float fs = m.line_height * z;

@@ -95,6 +95,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   drawn_at_ = static_cast<analysis::EventIndex>(state.index);
   f.dl = ImGui::GetWindowDrawList();
   stats_ = {};
+  f.tagged_owners.clear();
   stats_.state_pending = lazy_;
   stats_.indexed = f.view != nullptr;
 

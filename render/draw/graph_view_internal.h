@@ -66,6 +66,10 @@ struct GraphView::Frame {
   mutable std::unordered_map<uint32_t, uint32_t> lazy_filled;  // FunctionIndex -> 1 + its place in lazy_at
   mutable std::deque<analysis::FunctionAt> lazy_at;            // filled from the view (stable references)
   std::vector<uint32_t> cell_counts;  // LiveIndex::count_cells at the event
+  // Lingering owners whose "lingering: ..." tag this frame has drawn: one tag
+  // per owner (each rank's Reducer is an owner of its own), on its first box
+  // drawn from the top; its other boxes keep the outline and the "!" disc.
+  std::vector<uint32_t> tagged_owners;
   size_t live_count = 0;              // units live or holding ghost hooks (live_units.size() when not pending)
   // Note [Alarms by intervals]: LiveIndex::alarm_units at alarms_at (when
   // `view`: every alarm unit and a few others, checked when used; the

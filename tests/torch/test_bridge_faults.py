@@ -1,4 +1,5 @@
-"""The torch bridge under faults (issue 27 item 2): each fault program runs
+"""The torch bridge under faults (a recording must never change what a
+program prints or how it exits, nor hang a forked child): each fault program runs
 alone and under `python -m hookscope.record`, and its stdout, stderr and
 exit status are the same (hookscope's own lines, each starting with
 "hookscope: ", aside); a forked child never hangs or writes into the

@@ -1,5 +1,5 @@
-"""Child processes of a recorded program are recorded (issue 24 item 4,
-Note [Recorded child processes]): ranks started by torch.multiprocessing.spawn,
+"""Child processes of a recorded program are recorded, since that is how most
+DDP programs start their ranks (Note [Recorded child processes]): ranks started by torch.multiprocessing.spawn,
 multiprocessing's spawn, forkserver and fork, and ranks launched by hand
 with RANK/WORLD_SIZE each write PREFIX.rank<r>.hstrace (or .pid<pid> without
 a rank); the parent names the files; a child that ran Python but could not
