@@ -39,7 +39,8 @@ enum class EventKind : uint8_t {
   kOwnerCreated = 5,
   // owner = owner id
   kOwnerDestroyed = 6,
-  // node, key, owner = hook's owner, sub = HookKind, arg = input_nr for tensor pre hooks
+  // node, key, owner = hook's owner, sub = HookKind, arg = input_nr for tensor pre hooks,
+  // actor = kOwnerFromSnapshot when the hook predates the recording (Note [Hooks present at start])
   kHookAdded = 7,
   // node, key, owner, sub = HookKind
   kHookFired = 8,
