@@ -69,7 +69,7 @@ compile() {  # SOURCES...: each to obj/SOURCE.o, in parallel
 objects() { for f in "$@"; do echo "$FUZZ_DIR/obj/$f.o"; done; }
 targets="${FUZZ_TARGETS:-reader model gui}"
 declare -A target_file=([reader]=fuzz_trace_reader [model]=fuzz_trace_model [gui]=fuzz_gui_frame)
-declare -A target_libs=([reader]="-lzstd" [model]="-lzstd -lfmt" [gui]="-lzstd -lfmt -limgui -lpthread")
+declare -A target_libs=([reader]="-lzstd" [model]="-lzstd -lfmt" [gui]="-lzstd -lfmt -limgui -lstb -lpthread")
 build_start=$SECONDS
 for t in $targets; do
   case "$t" in

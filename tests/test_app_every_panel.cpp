@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 TEST_CASE("gui every panel: each crafted hostile trace, every panel at once and compared with itself") {
   const fs::path dir = testing::scratch_config_dir("hookscope_app_every_panel");
-  for (const crafted::Crafted& c : crafted::catalogue(2000)) {
+  for (const crafted::Crafted& c : crafted::catalogue(200)) {
     CAPTURE(c.name);
     const fs::path path = dir / (c.name + ".hstrace");
     std::ofstream(path, std::ios::binary) << c.bytes;
