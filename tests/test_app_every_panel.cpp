@@ -45,3 +45,25 @@ TEST_CASE("gui every panel: each crafted hostile trace, every panel at once and 
   }
 }
 #endif
+
+#if HOOKSCOPE_APP_UI
+// Found by fuzz_gui_frame (UBSan): the Events panel's time column subtracted
+// two int64 times that span more than int64 (signed overflow).
+TEST_CASE("gui every panel: times spanning more than int64 draw in the Events panel") {
+  const fs::path dir = testing::scratch_config_dir("hookscope_app_every_panel");
+  crafted::Builder b;
+  b.t = 0x0700000000000000ull;
+  b.ev(crafted::kNodeCreated, 1, 0, b.intern("MulBackward0"));
+  b.t = 0x8700000000000000ull;  // read as a time far below the first
+  b.ev(crafted::kHookAdded, 1, 5, 0, 0, crafted::kPost);
+  const fs::path path = dir / "times_span.hstrace";
+  std::ofstream(path, std::ios::binary) << crafted::encode(b.spec);
+  app::Args args = testing::headless_args({path.string()});
+  args.panel = "events";
+  testing::HeadlessApp ui(args);
+  testing::frames_until([&] { return ui.app().settled(); }, [&] { ui.frame(); });
+  ui.frame();
+  REQUIRE(ui.app().session().model() != nullptr);
+  CHECK(ui.app().describe_view().find("nothing open") == std::string::npos);
+}
+#endif
