@@ -19,8 +19,7 @@ namespace {
 void event_cells(const analysis::Model& m, size_t i, render::Severity sev, render::CollectiveNames& names) {
   const trace::Event e = m.event(i);
   ImGui::TableNextColumn();
-  // In doubles: a hostile trace's times span more than int64 (the GUI fuzzer).
-  ImGui::Text("%.3f", (static_cast<double>(m.time_ns(i)) - static_cast<double>(m.time_ns(0))) / 1e6);
+  ImGui::Text("%.3f", ms_since_first(m, i));
   ImGui::TableNextColumn();
   ImGui::Text("%u", static_cast<unsigned>(e.rank));
   ImGui::TableNextColumn();
