@@ -116,7 +116,8 @@ bool App::settled() const {
 bool App::wants_frames() const {  // Note [Idle frames]
   auto graph_busy = [](const std::unique_ptr<render::GraphView>& g) { return g && g->busy(); };
   return session_.playing() || session_.state_pending() || initial_load_pending_ || loader_.busy() ||
-         compare_.loader.busy() || (live_.active() && !live_.finished()) || rows_.pending.valid() ||
+         compare_.loader.busy() || (compare_.findings.valid() && !compare_findings_ready()) ||
+         (live_.active() && !live_.finished()) || rows_.pending.valid() ||
          !rows_.retired.empty() || findings_.pending.valid() ||
          (findings_.wanted && findings_.wanted.get() != findings_.model) || graph_.busy() ||
          (show_compare_ && (graph_busy(compare_graphs_.view_a) || graph_busy(compare_graphs_.view_b) ||

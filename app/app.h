@@ -81,7 +81,14 @@ struct FindingsState {
 struct CompareState {
   std::vector<std::string> files;
   std::shared_ptr<const analysis::Model> model;
+  // B's findings, diagnosed once and off the UI thread as soon as B is
+  // loaded: the counts' diff and the synchronised graphs both read them (a
+  // 300k-hook B took seconds on the UI thread, twice: issue 27 item 4).
+  std::shared_future<std::vector<analysis::Finding>> findings;
   std::unique_ptr<analysis::ModelDiff> diff;  // once both models and findings are there
+  // A's findings unpacked (FindingTable::to_vector) for `diff`, kept for the
+  // synchronised graphs: unpacking a million findings is not done twice a frame.
+  std::vector<analysis::Finding> findings_a;
   const analysis::Model* diffed_against = nullptr;
   TraceLoader loader;
   std::string error;
@@ -166,6 +173,9 @@ class App {
   const render::GraphView* export_view() const { return export_.whole.get(); }
   // The Compare view's synchronised state (tests).
   const CompareGraphs& compare_state() const { return compare_graphs_; }
+  // Shows every panel and view at once, the Compare panel included (the
+  // GUI fuzzer, fuzz/fuzz_gui_frame.cpp: one frame draws them all).
+  void show_every_panel();
 
  private:
   void adopt(LoadResult result);
@@ -195,6 +205,7 @@ class App {
   // Its sections: panel_compare.cpp (counts at the end, findings) and
   // panel_compare_graphs.cpp (graphs synchronised on matching points, hook order).
   bool compare_waiting(const analysis::Model* m);
+  bool compare_findings_ready() const;  // B's, diagnosed off the UI thread (app_model.cpp)
   bool compare_header(const std::string& name_a, const std::string& name_b);
   void compare_counts_table(const analysis::ModelDiff& diff);
   void compare_findings(const analysis::ModelDiff& diff);

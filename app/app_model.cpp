@@ -166,6 +166,12 @@ void App::publish_model(std::shared_ptr<const analysis::Model> model, bool keep_
   scroll_events_ = true;
 }
 
+bool App::compare_findings_ready() const {
+  if (!compare_.findings.valid()) return false;
+  if (args_.headless_frames()) compare_.findings.wait();
+  return compare_.findings.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
 void App::set_filter(const std::string& expression) {
   std::snprintf(filter_text_, sizeof(filter_text_), "%s", expression.c_str());
   const analysis::Model* model = session_.model();
@@ -204,6 +210,9 @@ void App::poll_background() {
     }
     if (r->model) {
       compare_.model = std::move(r->model);
+      compare_.findings = std::async(std::launch::async, [m = compare_.model] {
+                            return analysis::diagnose(*m);
+                          }).share();
       compare_.files = r->files;
       compare_.diff.reset();
       compare_.diffed_against = nullptr;
@@ -242,12 +251,18 @@ void App::poll_background() {
       findings_.ready = findings_.model == session_.model();
     }
   }
-  // The diff needs both models and this side's findings.
-  if (compare_.model && session_.model() && findings_.ready &&
-      compare_.diffed_against != session_.model()) {
-    compare_.diff = std::make_unique<analysis::ModelDiff>(
-        analysis::diff_models(*session_.model(), findings_.findings.to_vector(), *compare_.model,
-                              analysis::diagnose(*compare_.model)));
+  // The diff needs both models and both sides' findings.
+  if (compare_.model && session_.model() && findings_.ready && compare_.diffed_against != session_.model() &&
+      compare_findings_ready()) {
+    try {
+      compare_.findings_a = findings_.findings.to_vector();
+      compare_.diff = std::make_unique<analysis::ModelDiff>(
+          analysis::diff_models(*session_.model(), compare_.findings_a, *compare_.model, compare_.findings.get()));
+    } catch (const std::exception& e) {  // B's diagnosis failed (std::bad_alloc): nothing to compare
+      compare_.error = fmt::format("could not compare: {}", e.what());
+      compare_.model.reset();
+      compare_.findings = {};
+    }
     compare_.diffed_against = session_.model();
   }
   // Screenshots and test frames see each layout landed; a benchmark only in

@@ -18,6 +18,11 @@
 namespace hookscope::app {
 
 inline ImVec4 col(uint32_t packed) { return ImGui::ColorConvertU32ToFloat4(packed); }
+// Event i's time since the first event, in ms. In doubles: a hostile trace's
+// times span more than int64 (signed overflow, found by the GUI fuzzer).
+inline double ms_since_first(const analysis::Model& m, size_t i) {
+  return (static_cast<double>(m.time_ns(i)) - static_cast<double>(m.time_ns(0))) / 1e6;
+}
 // "1 bucket", "3 buckets": a count and its noun, plural when not one.
 std::string count_of(size_t n, const char* noun);
 // The Diagnostics panel's line when nothing was found: which hooks are

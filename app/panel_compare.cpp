@@ -135,6 +135,7 @@ bool App::compare_header(const std::string& name_a, const std::string& name_b) {
   ImGui::SameLine();
   if (ImGui::SmallButton("close B")) {
     compare_.model.reset();
+    compare_.findings = {};
     compare_.diff.reset();
     compare_.diffed_against = nullptr;
     compare_.files.clear();

@@ -115,7 +115,7 @@ void App::compare_sync() {
     g.sync = std::make_unique<analysis::CompareSync>(*a, *b);
     g.view_a->update_model(a);
     g.synced_for = SIZE_MAX;
-    g.diffs = std::make_unique<analysis::PointDiffs>(session_.shared_model(), findings_.findings.to_vector(), compare_.model,
+    g.diffs = std::make_unique<analysis::PointDiffs>(session_.shared_model(), compare_.findings_a, compare_.model,
                                                      g.findings_b);
   }
   bool fresh = false;
@@ -126,12 +126,12 @@ void App::compare_sync() {
     g.by = by, g.follow = follow;
     g.model_a = a, g.model_b = b;
     g.sync = std::make_unique<analysis::CompareSync>(*a, *b);
-    g.findings_b = analysis::diagnose(*b);
+    g.findings_b = compare_.findings.get();  // compare_.diff exists: they are in
     g.cursor_b = std::make_unique<analysis::Cursor>(*b);
     g.view_a = std::make_unique<render::GraphView>();
     g.view_b = std::make_unique<render::GraphView>();
     fresh = true;  // their models once B's event is known (below)
-    g.diffs = std::make_unique<analysis::PointDiffs>(session_.shared_model(), findings_.findings.to_vector(), compare_.model,
+    g.diffs = std::make_unique<analysis::PointDiffs>(session_.shared_model(), compare_.findings_a, compare_.model,
                                                      g.findings_b);
   }
   if (g.follow && (g.synced_for != session_.current() || g.synced_by != g.by)) {

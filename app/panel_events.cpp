@@ -19,7 +19,7 @@ namespace {
 void event_cells(const analysis::Model& m, size_t i, render::Severity sev, render::CollectiveNames& names) {
   const trace::Event e = m.event(i);
   ImGui::TableNextColumn();
-  ImGui::Text("%.3f", static_cast<double>(m.time_ns(i) - m.time_ns(0)) / 1e6);
+  ImGui::Text("%.3f", ms_since_first(m, i));
   ImGui::TableNextColumn();
   ImGui::Text("%u", static_cast<unsigned>(e.rank));
   ImGui::TableNextColumn();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "app.h"
+#include "panel_common.h"
 
 namespace hookscope::app {
 
@@ -22,7 +23,7 @@ void App::draw_status_bar() {
   const analysis::Model* m = session_.model();
   if (m && m->num_events() > 0) {
     const size_t i = session_.current();
-    const double t_ms = static_cast<double>(m->time_ns(i) - m->time_ns(0)) / 1e6;
+    const double t_ms = ms_since_first(*m, i);
     ImGui::SameLine();
     ImGui::TextDisabled("|");
     ImGui::SameLine();

@@ -110,6 +110,11 @@ void App::draw_view_panels() {
   if (const char* path = std::getenv("HOOKSCOPE_VIEWS_REPORT"); path && *path) write_report(v.stats, path);
 }
 
+void App::show_every_panel() {
+  views_.show_lanes = views_.show_readiness = views_.show_explain = true;
+  show_compare_ = true;
+}
+
 void App::draw_view_menu_items() {
   ImGui::MenuItem("Lanes (hook lifetimes)", nullptr, &views_.show_lanes);
   ImGui::MenuItem("Readiness (DDP map)", nullptr, &views_.show_readiness);

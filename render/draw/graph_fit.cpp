@@ -145,7 +145,9 @@ void GraphView::fit_now(const Frame& f) {
   auto axis = [&](float a, float b, float fa, float fb, float extent) {
     const float view = extent / zoom_ - 2.f * margin / zoom_;
     if (b - a <= view) return (a + b) * 0.5f;
-    const float c = (fa + fb) * 0.5f;
+    // An empty focus (its box is not in the compact layout) is +inf..-inf,
+    // whose middle is NaN: a NaN centre crashed ImGui's AddRect (the fuzzer).
+    const float c = fa <= fb ? (fa + fb) * 0.5f : (a + b) * 0.5f;
     return std::clamp(c, a + view * 0.5f, b - view * 0.5f);
   };
   center_ = {axis(lo.x, hi.x, flo.x, fhi.x, w), axis(lo.y, hi.y, flo.y, fhi.y, h)};
