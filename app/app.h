@@ -83,7 +83,7 @@ struct CompareState {
   std::shared_ptr<const analysis::Model> model;
   // B's findings, diagnosed once and off the UI thread as soon as B is
   // loaded: the counts' diff and the synchronised graphs both read them (a
-  // 300k-hook B took seconds on the UI thread, twice: issue 27 item 4).
+  // 300k-hook B took seconds on the UI thread, twice).
   std::shared_future<std::vector<analysis::Finding>> findings;
   std::unique_ptr<analysis::ModelDiff> diff;  // once both models and findings are there
   // A's findings unpacked (FindingTable::to_vector) for `diff`, kept for the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GUI's --compare on a big trace (issue 27 item 4: ready in <= 5 s): a
+# The GUI's --compare on a big trace (the goal: ready in <= 5 s): a
 # 1.23M-event trace (make_lanes_trace: 100k hooks, 500 steps) against a
 # 112-event one (autograd-demo, one step), both orders, RUNS runs each,
 # with bench_compare_open (an App with no window, as a user runs it).

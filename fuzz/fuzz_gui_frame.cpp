@@ -1,4 +1,4 @@
-// libFuzzer target for what the GUI draws (issue 27): the whole App, as a
+// libFuzzer target for what the GUI draws (a trace it cannot open or draw must never crash it): the whole App, as a
 // user opens a trace, with an ImGui context whose font atlas is built but
 // no renderer (NewFrame/Render draw into ImDrawLists nobody uploads). Each
 // input is opened as a trace and compared with itself, every panel and view

@@ -1,5 +1,5 @@
 // Every panel and view at once on every crafted hostile trace, compared with
-// itself (issue 27 item 1): what the GUI fuzzer (fuzz/fuzz_gui_frame.cpp)
+// itself (a hostile trace must never crash a panel): what the GUI fuzzer (fuzz/fuzz_gui_frame.cpp)
 // does to each input, in the normal suite, on the catalogue its corpus is
 // seeded from. An App with an ImGui context and no window, as a user's frames.
 #if HOOKSCOPE_APP_UI

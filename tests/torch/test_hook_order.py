@@ -4,9 +4,9 @@ non-leaves), retain_grad, Node pre and post hooks, built from one spec in
 PyTorch (recorded by the bridge) and in our runtime (hook_order_runtime).
 
 Each trace's fire sequence equals what its program saw, and per Function
-the two runtimes fire the same hooks in the same order — up to the one
-documented difference between PyTorch 1.13 and the 2.x order our runtime
-follows: 1.13 keeps a Function's tensor hooks and Node pre hooks in one list
+the two runtimes fire the same hooks in the same order — exactly under
+PyTorch 2.x, and under 1.13 up to the one documented difference from the
+2.x order our runtime follows: 1.13 keeps a Function's tensor hooks and Node pre hooks in one list
 and runs them in registration order, 2.x runs all tensor hooks first
 (Note [Hook firing order]). `normalize` ignores exactly that.
 `hookscope-cli diff` of the two traces finds the same hooks on every Function.
@@ -18,6 +18,7 @@ import os
 import random
 import subprocess
 
+import torch
 import torch_util as tu
 
 RUNTIME = os.environ.get("HOOKSCOPE_RUNTIME_GRAPH", "")
@@ -152,9 +153,15 @@ def kind_of(label):
     return "tensor_pre" if rest.startswith("tensor") else rest.rstrip("0123456789")
 
 
+TORCH_1 = torch.__version__.startswith("1.")
+
+
 def normalize(seq):
-    """Ignores exactly the PyTorch 1.13 vs 2.x difference: the relative order
-    of a Function's tensor hooks and its Node pre hooks (stable otherwise)."""
+    """Under PyTorch 1.13, ignores exactly its difference from 2.x: the
+    relative order of a Function's tensor hooks and its Node pre hooks
+    (stable otherwise). Under 2.x nothing is ignored: the orders must be equal."""
+    if not TORCH_1:
+        return list(seq)
     rank = {"tensor_pre": 0, "pre": 1, "post": 2}
     return sorted(seq, key=lambda label: rank.get(kind_of(label), 3))
 
@@ -197,8 +204,12 @@ def test_random_graph():
     spec = random_spec(seed=7)
     tu.expect(len(spec["ops"]) == 30, "30 Functions")
     differ = compare(spec, "random30")
-    # The 1.13 vs 2.x difference is real in this graph (so normalize is needed).
-    print(f"Functions whose raw order differs (1.13 vs 2.x pre-hook order): {differ}")
+    # The 1.13 vs 2.x difference is real in this graph (so 1.13 needs
+    # normalize); under 2.x the raw orders are equal, Function by Function.
+    if TORCH_1:
+        print(f"Functions whose raw order differs (1.13 vs 2.x pre-hook order): {differ}")
+    else:
+        tu.expect(not differ, f"under PyTorch {torch.__version__} these Functions fire in another order: {differ}")
 
 
 def test_recording_changes_nothing():
