@@ -162,6 +162,26 @@ TEST_CASE("DDP-averaged gradients equal single-process full-batch gradients (W =
   }
 }
 
+TEST_CASE("DDP runs the wrapped module's hooks, as PyTorch's DDP calls self.module(...)") {
+  run_ranks(1, [&](int, std::shared_ptr<ddp::ProcessGroup> pg) {
+    auto model = nn::mlp({4, 8, 2}, 3);
+    std::vector<std::string> order;
+    model->register_forward_hook([&](nn::Module&, const Tensor&, const Tensor&) {
+      order.push_back("forward");
+      return Tensor();
+    });
+    model->register_full_backward_hook([&](nn::Module&, const Tensor&, const Tensor&) {
+      order.push_back("backward");
+      return Tensor();
+    });
+    ddp::DistributedDataParallel d(model, pg, {});
+    nn::SyntheticClassification data(4, 2, 5);
+    auto b = data.batch(0, 8);
+    cross_entropy(d(b.x), b.y).backward();
+    CHECK(order == std::vector<std::string>{"forward", "backward"});
+  });
+}
+
 TEST_CASE("buckets: parameters in reverse order, a small first bucket, then the cap") {
   run_ranks(1, [](int, std::shared_ptr<ddp::ProcessGroup> pg) {
     // Parameter bytes: 512, 64, 1024, 64, 128, 8 (0.weight ... 4.bias).

@@ -39,7 +39,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
 }
 
 Tensor DistributedDataParallel::forward(const Tensor& x) {
-  Tensor out = module_->forward(x);
+  // Through the module's call, as PyTorch's DDP calls self.module(...): the
+  // module's own hooks (and the global module hooks) run under DDP too.
+  Tensor out = (*module_)(x);
   if (GradMode::is_enabled()) {
     if (require_sync_) {
       reducer_->prepare_for_backward({out});
