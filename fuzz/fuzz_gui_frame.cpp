@@ -32,7 +32,6 @@
 
 #include "app.h"
 #include "app_assets.h"
-#include "scenarios/registry.h"
 #include "trace/file_format.h"
 #include "trace/strings.h"
 #include "trace/writer.h"
@@ -40,16 +39,6 @@
 namespace tr = hookscope::trace;
 namespace an = hookscope::analysis;
 namespace app = hookscope::app;
-
-// The App can run a scenario live (--live); the fuzzer never asks it to, and
-// linking the runtime (tensors, autograd, DDP, Gloo) would triple the
-// target's build. Reaching this is a bug in the target, said loudly.
-namespace hookscope::scenarios {
-std::string run_scenario(const ScenarioArgs&) {
-  std::fprintf(stderr, "fuzz_gui_frame: a live scenario was started\n");
-  std::abort();
-}
-}  // namespace hookscope::scenarios
 
 namespace {
 

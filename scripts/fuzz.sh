@@ -48,11 +48,12 @@ reader_sources=(core/trace/reader*.cpp core/trace/packed_events*.cpp core/trace/
 model_sources=("${reader_sources[@]}" core/trace/event.cpp core/export/chrome.cpp core/export/jsonl.cpp
                core/export/text_safety.cpp)
 for f in core/analysis/*.cpp; do [[ "$f" == */synthetic.cpp ]] || model_sources+=("$f"); done
-# The GUI's: the App and its panels, the views, the model's sources, and the
-# writer (raw event inputs become files). Not the runtime: the fuzzer never
-# runs a scenario (fuzz/fuzz_gui_frame.cpp), nor the command line (app_args.cpp).
+# The GUI's: the App and its panels, the views, the model's sources, the
+# scenario catalog (names and options, no runtime: the GUI links the same,
+# Note [The GUI runs no scenario]) and the writer (raw event inputs become
+# files). Not the runtime, nor the command line (app_args.cpp).
 gui_sources=("${model_sources[@]}" core/trace/writer.cpp core/trace/strings.cpp core/trace/emit.cpp
-             core/export/dot.cpp render/layout/*.cpp render/draw/*.cpp app/app.cpp app/panel_*.cpp
+             core/scenarios/registry.cpp core/export/dot.cpp render/layout/*.cpp render/draw/*.cpp app/app.cpp app/panel_*.cpp
              app/session.cpp app/event_filter.cpp app/loader.cpp app/live_run.cpp app/config.cpp
              app/file_browser.cpp app/index_args.cpp)
 for f in app/app_*.cpp; do [[ "$f" == */app_args.cpp ]] || gui_sources+=("$f"); done

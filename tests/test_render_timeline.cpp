@@ -105,6 +105,20 @@ TEST_CASE("timeline index: idle stretches are found and say what they were (Note
   const analysis::Model busy(testing::record_trace([&] { scenarios::run_ddp_scenario(o); }));
   CHECK(TimelineIndex(busy).idle_gaps().empty());
 }
+TEST_CASE("timeline index: times at int64's two ends make one idle gap, not an overflow") {
+  // fuzz_gui_frame's find: the gap test subtracted the times in int64.
+  analysis::TraceBuilder b;
+  b.rank(0).time(0x8000'0000'0000'000Aull);  // INT64_MIN + 10
+  b.function("MulBackward0");
+  b.time(0x7FFF'FFFF'FFFF'FFF6ull);  // INT64_MAX - 9
+  b.function("AddBackward0");
+  const analysis::Model m(b.take());
+  const TimelineIndex index(m);
+  REQUIRE(index.idle_gaps().size() == 1);
+  CHECK(static_cast<double>(index.idle_gaps()[0].end) - static_cast<double>(index.idle_gaps()[0].begin) ==
+        doctest::Approx(1.8446744e19).epsilon(0.001));
+}
+
 TEST_CASE("timeline: the class summary answers like a scan, on random ranges") {
   const TimelineIndex index = uniform_index(300'000, 1);
   const TimelineTrack& t = index.tracks()[0];

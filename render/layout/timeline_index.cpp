@@ -267,7 +267,10 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
       Building& b = *last;
       const int64_t t = chunk_times[i - begin];
       if (i == 0) first_time = t;
-      if (i > 0 && t - latest >= kIdleGapMinNs) {
+      // Unsigned: a hostile trace's times may be int64's ends, whose signed
+      // difference overflows (found by fuzz_gui_frame).
+      if (i > 0 && t > latest &&
+          static_cast<uint64_t>(t) - static_cast<uint64_t>(latest) >= static_cast<uint64_t>(kIdleGapMinNs)) {
         std::optional<trace::CollectiveOp> op;
         if (!collectives.empty()) {
           const auto& [building, span] = collectives.begin()->second;
@@ -418,7 +421,7 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
   }
   // Note [Idle gaps]: only stretches that matter at the trace's scale.
   const double span = n == 0 ? 0.0 : static_cast<double>(latest) - static_cast<double>(first_time);
-  std::erase_if(gaps_, [&](const IdleGap& g) { return static_cast<double>(g.end - g.begin) < kIdleGapShare * span; });
+  std::erase_if(gaps_, [&](const IdleGap& g) { return static_cast<double>(g.end) - static_cast<double>(g.begin) < kIdleGapShare * span; });
 }
 
 }  // namespace hookscope::render
