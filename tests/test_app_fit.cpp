@@ -72,12 +72,14 @@ void check_fits(testing::HeadlessApp& h, const std::string& where) {
   for (const auto& b : s.box_rects) {
     outside += b.x0 < c.x0 - 0.5f || b.y0 < c.y0 - 0.5f || b.x1 > c.x1 + 0.5f || b.y1 > c.y1 + 0.5f;
   }
+  // A rank's column spans every box the layout holds for it, live or not
+  // (the full view lays out the whole trace; fit frames the live ones), so a
+  // column may run past the canvas with all its live boxes in view. Columns
+  // are reported, not judged; a rank's live boxes are (box_rects).
   std::string columns;
-  bool columns_inside = true;
   for (const auto& [rank, r] : s.rank_columns) {
     columns += " r" + std::to_string(rank) + " [" + std::to_string(static_cast<int>(r.x0)) + "," +
                std::to_string(static_cast<int>(r.x1)) + "]";
-    columns_inside &= r.x0 >= c.x0 - 0.5f && r.x1 <= c.x1 + 0.5f;
   }
   INFO(where << ": live " << s.live_units << ", drawn " << s.box_rects.size() << ", outside " << outside
              << ", text " << s.min_text_px << " px (" << s.small_texts << " small), canvas [" << c.x0 << "," << c.x1
@@ -87,7 +89,7 @@ void check_fits(testing::HeadlessApp& h, const std::string& where) {
     CHECK(s.small_texts == 0);
     CHECK(s.min_text_px >= 10.f);
   }
-  const bool all_in = s.box_rects.size() == s.live_units && outside == 0 && columns_inside;
+  const bool all_in = s.box_rects.size() == s.live_units && outside == 0;
   if (!all_in) {
     // What does not fit is named in the toolbar, and what matters is in view.
     CHECK_FALSE(s.off_canvas.empty());
