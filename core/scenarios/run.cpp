@@ -28,20 +28,15 @@ std::string run_autograd_demo_scenario(const ScenarioArgs& a) {
       r.stale_removals_refused);
 }
 
-std::string run_module_hooks_scenario(const ScenarioArgs& a) {
-  ModuleHooksOptions o;
+// A single-process scenario whose options are steps, seed and device, and
+// whose result has a format_result: module-hooks, module-api.
+template <typename Options, typename Run>
+std::string run_single(const ScenarioArgs& a, Run run) {
+  Options o;
   o.steps = a.steps > 0 ? a.steps : o.steps;
   o.seed = a.seed;
   o.device = parse_device(a.device);
-  return format_result(o, run_module_hooks(o));
-}
-
-std::string run_module_api_scenario(const ScenarioArgs& a) {
-  ModuleApiOptions o;
-  o.steps = a.steps > 0 ? a.steps : o.steps;
-  o.seed = a.seed;
-  o.device = parse_device(a.device);
-  return format_result(o, run_module_api(o));
+  return format_result(o, run(o));
 }
 
 std::string run_ddp(const ScenarioArgs& a) {
@@ -100,8 +95,8 @@ std::string run_scenario(const ScenarioArgs& args) {
   switch (s->runner) {
     case Runner::kAutogradDemo: return run_autograd_demo_scenario(args);
     case Runner::kDdp: return run_ddp(args);
-    case Runner::kModuleHooks: return run_module_hooks_scenario(args);
-    case Runner::kModuleApi: return run_module_api_scenario(args);
+    case Runner::kModuleHooks: return run_single<ModuleHooksOptions>(args, run_module_hooks);
+    case Runner::kModuleApi: return run_single<ModuleApiOptions>(args, run_module_api);
   }
   throw std::logic_error("run_scenario: a Runner without its run");
 }
