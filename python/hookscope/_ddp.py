@@ -3,6 +3,7 @@ Reducer is an owner ("Reducer N") whose C++ hooks on the AccumulateGrads are
 found by snapshots of Node::post_hooks() right after construction and right
 after destruction (docs/torch-bridge.md)."""
 
+import functools
 import re
 import weakref
 
@@ -141,7 +142,40 @@ def install(rec):
             _C.emit(_C.EV_process_group_destroyed, key=rec.groups)
         return result
 
+    orig_comm = DistributedDataParallel.register_comm_hook
+    said_comm_hook = []   # the warning below, once per recording
+
+    def register_comm_hook(self, state, hook):
+        # A Python comm hook (DDP calls it with each bucket, in place of its
+        # allreduce): one hook of the Reducer, node 0, fired per bucket call
+        # with the bucket's index and bytes, once the trace vocabulary has a
+        # comm hook kind (HOOK_comm_hook; until then said once, not guessed).
+        # wraps: DDP checks the hook's signature and logs its name, as given.
+        owner = self.__dict__.get("_hookscope_reducer")
+        if not owner or not _C.recording():
+            return orig_comm(self, state, hook)
+        if not hasattr(_C, "HOOK_comm_hook"):
+            if not said_comm_hook:
+                said_comm_hook.append(True)
+                import warnings
+                warnings.warn("hookscope: DDP comm hook calls are not recorded (this trace format "
+                              "has no comm hook kind)", stacklevel=2)
+            return orig_comm(self, state, hook)
+        key = _C.new_key()
+
+        @functools.wraps(hook)
+        def comm_hook(state, bucket):
+            if _C.recording():
+                buf = bucket.buffer()
+                _C.emit(_C.EV_hook_fire, sub=_C.HOOK_comm_hook, key=key, owner=owner,
+                        arg=buf.numel() * buf.element_size(), actor=bucket.index())
+            return hook(state, bucket)
+        result = orig_comm(self, state, comm_hook)
+        _C.emit(_C.EV_hook_add, sub=_C.HOOK_comm_hook, key=key, owner=owner)
+        return result
+
     rec._patch(DistributedDataParallel, "__init__", init)
+    rec._patch(DistributedDataParallel, "register_comm_hook", register_comm_hook)
     rec._patch(DistributedDataParallel, "forward", forward)
     rec._patch(dist, "init_process_group", init_process_group)
     rec._patch(dist, "destroy_process_group", destroy_process_group)

@@ -117,6 +117,7 @@ class PythonHooks:
         self.pending = []   # NodeHook infos whose Node is not known yet
         self.missing = []   # what this PyTorch lacks, so cannot be recorded
         self.global_owner = None   # "global module hooks", made at the first one
+        self.said_saved_tensors = False
 
     def _patch(self, owner, name, value):
         self.saved.append((owner, name, owner.__dict__.get(name, _MISSING)))
