@@ -108,21 +108,8 @@ def install(hooks):
         finally:
             _state.multi = was
 
-    # Not recorded yet (docs/torch-bridge.md): said once, when it matters.
-    stc = getattr(_graph_mod, "saved_tensors_hooks", None)
-    orig_enter = getattr(stc, "__enter__", None)
-
-    def saved_tensors_enter(self):
-        if _C.recording() and not rec.said_saved_tensors:
-            rec.said_saved_tensors = True
-            import warnings
-            warnings.warn(f"hookscope: with PyTorch {torch.__version__} saved_tensors_hooks "
-                          "pack/unpack calls are not recorded (the trace has no "
-                          "saved_tensor_packed/unpacked events for them)", stacklevel=2)
-        return orig_enter(self)
-
-    if orig_enter is not None:
-        rec._patch(stc, "__enter__", saved_tensors_enter)
+    from . import _saved_tensors
+    _saved_tensors.install(rec)
 
     if orig_multi is not None:
         rec._patch(_graph_mod, "register_multi_grad_hook",
