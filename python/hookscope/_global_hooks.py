@@ -3,7 +3,8 @@ hooks (torch.nn.modules.module.register_module_*_hook) and
 torch.autograd.graph.register_multi_grad_hook (2.x). Recorded as hookscope's
 runtime writes the same program (core/nn/global_module_hooks.cpp,
 Note [Multi-grad hooks] in core/autograd/multi_grad_hook.cpp), so a bridge
-trace and a runtime trace read alike. See docs/torch-bridge.md."""
+trace and a runtime trace read alike; install() also installs the
+saved-tensor hooks' recording (_saved_tensors.py). See docs/torch-bridge.md."""
 
 import functools
 import threading
@@ -108,11 +109,11 @@ def install(hooks):
         finally:
             _state.multi = was
 
-    from . import _saved_tensors
-    _saved_tensors.install(rec)
-
     if orig_multi is not None:
+        # torch.autograd.graph is where users call it from; a name bound
+        # elsewhere before the recording started keeps the original.
         rec._patch(_graph_mod, "register_multi_grad_hook",
                    functools.wraps(orig_multi)(register_multi_grad_hook))
-        # torch.autograd.graph is where users call it from; a name bound
-        # elsewhere at import (from ... import) keeps the original.
+
+    from . import _saved_tensors
+    _saved_tensors.install(rec)
