@@ -144,8 +144,9 @@ std::vector<Finding> diagnose_reducers(const Model& m) {
   for (auto& [key, u] : unused) {
     if (u.unhandled == 0) {
       u.finding.message += fmt::format(
-          " got no gradient in {} backward(s) (first in backward {}); find_unused_parameters "
-          "marked it ready each time, which costs a graph search per backward",
+          " got no gradient in {} backward(s) (first in backward {}); DDP marked it ready "
+          "each time (find_unused_parameters at the cost of a graph search per backward; "
+          "static_graph, in PyTorch, from what its first backward saw)",
           u.finding.count, u.backwards.front());
     } else {
       u.finding.message += fmt::format(

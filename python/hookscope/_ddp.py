@@ -3,6 +3,7 @@ Reducer is an owner ("Reducer N") whose C++ hooks on the AccumulateGrads are
 found by snapshots of Node::post_hooks() right after construction and right
 after destruction (docs/torch-bridge.md)."""
 
+import functools
 import re
 import weakref
 
@@ -19,22 +20,36 @@ class _ReducerSentinel:
     """Stored in the DDP object's __dict__ after the Reducer, so that it is
     released after it: by then the Reducer's destructor has removed its
     hooks, and a snapshot sees them go (Python frees a dict's values in
-    insertion order)."""
+    insertion order). A Reducer that outlives its DDP (the first backward of
+    a static_graph DDP keeps it in its _DDPSink Node, alive as long as the
+    program keeps that graph, e.g. a loss) is destroyed when it goes."""
 
-    def __init__(self, owner, nparams):
+    def __init__(self, owner, nparams, reducer):
         self.owner, self.nparams = owner, nparams
+        try:
+            self.reducer = weakref.ref(reducer) if reducer is not None else None
+        except TypeError:
+            self.reducer = None
 
     def __del__(self):
-        from ._recorder import running
-        rec = running()
-        if rec is None or not _C.is_running():
+        reducer = self.reducer() if self.reducer is not None else None
+        if reducer is not None:
+            weakref.finalize(reducer, _reducer_destroyed, self.owner)
             return
-        _C.snapshot(rec.owners.cpp, self.owner)
-        _C.set_reducer(self.owner, [])
-        # actor: the hooks its destructor removed, as the runtime writes it
-        _C.emit(_C.EV_reducer_destroyed, arg=_DESTROY_BY_KEY, owner=self.owner,
-                actor=_C.removed_hooks_of(self.owner))
-        _C.emit(_C.EV_owner_destroyed, owner=self.owner)
+        _reducer_destroyed(self.owner)
+
+
+def _reducer_destroyed(owner):
+    from ._recorder import running
+    rec = running()
+    if rec is None or not _C.is_running():
+        return
+    _C.snapshot(rec.owners.cpp, owner)
+    _C.set_reducer(owner, [])
+    # actor: the hooks its destructor removed, as the runtime writes it
+    _C.emit(_C.EV_reducer_destroyed, arg=_DESTROY_BY_KEY, owner=owner,
+            actor=_C.removed_hooks_of(owner))
+    _C.emit(_C.EV_owner_destroyed, owner=owner)
 
 
 def install(rec):
@@ -74,7 +89,8 @@ def install(rec):
         except Exception:
             buckets = 0
         _C.emit(_C.EV_reducer_constructed, arg=len(params), actor=buckets, owner=owner)
-        object.__setattr__(self, "_hookscope_sentinel", _ReducerSentinel(owner, len(params)))
+        object.__setattr__(self, "_hookscope_sentinel",
+                           _ReducerSentinel(owner, len(params), getattr(self, "reducer", None)))
 
     def forward(self, *args, **kwargs):
         owner = self.__dict__.get("_hookscope_reducer")
@@ -99,7 +115,9 @@ def install(rec):
             rec.last_ddp = weakref.ref(self)
             _C.emit(_C.EV_prepare_for_backward, arg=n, owner=owner)
             _C.set_prepared(owner, True)
-            if self.find_unused_parameters:
+            # find_unused_parameters, or static_graph (Note [Static graph's
+            # unused parameters]): the Reducer marks the unreached ones ready.
+            if self.find_unused_parameters or getattr(self, "static_graph", False):
                 reached = _reached_leaves(out)
                 for index, (name, ref) in enumerate(self.__dict__["_hookscope_params"]):
                     if id(ref()) not in reached:
@@ -124,7 +142,40 @@ def install(rec):
             _C.emit(_C.EV_process_group_destroyed, key=rec.groups)
         return result
 
+    orig_comm = DistributedDataParallel.register_comm_hook
+    said_comm_hook = []   # the warning below, once per recording
+
+    def register_comm_hook(self, state, hook):
+        # A Python comm hook (DDP calls it with each bucket, in place of its
+        # allreduce): one hook of the Reducer, node 0, fired per bucket call
+        # with the bucket's index and bytes, once the trace vocabulary has a
+        # comm hook kind (HOOK_comm_hook; until then said once, not guessed).
+        # wraps: DDP checks the hook's signature and logs its name, as given.
+        owner = self.__dict__.get("_hookscope_reducer")
+        if not owner or not _C.recording():
+            return orig_comm(self, state, hook)
+        if not hasattr(_C, "HOOK_comm_hook"):
+            if not said_comm_hook:
+                said_comm_hook.append(True)
+                import warnings
+                warnings.warn("hookscope: DDP comm hook calls are not recorded (this trace format "
+                              "has no comm hook kind)", stacklevel=2)
+            return orig_comm(self, state, hook)
+        key = _C.new_key()
+
+        @functools.wraps(hook)
+        def comm_hook(state, bucket):
+            if _C.recording():
+                buf = bucket.buffer()
+                _C.emit(_C.EV_hook_fire, sub=_C.HOOK_comm_hook, key=key, owner=owner,
+                        arg=buf.numel() * buf.element_size(), actor=bucket.index())
+            return hook(state, bucket)
+        result = orig_comm(self, state, comm_hook)
+        _C.emit(_C.EV_hook_add, sub=_C.HOOK_comm_hook, key=key, owner=owner)
+        return result
+
     rec._patch(DistributedDataParallel, "__init__", init)
+    rec._patch(DistributedDataParallel, "register_comm_hook", register_comm_hook)
     rec._patch(DistributedDataParallel, "forward", forward)
     rec._patch(dist, "init_process_group", init_process_group)
     rec._patch(dist, "destroy_process_group", destroy_process_group)
@@ -165,6 +216,19 @@ def _reached_leaves(out):
     return leaves
 
 
+# Note [Static graph's unused parameters]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# DDP(static_graph=True) without find_unused_parameters still handles
+# parameters the graph never reaches: its first backward counts which hooks
+# fire (and reduces every bucket at its end), later ones mark the unused
+# parameters ready themselves, in the first hook of each backward
+# (reducer.cpp: unused_parameters_). Python cannot see that call; the graph
+# is static, so the parameters the forward's graph does not reach are those
+# (_reached_leaves). Recorded as find_unused_parameters is, and as the
+# runtime writes it (core/ddp/reducer.cpp): unused_parameter + mark_ready
+# per such parameter, at each prepared forward.
+
+
 def _unused(ddp, owner, index, handled):
     params = ddp.__dict__["_hookscope_params"]
     if index >= len(params):
@@ -173,7 +237,7 @@ def _unused(ddp, owner, index, handled):
     p = ref()
     node = _C.accumulator_id(p, False) if p is not None else 0
     _C.emit(_C.EV_unused_parameter, node=node, arg=_C.intern(name), owner=owner, actor=index)
-    if handled:  # find_unused_parameters: the Reducer marks it ready at once
+    if handled:  # find_unused_parameters / static_graph: the Reducer marks it ready
         _C.emit(_C.EV_mark_ready, node=node, arg=index, owner=owner)
 
 

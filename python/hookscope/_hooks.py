@@ -116,6 +116,8 @@ class PythonHooks:
         self.saved = []
         self.pending = []   # NodeHook infos whose Node is not known yet
         self.missing = []   # what this PyTorch lacks, so cannot be recorded
+        self.global_owner = None   # "global module hooks", made at the first one
+        self.said_saved_tensors = False
 
     def _patch(self, owner, name, value):
         self.saved.append((owner, name, owner.__dict__.get(name, _MISSING)))
@@ -149,11 +151,18 @@ class PythonHooks:
                 owners = rec.rec.owners
                 leaf = self.grad_fn is None
                 node = _C.accumulator_id(self, True) if leaf else _C.node_id(self.grad_fn)
-                info = _HookInfo(_C.new_key(), node, kind, owners.call_site())
+                # One of a register_multi_grad_hook's hooks: its owner's (_global_hooks.py).
+                multi = getattr(_state, "multi", None)
+                owner = multi.owner if multi is not None else owners.call_site()
+                info = _HookInfo(_C.new_key(), node, kind, owner)
                 if leaf:
                     info.tensor = weakref.ref(self)
                     rec.rec.label_accumulators()
-                wrapper = TensorHook(hook, info)
+                if multi is not None:
+                    from ._global_hooks import MultiGradPart
+                    wrapper = MultiGradPart(hook, info, multi)
+                else:
+                    wrapper = TensorHook(hook, info)
                 try:
                     handle = orig(self, wrapper, *args, **kwargs)
                     handle._hookscope = info
@@ -268,6 +277,8 @@ class PythonHooks:
                 self._patch(Module, name, self._module_register(Module.__dict__[name], kind))
             elif name != "register_full_backward_pre_hook":   # 2.x only: nothing to miss
                 self.missing.append(f"Module.{name}")
+        from . import _global_hooks
+        _global_hooks.install(self)
 
     def _module_register(self, orig, kind):
         rec = self
