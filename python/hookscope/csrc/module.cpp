@@ -59,6 +59,7 @@ void start(const std::string& path, const std::string& scenario, int rank, int w
   trace::set_thread_rank(static_cast<uint16_t>(rank < 0 ? 0 : rank));
   g_recorder = std::make_unique<trace::FileRecorder>(path, header, options);
   g_recorder->start();
+  bridge::observe_collectives(true);
 }
 
 // Never throws: a write that failed (disk full) is in "error", with the
@@ -68,6 +69,7 @@ void start(const std::string& path, const std::string& scenario, int rank, int w
 py::dict finish() {
   if (!g_recorder) throw std::runtime_error("hookscope: no recording is running");
   std::unique_ptr<trace::FileRecorder> rec = std::move(g_recorder);
+  bridge::observe_collectives(false);
   bridge::reset_registry();
   py::dict out;
   try {
@@ -144,6 +146,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_reducer", &bridge::set_reducer);
   m.def("set_prepared", &bridge::set_prepared);
   m.def("set_no_sync", &bridge::set_no_sync);
+  m.def("set_buckets", &bridge::set_buckets);
+  m.def("set_in_backward", &bridge::set_in_backward);
   m.def("removed_hooks_of", &bridge::removed_hooks_of);
   m.def("clear_prepared", &bridge::clear_prepared);
   m.def("python_hook_dicts", [] { return py::reinterpret_steal<py::list>(bridge::python_hook_dicts()); });
