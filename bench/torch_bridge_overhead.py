@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Cost of recording a real PyTorch training step with the torch bridge
-(python/hookscope): MLP 784-256-256-10, batch 64 per rank, SGD, DDP on 2
-processes (gloo, 127.0.0.1), one intra-op thread per process.
+(python/hookscope), DDP on 2 processes (gloo, 127.0.0.1), one intra-op
+thread per process, SGD. --model transformer (the default): nn.TransformerEncoder,
+2 layers, d_model 64, 4 heads, sequence 32, batch 16 per rank; --model mlp:
+784-256-256-10, batch 64 per rank.
 
 Interleaved A/B, made for a loaded machine: PAIRS pairs of blocks of STEPS
 steps, one block without hookscope (A: nothing patched) and one inside a
@@ -13,7 +15,11 @@ step time of each side, their ratio, and the median of the per-pair ratios
 recorded step, events/s written, and (a second, finer figure) pairs of
 single steps in one recording, paused vs recorded.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/torch_bridge_overhead.py [PAIRS] [STEPS] [--profile]
+    PYTHONPATH=build/python /usr/bin/python3 bench/torch_bridge_overhead.py [PAIRS] [STEPS] [--profile] [--model mlp]
+
+The first recorded step: ms_start (hookscope.start(), the pass over the heap
+of Note [Hooks present at start]) and ms_first_step_extra (the first step of
+a recording, which names the parameters, minus the median unrecorded step).
 
 --profile: cProfile of rank 0's recorded steps, the top functions on stderr.
 Prints one JSON line (rank 0's view; both ranks run the same steps)."""
@@ -42,20 +48,32 @@ def free_port():
         return s.getsockname()[1]
 
 
-def worker(rank, world, port, pairs, steps, profile, tmp, out):
+def make_model(name):
+    """(model, input, loss of the output)."""
+    if name == "mlp":
+        model = torch.nn.Sequential(
+            torch.nn.Linear(784, 256), torch.nn.ReLU(),
+            torch.nn.Linear(256, 256), torch.nn.ReLU(),
+            torch.nn.Linear(256, 10))
+        y = torch.randint(0, 10, (64,))
+        return model, torch.randn(64, 784), lambda out: torch.nn.functional.cross_entropy(out, y)
+    layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.0)
+    model = torch.nn.TransformerEncoder(layer, num_layers=2)
+    y = torch.randn(32, 16, 64)
+    return model, torch.randn(32, 16, 64), lambda out: torch.nn.functional.mse_loss(out, y)
+
+
+def worker(rank, world, port, pairs, steps, profile, model_name, tmp, out):
     import hookscope
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    # Debian's 2.6 is built without libuv, the TCPStore's default there.
+    os.environ.setdefault("USE_LIBUV", "0")
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(784, 256), torch.nn.ReLU(),
-        torch.nn.Linear(256, 256), torch.nn.ReLU(),
-        torch.nn.Linear(256, 10))
+    model, x, loss_of = make_model(model_name)
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
-    x = torch.randn(64, 784)
-    y = torch.randint(0, 10, (64,))
 
     cpu = []  # CPU seconds per step of each block (every thread of the process)
     main_cpu = []  # per step: CPU seconds of the training thread (no waiting for a core)
@@ -67,7 +85,7 @@ def worker(rank, world, port, pairs, steps, profile, tmp, out):
             m0 = time.thread_time()
             t0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.cross_entropy(ddp(x), y)
+            loss = loss_of(ddp(x))
             loss.backward()
             opt.step()
             times.append(time.perf_counter() - t0)
@@ -78,14 +96,18 @@ def worker(rank, world, port, pairs, steps, profile, tmp, out):
     block(10)  # warm-up
     med = statistics.median
     off, on, ratios, first, sizes, events, rates = [], [], [], [], [], [], []
+    start_s, start_cpu, first_cpu = [], [], []
     cpu_off, cpu_on, cpu_ratios = [], [], []
     thread_off, thread_on, thread_ratios = [], [], []
 
     def recorded(r):
+        t0, m0 = time.perf_counter(), time.thread_time()
         rec = hookscope.start(os.path.join(tmp, f"bench{r}.rank{rank}.hstrace"))
+        start_s.append(time.perf_counter() - t0)
+        start_cpu.append(time.thread_time() - m0)
         first.extend(block(1))  # names the parameters: one pass over the heap
         cpu.pop()
-        main_cpu.pop()
+        first_cpu.append(main_cpu.pop())
         t0 = time.perf_counter()
         c0 = time.process_time()
         b = block(steps)
@@ -165,7 +187,12 @@ def worker(rank, world, port, pairs, steps, profile, tmp, out):
                    "thread_cpu_ratio_of_medians": med(thread_on) / med(thread_off),
                    "thread_cpu_median_pair_ratio": med(thread_ratios),
                    "ms_first_recorded_step": med(first) * 1e3,
-                   "pairs": pairs, "steps_per_block": steps},
+                   "ms_first_step_extra": (med(first) - med(off)) * 1e3,
+                   "ms_start": med(start_s) * 1e3,
+                   "thread_cpu_ms_start": med(start_cpu) * 1e3,
+                   "thread_cpu_ms_first_step_extra": (med(first_cpu) - med(thread_off)) * 1e3,
+                   "pairs": pairs, "steps_per_block": steps, "model": model_name,
+                   "torch": torch.__version__},
             "paused_vs_recorded_steps": {"median_ratio": med(step_ratios),
                                          "pairs": len(step_ratios)},
             "trace_bytes_per_step": med(sizes),
@@ -176,8 +203,16 @@ def worker(rank, world, port, pairs, steps, profile, tmp, out):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    profile = "--profile" in sys.argv
+    argv = sys.argv[1:]
+    model_name = "transformer"
+    if "--model" in argv:
+        i = argv.index("--model")
+        model_name = argv[i + 1] if i + 1 < len(argv) else ""
+        del argv[i:i + 2]
+    if model_name not in ("transformer", "mlp"):
+        sys.exit("--model: transformer or mlp")
+    args = [a for a in argv if not a.startswith("--")]
+    profile = "--profile" in argv
     pairs = int(args[0]) if args else 15
     steps = int(args[1]) if len(args) > 1 else 20
     if pairs < 7:
@@ -187,7 +222,7 @@ def main():
     out = ctx.Queue()
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        procs = [ctx.Process(target=worker, args=(r, world, port, pairs, steps, profile, tmp, out))
+        procs = [ctx.Process(target=worker, args=(r, world, port, pairs, steps, profile, model_name, tmp, out))
                  for r in range(world)]
         for p in procs:
             p.start()

@@ -11,7 +11,7 @@ import torch
 import torch.autograd
 
 from . import _C
-from . import _children, _present
+from . import _buckets, _children, _present
 from ._hooks import PythonHooks
 from ._owners import Owners
 
@@ -47,6 +47,12 @@ def _stem(path):
     return path[:-len(".hstrace")] if path.endswith(".hstrace") else path
 
 
+# What the bridge cannot see in any PyTorch it supports (1.13, 2.6), said in
+# the trace's header (Note [Collectives through RecordFunction]).
+_NOT_EXPOSED = (" [not exposed by PyTorch: a collective's failure (its end reads ok); "
+                "the members of DDP's buckets before it rebuilds them]")
+
+
 class Recorder:
     """child: this process was started (spawned, forked) by a recorded one
     and records to PREFIX.rank<r> / PREFIX.pid<pid> (python/hookscope/_children.py)."""
@@ -61,7 +67,7 @@ class Recorder:
             self.path = pid_path(path, os.getpid())
         else:
             self.path = rank_path(path, rank if world > 1 else -1)
-        self.scenario = scenario or "torch bridge"
+        self.scenario = (scenario or "torch bridge") + _NOT_EXPOSED
         self.hooks = PythonHooks(self)
         self.saved = []
         self._retain = None
@@ -153,9 +159,14 @@ class Recorder:
         self.label_accumulators()
         self.hooks.resolve_pending()
         _C.snapshot(self.owners.cpp, self.owners.cpp)
+        ddp = self.last_ddp() if self.last_ddp is not None else None
+        if ddp is not None:
+            _buckets.before_backward(ddp)
         _C.emit(_C.EV_backward_begin, sub=1 if is_grad else 0, arg=len(roots))
+        _C.set_in_backward(True)
 
     def after_backward(self, error):
+        _C.set_in_backward(False)
         if error is not None and self.record_failure(error):
             self.on_backward_error(error)
         _C.emit(_C.EV_backward_end)

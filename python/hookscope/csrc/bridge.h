@@ -75,6 +75,17 @@ void set_prepared(uint32_t owner, bool prepared);
 void set_no_sync(uint32_t owner);
 void clear_prepared();  // at the end of every backward
 
+// `owner`'s buckets (Note [Collectives through RecordFunction]): byte sizes
+// in the Reducer's order, and each one's parameter indices (empty: not known;
+// DDP exposes them only once it rebuilt its buckets). Its kMarkReady then
+// name the bucket; bucket allreduces are matched by size.
+void set_buckets(uint32_t owner, const std::vector<uint64_t>& bytes,
+                 const std::vector<std::vector<uint32_t>>& params);
+// c10d's collectives through a global RecordFunction callback (collectives.cpp).
+void observe_collectives(bool on);
+// Around every backward (nested ones count): bucket allreduces happen there.
+void set_in_backward(bool in);
+
 // In a child right after fork(): the registry's lock is made anew (a thread
 // that no longer exists may have held it) and everything is forgotten, as
 // for a new recording. Note [Recording across fork].

@@ -8,6 +8,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "bridge.h"
 #include "trace/emit.h"
@@ -59,6 +61,7 @@ void start(const std::string& path, const std::string& scenario, int rank, int w
   trace::set_thread_rank(static_cast<uint16_t>(rank < 0 ? 0 : rank));
   g_recorder = std::make_unique<trace::FileRecorder>(path, header, options);
   g_recorder->start();
+  bridge::observe_collectives(true);
 }
 
 // Never throws: a write that failed (disk full) is in "error", with the
@@ -68,6 +71,7 @@ void start(const std::string& path, const std::string& scenario, int rank, int w
 py::dict finish() {
   if (!g_recorder) throw std::runtime_error("hookscope: no recording is running");
   std::unique_ptr<trace::FileRecorder> rec = std::move(g_recorder);
+  bridge::observe_collectives(false);
   bridge::reset_registry();
   py::dict out;
   try {
@@ -104,6 +108,60 @@ void export_enum(py::module_& m, const char* prefix, E count) {
 
 PyObject* borrowed(const py::handle& h) { return h.ptr(); }
 
+// Note [Hooks present at start] (_present.py): the objects alive whose type
+// derives from one of `bases`, one list per base, by one pass over the GC's
+// objects in C++ (a Python loop over the 100k-300k objects of a heap after
+// `import torch` took 90-210 ms of start()). PyType_IsSubtype reads the
+// type's MRO: no __class__ property or __subclasscheck__ runs.
+py::list alive_of(const py::tuple& bases) {
+  std::vector<PyTypeObject*> types;
+  for (const py::handle b : bases) {
+    if (!PyType_Check(b.ptr())) throw py::type_error("alive_of: bases must be classes");
+    types.push_back(reinterpret_cast<PyTypeObject*>(b.ptr()));
+  }
+  std::vector<std::vector<PyObject*>> found(types.size());
+  std::unordered_map<PyTypeObject*, int> which;  // per type: index in bases, -1 none
+  auto classify = [&](PyObject* o) {
+    PyTypeObject* t = Py_TYPE(o);
+    auto [it, fresh] = which.try_emplace(t, -1);
+    if (fresh) {
+      for (size_t i = 0; i < types.size(); ++i) {
+        if (PyType_IsSubtype(t, types[i])) {
+          it->second = static_cast<int>(i);
+          break;
+        }
+      }
+    }
+    if (it->second >= 0) {
+      Py_INCREF(o);
+      found[it->second].push_back(o);
+    }
+  };
+#if PY_VERSION_HEX >= 0x030C0000
+  struct Visit {
+    decltype(classify)* fn;
+  } visit{&classify};
+  // No object is made while the GC's lists are walked: the lists below are
+  // built after.
+  PyUnstable_GC_VisitObjects(
+      [](PyObject* o, void* arg) {
+        (*static_cast<Visit*>(arg)->fn)(o);
+        return 1;
+      },
+      &visit);
+#else
+  py::list objs = py::module_::import("gc").attr("get_objects")();
+  for (const py::handle o : objs) classify(o.ptr());
+#endif
+  py::list out;
+  for (auto& objects : found) {
+    py::list l(objects.size());
+    for (size_t i = 0; i < objects.size(); ++i) PyList_SET_ITEM(l.ptr(), i, objects[i]);  // steals
+    out.append(l);
+  }
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -130,6 +188,7 @@ PYBIND11_MODULE(_C, m) {
         },
         py::arg("kind"), py::arg("sub") = 0, py::arg("node") = 0, py::arg("key") = 0,
         py::arg("arg") = 0, py::arg("owner") = 0, py::arg("actor") = 0);
+  m.def("alive_of", &alive_of);
   m.def("new_key", &bridge::new_key);
   m.def("node_id", [](py::handle obj) { return bridge::node_id(borrowed(obj)); });
   m.def("accumulator_id", [](py::handle t, bool create) {
@@ -144,6 +203,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_reducer", &bridge::set_reducer);
   m.def("set_prepared", &bridge::set_prepared);
   m.def("set_no_sync", &bridge::set_no_sync);
+  m.def("set_buckets", &bridge::set_buckets);
+  m.def("set_in_backward", &bridge::set_in_backward);
   m.def("removed_hooks_of", &bridge::removed_hooks_of);
   m.def("clear_prepared", &bridge::clear_prepared);
   m.def("python_hook_dicts", [] { return py::reinterpret_steal<py::list>(bridge::python_hook_dicts()); });

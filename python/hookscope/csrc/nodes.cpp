@@ -17,6 +17,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <typeindex>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -53,6 +54,26 @@ std::vector<std::shared_ptr<Node>> g_held;  // accumulator_id(create) until rele
 // Per owner: its hooks a snapshot found gone (a Reducer's hooks_removed; one
 // snapshot may see several Reducers' go when gc frees them together).
 std::unordered_map<uint32_t, uint32_t> g_removed_of_owner;
+
+// A C++ Function's name, interned once per type for the recording: name()
+// builds a std::string (demangles, for some) on every call, and a step of a
+// small transformer registers a few hundred Functions (bench/torch_bridge_overhead.py).
+// Python Functions share one C++ type (PyNode) and are named each time.
+std::unordered_map<std::type_index, uint32_t> g_name_ids;
+
+uint32_t name_id(Node& n) {
+  auto intern_bare = [&] {
+    // C++ Functions' names carry their namespace ("torch::autograd::AccumulateGrad");
+    // hookscope's runtime and PyTorch's Python repr use the bare name.
+    std::string name = n.name();
+    if (name.rfind("torch::autograd::", 0) == 0) name.erase(0, 17);
+    return trace::intern(name);
+  };
+  if (typeid(n) == typeid(torch::autograd::PyNode)) return intern_bare();
+  auto [it, fresh] = g_name_ids.try_emplace(std::type_index(typeid(n)), 0);
+  if (fresh) it->second = intern_bare();
+  return it->second;
+}
 
 std::shared_ptr<Node> to_node(PyObject* obj) {
   if (obj == nullptr || obj == Py_None) return nullptr;
@@ -134,13 +155,9 @@ uint64_t ensure(const std::shared_ptr<Node>& root) {
       it->second.last_accumulator = state->id;
       g_new_accumulators.emplace_back(state->id, acc->variable);
     }
-    // C++ Functions' names carry their namespace ("torch::autograd::AccumulateGrad");
-    // hookscope's runtime and PyTorch's Python repr use the bare name.
-    std::string name = n->name();
-    if (name.rfind("torch::autograd::", 0) == 0) name.erase(0, 17);
     // PyTorch's sequence number + 1 rides in actor (Note [Torch bridge node ids]);
     // no label, so that Functions match those of hookscope's runtime in a diff.
-    trace::emit(EventKind::kNodeCreated, flags, state->id, previous, trace::intern(name), 0,
+    trace::emit(EventKind::kNodeCreated, flags, state->id, previous, name_id(*n), 0,
                 static_cast<uint32_t>(n->sequence_nr() + 1));
     for (const auto& edge : n->next_edges()) {
       if (!edge.function) continue;
@@ -155,13 +172,15 @@ uint64_t ensure(const std::shared_ptr<Node>& root) {
   return find(root.get())->id;
 }
 
+// The bridge's own observer first: it is on every Node, and typeid is one
+// comparison where a failed dynamic_cast walks the class hierarchy.
 bool is_python_pre(const FunctionPreHook* h) {
-  return dynamic_cast<const torch::autograd::PyFunctionPreHook*>(h) ||
+  return typeid(*h) == typeid(ObserverPre) || dynamic_cast<const torch::autograd::PyFunctionPreHook*>(h) ||
          dynamic_cast<const torch::autograd::PyFunctionTensorPreHook*>(h) ||
          dynamic_cast<const ObserverPre*>(h);
 }
 bool is_python_post(const FunctionPostHook* h) {
-  return dynamic_cast<const torch::autograd::PyFunctionPostHook*>(h) ||
+  return typeid(*h) == typeid(ObserverPost) || dynamic_cast<const torch::autograd::PyFunctionPostHook*>(h) ||
          dynamic_cast<const ObserverPost*>(h);
 }
 
@@ -212,8 +231,9 @@ size_t diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<F
 // Moves the bridge's observers to the ends of their lists (Note [Observer hooks]).
 template <typename Observer, typename List>
 void keep_last(List& hooks) {
+  if (!hooks.empty() && typeid(*hooks.back()) == typeid(Observer)) return;  // most often
   auto it = std::find_if(hooks.begin(), hooks.end(), [](const auto& h) {
-    return dynamic_cast<const Observer*>(h.get()) != nullptr;
+    return typeid(*h) == typeid(Observer);
   });
   if (it != hooks.end() && it + 1 != hooks.end()) std::rotate(it, it + 1, hooks.end());
 }
@@ -260,6 +280,7 @@ void reset_registry() {
   g_leaves.clear();
   g_new_accumulators.clear();
   g_held.clear();
+  g_name_ids.clear();  // the string table is the recording's
   clear_reducers();
 }
 

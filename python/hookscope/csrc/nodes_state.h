@@ -93,6 +93,20 @@ struct ObserverPost : FunctionPostHook {
   std::shared_ptr<NodeState> state;
 };
 
+// The thread's events carry the recording's rank (autograd and Gloo threads).
+void stamp_rank();
+
+// A bucket's allreduce of the Reducer prepared for this backward
+// (Note [Collectives through RecordFunction]).
+struct BucketTurn {
+  uint32_t owner = 0;
+  uint32_t bucket = 0;
+  uint32_t params = 0;  // parameters in it (0: not known)
+};
+// Whether an allreduce of `bytes` is the prepared Reducer's next bucket;
+// if so, fills `turn` and moves on to the bucket after. Caller holds g_mutex.
+bool next_bucket(uint64_t bytes, BucketTurn& turn);
+
 // The Node died (its observer goes with it): drop it from the registry
 // (nodes.cpp). Caller holds g_mutex.
 void forget_node(const NodeState& state);
