@@ -15,8 +15,8 @@
 #include "analysis/compare.h"
 #include "analysis/synthetic.h"
 #include "app.h"
-#include "headless_app.h"
-#include "test_util.h"
+#include "testing/headless_app.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 using namespace hookscope::app;

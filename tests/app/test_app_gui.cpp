@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "analysis/model.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "testing/gui_harness.h"
 #include "trace/reader.h"
 

@@ -10,9 +10,9 @@
 #include <fstream>
 
 #include "app.h"
-#include "crafted_traces.h"
-#include "headless_app.h"
-#include "test_util.h"
+#include "testing/crafted_traces.h"
+#include "testing/headless_app.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 namespace crafted = hookscope::testing::crafted;

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "analysis/model.h"
-#include "headless_app.h"
+#include "testing/headless_app.h"
 #include "render/layout/timeline_index.h"
 #include "render/draw/graph_view.h"
 #include "testing/gui_harness.h"

@@ -14,10 +14,10 @@
 #include <fstream>
 
 #include "app.h"
-#include "crafted_traces.h"
-#include "headless_app.h"
+#include "testing/crafted_traces.h"
+#include "testing/headless_app.h"
 #include "panel_common.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 namespace crafted = hookscope::testing::crafted;

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "analysis/model.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "testing/gui_harness.h"
 #include "trace/reader.h"
 

@@ -17,8 +17,8 @@
 #include "app.h"
 #include "panel_common.h"
 #include "session.h"
-#include "headless_app.h"
-#include "test_util.h"
+#include "testing/headless_app.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 using namespace hookscope::app;

@@ -22,7 +22,7 @@
 #include "analysis/model.h"
 #include "analysis/owner_status.h"
 #include "render/layout/colors.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "testing/gui_harness.h"
 #include "trace/reader.h"
 

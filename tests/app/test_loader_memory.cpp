@@ -13,8 +13,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "../app/loader.h"
-#include "test_util.h"
+#include "loader.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 

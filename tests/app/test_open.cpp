@@ -8,7 +8,7 @@
 #include "analysis/model.h"
 #include "analysis/state.h"
 #include "app.h"
-#include "headless_app.h"
+#include "testing/headless_app.h"
 
 using namespace hookscope;
 

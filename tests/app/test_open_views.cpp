@@ -11,9 +11,9 @@
 #include "analysis/state.h"
 #include "analysis/synthetic.h"
 #include "app.h"
-#include "headless_app.h"
+#include "testing/headless_app.h"
 #include "render/sample_graphs.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "testing/write_trace.h"
 
 using namespace hookscope;

@@ -19,7 +19,7 @@
 #include "analysis/state.h"
 #include "render/layout/colors.h"
 #include "render/layout/story.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "testing/gui_harness.h"
 #include "trace/reader.h"
 

@@ -17,9 +17,9 @@
 
 #include "analysis/model.h"
 #include "app_assets.h"
-#include "headless_app.h"
+#include "testing/headless_app.h"
 #include "panel_common.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/reader.h"
 
 using namespace hookscope;

@@ -13,7 +13,7 @@
 
 #include "analysis/model.h"
 #include "render/layout/story.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "testing/gui_harness.h"
 #include "trace/reader.h"
 

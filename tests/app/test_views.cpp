@@ -15,7 +15,7 @@
 #include "analysis/lanes.h"
 #include "app.h"
 #include "panel_lanes_layout.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 using namespace hookscope::app;

@@ -19,7 +19,7 @@
 #include "analysis/model.h"
 #include "panel_compare.h"
 #include "render/layout/colors.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "testing/gui_harness.h"
 #include "trace/reader.h"
 #include "view_colors.h"

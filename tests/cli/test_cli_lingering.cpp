@@ -11,7 +11,7 @@
 
 #include "analysis/model.h"
 #include "analysis/owner_status.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/reader.h"
 
 namespace fs = std::filesystem;

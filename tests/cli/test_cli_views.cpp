@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "test_util.h"
+#include "testing/test_util.h"
 
 namespace fs = std::filesystem;
 using hookscope::testing::CommandResult;

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "testing/temp_dir.h"
 #include "trace/reader.h"
 

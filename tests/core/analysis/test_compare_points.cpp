@@ -9,7 +9,7 @@
 #include "analysis/diagnostics.h"
 #include "analysis/diff.h"
 #include "scenarios/ddp_scenarios.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 using namespace hookscope::analysis;

@@ -11,7 +11,7 @@
 #include "analysis/state.h"
 #include "analysis/synthetic.h"
 #include "scenarios/ddp_scenarios.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/recorder.h"
 
 using namespace hookscope;

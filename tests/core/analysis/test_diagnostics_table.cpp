@@ -13,7 +13,7 @@
 #include "analysis/model.h"
 #include "analysis/synthetic.h"
 #include "scenarios/ddp_scenarios.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/reader.h"
 
 using namespace hookscope;

@@ -13,7 +13,7 @@
 #include "analysis/model.h"
 #include "render/layout/story.h"
 #include "scenarios/ddp_scenarios.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 using namespace hookscope::analysis;

@@ -1,4 +1,4 @@
-// Hostile traces (tests/crafted_traces.h): well-formed files whose content
+// Hostile traces (tests/support/testing/crafted_traces.h): well-formed files whose content
 // loops, is quadratic, names huge ids, has extreme times, bad text or
 // impossible sequences. Every one loads in bounded time and memory, raises
 // exactly its malformed_trace kinds (Note [Malformed traces]), and goes
@@ -23,7 +23,7 @@
 #include "analysis/diff.h"
 #include "analysis/model.h"
 #include "analysis/state.h"
-#include "crafted_traces.h"
+#include "testing/crafted_traces.h"
 #include "export/export.h"
 #include "testing/temp_dir.h"
 #include "trace/reader.h"

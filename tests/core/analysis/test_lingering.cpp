@@ -19,7 +19,7 @@
 #include "render/layout/timeline_index.h"
 #include "scenarios/ddp_scenarios.h"
 #include "testing/findings.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 using namespace hookscope::analysis;

@@ -15,7 +15,7 @@
 #include "analysis/model.h"
 #include "analysis/state.h"
 #include "analysis/synthetic.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 namespace an = hookscope::analysis;
 namespace tr = hookscope::trace;

@@ -13,7 +13,7 @@
 #include "analysis/synthetic.h"
 #include "scenarios/autograd_demo.h"
 #include "scenarios/ddp_scenarios.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"
 

@@ -10,7 +10,7 @@
 #include "analysis/model.h"
 #include "analysis/state.h"
 #include "scenarios/ddp_scenarios.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 using namespace hookscope::analysis;

@@ -10,7 +10,7 @@
 #include "analysis/state_view.h"
 #include "analysis/synthetic.h"
 #include "scenarios/autograd_demo.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/recorder.h"
 
 using namespace hookscope;

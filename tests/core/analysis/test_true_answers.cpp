@@ -12,9 +12,9 @@
 #include "analysis/explain.h"
 #include "analysis/model.h"
 #include "analysis/readiness.h"
-#include "crafted_traces.h"
+#include "testing/crafted_traces.h"
 #include "testing/temp_dir.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/reader.h"
 
 using namespace hookscope;

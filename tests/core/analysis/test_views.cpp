@@ -14,7 +14,7 @@
 #include "analysis/readiness.h"
 #include "scenarios/ddp_scenarios.h"
 #include "scenarios/module_hooks.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 using namespace hookscope::analysis;

@@ -13,7 +13,7 @@
 #include "autograd/node.h"
 #include "tensor/ops.h"
 #include "trace/recorder.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 

@@ -16,8 +16,8 @@
 #include "scenarios/ddp_scenarios.h"
 #include "tensor/cuda_memory.h"
 #include "tensor/ops.h"
-#include "test_cuda_util.h"
-#include "test_util.h"
+#include "testing/test_cuda_util.h"
+#include "testing/test_util.h"
 #include "trace/event.h"
 
 using namespace hookscope;

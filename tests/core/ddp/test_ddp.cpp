@@ -11,7 +11,7 @@
 #include "nn/nn.h"
 #include "scenarios/ddp_scenarios.h"
 #include "tensor/ops.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/emit.h"
 
 using namespace hookscope;

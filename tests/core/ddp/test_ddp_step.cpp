@@ -9,7 +9,7 @@
 #include "ddp/ddp.h"
 #include "nn/nn.h"
 #include "tensor/ops.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/emit.h"
 #include "trace/recorder.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/reader.h"
 
 using namespace hookscope;

@@ -11,7 +11,7 @@
 #include "nn/nn.h"
 #include "tensor/ops.h"
 #include "trace/recorder.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 

@@ -12,7 +12,7 @@
 #include "trace/reader.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 

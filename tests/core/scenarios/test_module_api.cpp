@@ -6,7 +6,7 @@
 
 #include "scenarios/module_api.h"
 #include "trace/recorder.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 

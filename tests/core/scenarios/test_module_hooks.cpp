@@ -5,7 +5,7 @@
 
 #include "scenarios/module_hooks.h"
 #include "trace/recorder.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 

@@ -12,7 +12,7 @@
 
 #include "scenario_options.h"
 #include "scenarios/run.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/event.h"
 #if HOOKSCOPE_APP_UI
 #include "app_args.h"

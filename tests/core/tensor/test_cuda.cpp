@@ -48,7 +48,7 @@ TEST_CASE("a library opened on first use: a missing one is named with what to do
 #include <fstream>
 
 #include "tensor/cuda/cuda_context.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 namespace {
 bool mapped(const char* library) {  // whether `library` is in this process's memory map

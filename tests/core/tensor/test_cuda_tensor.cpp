@@ -13,7 +13,7 @@
 #include "tensor/cuda_memory.h"
 #include "tensor/kernels.h"
 #include "tensor/ops.h"
-#include "test_cuda_util.h"
+#include "testing/test_cuda_util.h"
 
 using namespace hookscope;
 using hookscope::testing::gpu_or_skip;

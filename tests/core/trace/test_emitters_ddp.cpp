@@ -5,7 +5,7 @@
 
 #include "analysis/model.h"
 #include "autograd/hooks.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/emitters_ddp.h"
 #include "trace/strings.h"
 

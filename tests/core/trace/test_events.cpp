@@ -8,7 +8,7 @@
 #include "tensor/ops.h"
 #include "trace/emit.h"
 #include "trace/recorder.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/strings.h"
 
 using namespace hookscope;

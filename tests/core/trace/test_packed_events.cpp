@@ -16,9 +16,9 @@
 
 #include "analysis/model.h"
 #include "analysis/state.h"
-#include "crafted_traces.h"
+#include "testing/crafted_traces.h"
 #include "scenarios/ddp_scenarios.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "testing/temp_dir.h"
 #include "trace/packed_events.h"
 #include "trace/reader.h"

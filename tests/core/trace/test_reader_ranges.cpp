@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "crafted_traces.h"
-#include "test_util.h"
+#include "testing/crafted_traces.h"
+#include "testing/test_util.h"
 #include "trace/event.h"
 #include "trace/reader.h"
 

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "testing/temp_dir.h"
 #include "trace/emit.h"
 #include "trace/fork.h"

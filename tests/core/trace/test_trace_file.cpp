@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "scenarios/autograd_demo.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/emit.h"
 #include "trace/file_format.h"
 #include "trace/reader.h"

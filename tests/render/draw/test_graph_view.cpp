@@ -14,7 +14,7 @@
 #include "render/sample_graphs.h"
 #include "scenarios/ddp_scenarios.h"
 #include "testing/headless_imgui.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/recorder.h"
 #include "trace/strings.h"
 

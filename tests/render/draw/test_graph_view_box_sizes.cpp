@@ -13,8 +13,8 @@
 #include "render/draw/graph_view.h"
 #include "render/layout/graph_scene.h"
 #include "testing/headless_imgui.h"
-#include "graph_test_models.h"
-#include "test_util.h"
+#include "testing/graph_test_models.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 using namespace hookscope::render;

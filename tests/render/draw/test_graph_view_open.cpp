@@ -15,7 +15,7 @@
 #include "render/draw/graph_view.h"
 #include "render/sample_graphs.h"
 #include "testing/headless_imgui.h"
-#include "graph_test_models.h"
+#include "testing/graph_test_models.h"
 
 using namespace hookscope;
 using namespace hookscope::render;

@@ -18,7 +18,7 @@
 #ifdef HOOKSCOPE_RENDER_DRAW
 #include "render/draw/timeline_view.h"
 #include "testing/headless_imgui.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #endif
 
 using namespace hookscope;

@@ -8,11 +8,11 @@
 #include <imgui.h>
 
 #include "analysis/model.h"
-#include "crafted_traces.h"
+#include "testing/crafted_traces.h"
 #include "render/draw/timeline_view.h"
 #include "scenarios/ddp_scenarios.h"
 #include "testing/headless_imgui.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/reader.h"
 
 using namespace hookscope;

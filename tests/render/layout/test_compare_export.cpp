@@ -19,7 +19,7 @@
 #include "render/layout/layout.h"
 #include "render/layout/story.h"
 #include "scenarios/ddp_scenarios.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 

@@ -13,7 +13,7 @@
 #include "render/layout/graph_scene.h"
 #include "render/layout/layout.h"
 #include "scenarios/ddp_scenarios.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 using namespace hookscope::render;

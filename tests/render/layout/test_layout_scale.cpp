@@ -3,7 +3,7 @@
 // long edges go direct, a newer layout request cancels an older one without
 // waiting for it (Note [Layout jobs]), a newer load cancels the one in
 // progress (Note [Cancelled loads]), and the crafted many-Functions file
-// (tests/crafted_traces.h) opens headless within a time limit.
+// (tests/support/testing/crafted_traces.h) opens headless within a time limit.
 #include <doctest/doctest.h>
 
 #include <time.h>
@@ -18,7 +18,7 @@
 
 #include "analysis/model.h"
 #include "analysis/synthetic.h"
-#include "crafted_traces.h"
+#include "testing/crafted_traces.h"
 #include "render/layout/graph_scene.h"
 #include "render/layout/layout.h"
 #include "render/layout/layout_job.h"
@@ -27,7 +27,7 @@
 #if HOOKSCOPE_APP_UI
 #include <unistd.h>
 
-#include "../app/loader.h"
+#include "loader.h"
 #include "analysis/state.h"
 #include "render/draw/graph_view.h"
 #include "testing/headless_imgui.h"

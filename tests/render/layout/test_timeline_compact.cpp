@@ -13,7 +13,7 @@
 #include "analysis/synthetic.h"
 #include "render/layout/timeline_index.h"
 #include "scenarios/ddp_scenarios.h"
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/packed_events.h"
 #include "trace/recorder.h"
 

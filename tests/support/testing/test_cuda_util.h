@@ -1,5 +1,5 @@
 #pragma once
-// Helpers of the GPU tests (tests/test_cuda*.cpp): the skip pattern and
+// Helpers of the GPU tests (tests/core/*/test_cuda*.cpp): the skip pattern and
 // CPU-vs-GPU comparison.
 
 #include <doctest/doctest.h>
