@@ -22,8 +22,8 @@
 #include "render/draw/graph_view_live.h"
 #include "render/layout/story.h"
 #include "testing/headless_imgui.h"
-#include "graph_test_models.h"
-#include "test_util.h"
+#include "testing/graph_test_models.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 using namespace hookscope::render;
@@ -117,14 +117,11 @@ TEST_CASE("graph live index: the alarm units at an event include every box the S
 
 TEST_CASE("graph view: zoomed out to cells, the alarm cells indexed and pending are the walk's") {
   const analysis::Model& model = testing::graph_recovery_model();
-  HeadlessImGui imgui(1200.f, 800.f);
-  GraphView view;
-  testing::open_settled(view, model, false);
-  const analysis::State at_last = model.state_at(model.num_events() - 1);
-  imgui.frame([&] { view.draw(at_last); });
-  imgui.frame([&] { view.draw(at_last); });
-  const Vec2 fitted = view.center();
-  const float fit_zoom = view.zoom();
+  testing::SettledView settled(model, false);
+  HeadlessImGui& imgui = settled.imgui;
+  GraphView& view = settled.view;
+  const Vec2 fitted = settled.fitted;
+  const float fit_zoom = settled.fit_zoom;
   std::mt19937 rng(21);
   size_t with_alarms = 0, rounds = 0;
   std::set<Rects> seen;

@@ -16,11 +16,12 @@
 #include "analysis/state.h"
 #include "render/draw/graph_view.h"
 #include "testing/headless_imgui.h"
-#include "graph_test_models.h"
-#include "test_util.h"
+#include "testing/graph_test_models.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 using namespace hookscope::render;
+using hookscope::testing::drawn;
 using hookscope::testing::HeadlessImGui;
 
 namespace {
@@ -31,28 +32,15 @@ const analysis::Model& autograd_model() {  // leaf hooks move to the tensor betw
   return testing::graph_autograd_model();
 }
 
-auto drawn(const GraphDrawStats& s) {
-  std::vector<std::tuple<float, float, float, float>> rects;
-  for (const auto& r : s.box_rects) rects.emplace_back(r.x0, r.y0, r.x1, r.y1);
-  return std::make_tuple(s.detail, s.boxes, s.texts, s.alarms, s.live_units, s.stale_chips, s.ghost_chips,
-                         s.removal_boxes, s.gen_labels, s.edges, s.banners.size(), s.minimap_shown,
-                         s.layout_units, rects);
-}
-
 }  // namespace
 
 TEST_CASE("graph view: above the indexed threshold the full State draws what the walk over it draws") {
-  HeadlessImGui imgui(1200.f, 800.f);
   uint32_t alarms = 0, ghosts = 0, indexed_frames = 0;
   for (const analysis::Model* m : {&recovery_model(), &autograd_model()}) {
     const analysis::Model& model = *m;
-    GraphView view;
-    testing::open_settled(view, model, false);
-    const analysis::State at_last = model.state_at(model.num_events() - 1);
-    imgui.frame([&] { view.draw(at_last); });
-    imgui.frame([&] { view.draw(at_last); });
-    const Vec2 fitted = view.center();
-    const float fit_zoom = view.zoom();
+    testing::SettledView settled(model, false);
+    HeadlessImGui& imgui = settled.imgui;
+    GraphView& view = settled.view;
     std::mt19937 rng(17);
     std::set<decltype(drawn(view.stats()))> seen;
     analysis::Cursor cursor(model);
@@ -66,8 +54,9 @@ TEST_CASE("graph view: above the indexed threshold the full State draws what the
       }
       const analysis::State& s = cursor.state();
       const bool zoomed = round % 2 == 1;
-      const Vec2 center = zoomed ? Vec2{fitted.x + (rng() % 200) - 100.f, fitted.y + (rng() % 200) - 100.f} : fitted;
-      const float zoom = zoomed ? fit_zoom * 2.5f : fit_zoom;
+      const std::pair<Vec2, float> look = settled.look(zoomed, rng);
+      const Vec2 center = look.first;
+      const float zoom = look.second;
       auto draw_with = [&](size_t threshold, Vec2* fit_center, float* fit_zoom_out) {
         view.set_indexed_functions(threshold);
         view.set_view(center, zoom);
@@ -75,7 +64,7 @@ TEST_CASE("graph view: above the indexed threshold the full State draws what the
         CHECK(view.stats().indexed == (threshold == 0));
         const auto d = drawn(view.stats());
         // The live boxes' bounds: what fit() frames, around the selection
-        // (the focus on alarm boxes: test_render_graph_alarms.cpp).
+        // (the focus on alarm boxes: test_graph_view_alarms.cpp).
         view.select_function(s.functions.empty() ? analysis::kNoIndex : s.functions[s.functions.size() / 2].function);
         view.fit();
         imgui.frame([&] { view.draw(s); });

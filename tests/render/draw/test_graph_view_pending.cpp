@@ -18,11 +18,12 @@
 #include "render/draw/graph_view.h"
 #include "render/draw/graph_view_live.h"
 #include "testing/headless_imgui.h"
-#include "graph_test_models.h"
-#include "test_util.h"
+#include "testing/graph_test_models.h"
+#include "testing/test_util.h"
 
 using namespace hookscope;
 using namespace hookscope::render;
+using hookscope::testing::drawn;
 using hookscope::testing::HeadlessImGui;
 
 namespace {
@@ -32,28 +33,14 @@ const analysis::Model& recovery_model() { return testing::graph_recovery_model()
 // Leaf hooks that move to the tensor between steps (ghost boxes).
 const analysis::Model& autograd_model() { return testing::graph_autograd_model(); }
 
-// What a frame drew that the state decides.
-auto drawn(const GraphDrawStats& s) {
-  std::vector<std::tuple<float, float, float, float>> rects;
-  for (const auto& r : s.box_rects) rects.emplace_back(r.x0, r.y0, r.x1, r.y1);
-  return std::make_tuple(s.detail, s.boxes, s.texts, s.alarms, s.live_units, s.stale_chips, s.ghost_chips,
-                         s.removal_boxes, s.gen_labels, s.edges, s.banners.size(), rects);
-}
-
 }  // namespace
 
 TEST_CASE("graph view: while the state is pending it draws the new event from the StateView, as the full State") {
   const analysis::Model& model = recovery_model();
   REQUIRE(model.num_events() > 200);
-  HeadlessImGui imgui(1200.f, 800.f);
-  GraphView view;
-  testing::open_settled(view, model, false);
-  const size_t last = model.num_events() - 1;
-  const analysis::State at_last = model.state_at(last);
-  imgui.frame([&] { view.draw(at_last); });
-  imgui.frame([&] { view.draw(at_last); });
-  const Vec2 fitted = view.center();
-  const float fit_zoom = view.zoom();
+  testing::SettledView settled(model, false);
+  HeadlessImGui& imgui = settled.imgui;
+  GraphView& view = settled.view;
 
   std::mt19937 rng(16);
   std::set<decltype(drawn(view.stats()))> seen;
@@ -62,8 +49,8 @@ TEST_CASE("graph view: while the state is pending it draws the new event from th
     const size_t b = round == 0 ? 0 : rng() % model.num_events();
     // Fitted, then zoomed in on a part (culling by the view).
     const bool zoomed = round % 2 == 1;
-    view.set_view(zoomed ? Vec2{fitted.x + (rng() % 200) - 100.f, fitted.y + (rng() % 200) - 100.f} : fitted,
-                  zoomed ? fit_zoom * 2.5f : fit_zoom);
+    const auto [center, zoom] = settled.look(zoomed, rng);
+    view.set_view(center, zoom);
     const analysis::StateView sv(model, b);
     // Two frames each: whether the minimap's column is reserved follows the
     // frame before (as for any move).
@@ -90,12 +77,9 @@ TEST_CASE("graph view: while the state is pending it draws the new event from th
 
 TEST_CASE("graph view: the pending draw never shows the previous event's boxes") {
   const analysis::Model& model = recovery_model();
-  HeadlessImGui imgui(1200.f, 800.f);
-  GraphView view;
-  testing::open_settled(view, model, false);
-  const analysis::State at_last = model.state_at(model.num_events() - 1);
-  imgui.frame([&] { view.draw(at_last); });
-  imgui.frame([&] { view.draw(at_last); });
+  testing::SettledView settled(model, false);
+  HeadlessImGui& imgui = settled.imgui;
+  GraphView& view = settled.view;
   const uint32_t before = view.stats().live_units;
   REQUIRE(before > 0);
   // Event 0: nothing is live yet; the old state had boxes.
