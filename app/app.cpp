@@ -17,7 +17,7 @@ namespace hookscope::app {
 // Note [UI glyphs]: every character the UI prints is in the font atlas,
 // or ImGui draws "?". Latin-1 is ImGui's default; the text also uses
 // general punctuation ("…", "—", "•"), arrows ("→") and a few shapes.
-// tests/test_app_text_ui.cpp scans the sources' strings against the atlas.
+// tests/app/test_text.cpp scans the sources' strings against the atlas.
 const ImWchar* ui_glyph_ranges() {
   static const ImWchar kRanges[] = {
       0x0020, 0x00FF,  // Basic Latin, Latin-1 ("·", "×")

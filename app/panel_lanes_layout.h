@@ -1,7 +1,7 @@
 #pragma once
 // The Lanes panel's layout and level of detail, without ImGui: rows (groups
 // of lanes, folded or not), the event axis, fire ticks aggregated per pixel
-// column and live-hook counters. Tested headless (tests/test_app_lanes_layout.cpp).
+// column and live-hook counters. Tested headless (tests/app/test_panel_lanes_layout.cpp).
 // See Note [Lanes level of detail].
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // What the user is looking at, without any GUI: the open model, the current
 // event every panel follows, the selection, bookmarks, stepping by kind and
 // by Reducer lifecycle, and playback. The App draws it; tests drive it
-// directly (tests/test_app_session.cpp).
+// directly (tests/app/test_session.cpp).
 
 #include <array>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #pragma once
 // The readiness map's cell colours (app/panel_readiness.cpp), one per
 // analysis::Readiness, chosen apart from the owner palette and the alarm red
-// so that a screenshot can count them (tests/test_app_views_gui.cpp).
+// so that a screenshot can count them (tests/app/test_views_gui.cpp).
 
 #include "analysis/readiness.h"
 #include "render/layout/colors.h"

@@ -9,7 +9,7 @@
 # Needs clang and libclang-rt-14-dev (scripts/setup.sh --bench installs both).
 # The seed corpus is made of real traces: the trace file tests write every
 # file they make into it (HOOKSCOPE_TRACE_CORPUS), with the crafted hostile
-# traces (tests/crafted_traces.h) and the shipped samples. The fuzzers are
+# traces (tests/support/testing/crafted_traces.h) and the shipped samples. The fuzzers are
 # standalone clang++ builds of the sources they need with ASan+UBSan, and
 # with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, which makes the reader skip
 # checksums so that mutations reach the decoders.

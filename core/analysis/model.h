@@ -213,7 +213,7 @@ struct Malformation {
 // hook, segment per hook it moves, owner, edge, collective, malformation and
 // index entry. Ids from the file are never used as sizes; parameter and
 // bucket indices (the only dense tables keyed by a file value) share a budget
-// of 4 slots per event (+ 4096). Measured (tests/test_hostile_traces.cpp):
+// of 4 slots per event (+ 4096). Measured (tests/core/analysis/test_hostile_traces.cpp):
 // model memory_bytes() <= 1 KiB per event on every crafted trace.
 
 struct ModelOptions {

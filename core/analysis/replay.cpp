@@ -134,7 +134,7 @@ Cursor::Cursor(const Model& model, size_t index) : model_(&model) {
 // move is short next to the state: it applies each event's Functions, hooks
 // and fire counts, and refreshes owners, module hooks and Reducers once at
 // the end (they are functions of the index, Note [Replay by intervals]).
-// Stepping gives what state_at gives (tests/test_analysis_replay.cpp, the
+// Stepping gives what state_at gives (tests/core/analysis/test_replay.cpp, the
 // model fuzzer), so a seek's result does not depend on where it came from.
 // Measured: bench_playback BM_PlaybackSeek.
 size_t Cursor::step_budget() const {

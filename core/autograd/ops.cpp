@@ -58,7 +58,7 @@ Kernels& k(const Tensor& t) { return kernels_for(t.device()); }
 // when that input needs a gradient (should_compute_output(i): the input
 // required grad); it stays an undefined slot, nothing is packed for it.
 // PyTorch 1.13 packed in its struct order instead (self_ before other_).
-// The table is docs/semantics.md section "P"; tests/test_saved_order.cpp and
+// The table is docs/semantics.md section "P"; tests/core/autograd/test_saved_order.cpp and
 // tests/torch/test_saved_tensors.py hold it against the runtime and PyTorch.
 using SavedField = FunctionNode::SavedField;
 

@@ -19,7 +19,7 @@ constexpr uint32_t with_alpha(uint32_t color, uint32_t a) { return (color & 0x00
 // The canvases (graph, timeline) follow the app's theme: set_light_palette()
 // switches every colour below at once. Text colours are chosen for WCAG AA
 // (contrast >= 4.5:1) on the backgrounds they are drawn on; a test computes
-// the ratios from these tables (tests/test_render_palette.cpp), so a colour
+// the ratios from these tables (tests/render/layout/test_story.cpp), so a colour
 // edited here that fails is caught.
 //
 // Every canvas colour once, with its dark and light value side by side:

@@ -10,6 +10,7 @@ import glob
 import os
 import subprocess
 import sys
+import unittest
 
 import torch_util as tu
 
@@ -97,75 +98,71 @@ def record(script, trace, *args, env=None, timeout=240):
         raise AssertionError(f"{script} hung: {x.stderr}")
 
 
-def test_mp_spawn_ddp_a_trace_per_rank_and_growth_found():
-    stem = os.path.join(tu.OUT, "spawn_ddp")
-    clean(stem)
-    r = record(program("spawn_ddp", SPAWN_DDP), stem + ".hstrace", tu.free_port())
-    tu.expect(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
-    for rank in (0, 1):
-        path = f"{stem}.rank{rank}.hstrace"
-        tu.expect(os.path.exists(path), f"rank {rank}'s trace: {sorted(glob.glob(stem + '*'))}")
-        tu.expect(f"-> {path}" in r.stderr, f"the parent names {path}: {r.stderr}")
-        code, report = tu.check_json(path)
-        growth = [f for f in report if f["kind"] == "hook_growth"]
-        tu.expect(code == 1 and growth, f"check finds hook growth in rank {rank}: {report}")
-    tu.expect(not glob.glob(stem + ".pid*"), "no file before the rank was known (nothing in it)")
-
-
-def test_multiprocessing_children_each_write_a_trace():
-    script = program("mp", MP_CHILD)
-    for method in ("spawn", "forkserver", "fork"):
-        stem = os.path.join(tu.OUT, f"mp_{method}")
+class ChildrenTest(unittest.TestCase):
+    def test_mp_spawn_ddp_a_trace_per_rank_and_growth_found(self):
+        stem = os.path.join(tu.OUT, "spawn_ddp")
         clean(stem)
-        r = record(script, stem + ".hstrace", method)
-        tu.expect(r.returncode == 0 and "exit 0" in r.stdout, f"{method}: {r.stdout}{r.stderr}")
+        r = record(program("spawn_ddp", SPAWN_DDP), stem + ".hstrace", tu.free_port())
+        tu.expect(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+        for rank in (0, 1):
+            path = f"{stem}.rank{rank}.hstrace"
+            tu.expect(os.path.exists(path), f"rank {rank}'s trace: {sorted(glob.glob(stem + '*'))}")
+            tu.expect(f"-> {path}" in r.stderr, f"the parent names {path}: {r.stderr}")
+            code, report = tu.check_json(path)
+            growth = [f for f in report if f["kind"] == "hook_growth"]
+            tu.expect(code == 1 and growth, f"check finds hook growth in rank {rank}: {report}")
+        tu.expect(not glob.glob(stem + ".pid*"), "no file before the rank was known (nothing in it)")
+
+    def test_multiprocessing_children_each_write_a_trace(self):
+        script = program("mp", MP_CHILD)
+        for method in ("spawn", "forkserver", "fork"):
+            stem = os.path.join(tu.OUT, f"mp_{method}")
+            clean(stem)
+            r = record(script, stem + ".hstrace", method)
+            tu.expect(r.returncode == 0 and "exit 0" in r.stdout, f"{method}: {r.stdout}{r.stderr}")
+            pid = r.stdout.split("exit 0 ")[1].split()[0]
+            path = f"{stem}.pid{pid}.hstrace"
+            tu.expect(os.path.exists(path), f"{method}: the child's trace {path}: "
+                                            f"{sorted(glob.glob(stem + '*'))}\n{r.stderr}")
+            kinds = [e["kind"] for e in tu.events(path)]
+            tu.expect(kinds.count("backward_begin") == 1 and kinds.count("hook_fire") == 1,
+                      f"{method}: the child's backward and fire: {kinds}")
+            tu.expect(f"child pid {pid}: " in r.stderr, f"{method}: the parent names it: {r.stderr}")
+
+    def test_child_that_cannot_record_is_said(self):
+        stem = os.path.join(tu.OUT, "mp_broken")
+        clean(stem)
+        r = record(program("mp", MP_CHILD), stem + ".hstrace", "spawn", "break")
+        tu.expect(r.returncode == 0 and "exit 0" in r.stdout, f"{r.stdout}{r.stderr}")
         pid = r.stdout.split("exit 0 ")[1].split()[0]
-        path = f"{stem}.pid{pid}.hstrace"
-        tu.expect(os.path.exists(path), f"{method}: the child's trace {path}: "
-                                        f"{sorted(glob.glob(stem + '*'))}\n{r.stderr}")
-        kinds = [e["kind"] for e in tu.events(path)]
-        tu.expect(kinds.count("backward_begin") == 1 and kinds.count("hook_fire") == 1,
-                  f"{method}: the child's backward and fire: {kinds}")
-        tu.expect(f"child pid {pid}: " in r.stderr, f"{method}: the parent names it: {r.stderr}")
+        said = [line for line in r.stderr.splitlines() if "ran Python but is not recorded" in line]
+        tu.expect(any(f"process {pid} " in line for line in said), f"the child says so: {r.stderr}")
+        tu.expect(any(f"child pid {pid} " in line for line in said), f"the parent says so: {r.stderr}")
 
-
-def test_child_that_cannot_record_is_said():
-    stem = os.path.join(tu.OUT, "mp_broken")
-    clean(stem)
-    r = record(program("mp", MP_CHILD), stem + ".hstrace", "spawn", "break")
-    tu.expect(r.returncode == 0 and "exit 0" in r.stdout, f"{r.stdout}{r.stderr}")
-    pid = r.stdout.split("exit 0 ")[1].split()[0]
-    said = [line for line in r.stderr.splitlines() if "ran Python but is not recorded" in line]
-    tu.expect(any(f"process {pid} " in line for line in said), f"the child says so: {r.stderr}")
-    tu.expect(any(f"child pid {pid} " in line for line in said), f"the parent says so: {r.stderr}")
-
-
-def test_ranks_launched_by_hand():
-    stem = os.path.join(tu.OUT, "by_hand")
-    clean(stem)
-    script = program("by_hand", BY_HAND)
-    port = str(tu.free_port())
-    procs = []
-    for rank in (0, 1):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=port)
-        procs.append(subprocess.Popen([sys.executable, "-m", "hookscope.record", "-o",
-                                       stem + ".hstrace", script], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    try:
-        outs = [p.communicate(timeout=180) for p in procs]
-    finally:
-        for p in procs:
-            p.kill()
-    for rank, (p, (_, err)) in enumerate(zip(procs, outs)):
-        tu.expect(p.returncode == 0, f"rank {rank}: {err}")
-        path = f"{stem}.rank{rank}.hstrace"
-        tu.expect(f"-> {path}" in err, f"rank {rank} names its trace: {err}")
-        kinds = [e["kind"] for e in tu.events(path)]
-        tu.expect(kinds.count("hook_fire") == 1, f"rank {rank}: {kinds}")
+    def test_ranks_launched_by_hand(self):
+        stem = os.path.join(tu.OUT, "by_hand")
+        clean(stem)
+        script = program("by_hand", BY_HAND)
+        port = str(tu.free_port())
+        procs = []
+        for rank in (0, 1):
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                       MASTER_PORT=port)
+            procs.append(subprocess.Popen([sys.executable, "-m", "hookscope.record", "-o",
+                                           stem + ".hstrace", script], env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        try:
+            outs = [p.communicate(timeout=180) for p in procs]
+        finally:
+            for p in procs:
+                p.kill()
+        for rank, (p, (_, err)) in enumerate(zip(procs, outs)):
+            tu.expect(p.returncode == 0, f"rank {rank}: {err}")
+            path = f"{stem}.rank{rank}.hstrace"
+            tu.expect(f"-> {path}" in err, f"rank {rank} names its trace: {err}")
+            kinds = [e["kind"] for e in tu.events(path)]
+            tu.expect(kinds.count("hook_fire") == 1, f"rank {rank}: {kinds}")
 
 
 if __name__ == "__main__":
-    tu.main([test_mp_spawn_ddp_a_trace_per_rank_and_growth_found,
-             test_multiprocessing_children_each_write_a_trace,
-             test_child_that_cannot_record_is_said, test_ranks_launched_by_hand])
+    tu.main()

@@ -11,6 +11,7 @@ the extension. The Reducers being alive, multi_owner is reported as well."""
 import gc
 import json
 import os
+import unittest
 
 import torch_util as tu
 
@@ -91,74 +92,72 @@ def result(prefix, rank):
         return json.load(f)["result"]
 
 
-def test_deleted_ddp_is_clean():
-    prefix = run("deleted")
-    for r in range(2):
-        path = f"{prefix}.rank{r}.hstrace"
-        code, report = tu.check_json(path)
-        tu.expect(code == 0, f"check should be clean on {path}: {report}")
-        ev = tu.events(path)
-        kinds = [e["kind"] for e in ev]
-        tu.expect(kinds.count("reducer_constructed") == REBUILDS + 1, "one Reducer per DDP")
-        # The last DDP outlives the recording.
-        tu.expect(kinds.count("reducer_destroyed") == REBUILDS, "every old Reducer destroyed")
-        tu.expect(kinds.count("failure") == REBUILDS, "the failures are recorded")
-        tu.expect("autograd_hook_noop" not in kinds, "no lingering Reducer's hook fires")
-        tu.expect(kinds.count("mark_ready") > 0, "the live Reducer marks its parameters ready")
-        with open(f"{prefix}.rank{r}.json") as f:
-            counts = json.load(f)["counts"]
-        # Only the live (last) Reducer's hook is left on each AccumulateGrad.
-        tu.expect(all(c == 1 for c in counts.values()), f"one hook per AccumulateGrad: {counts}")
+class DdpRebuildTest(unittest.TestCase):
+    def test_deleted_ddp_is_clean(self):
+        prefix = run("deleted")
+        for r in range(2):
+            path = f"{prefix}.rank{r}.hstrace"
+            code, report = tu.check_json(path)
+            tu.expect(code == 0, f"check should be clean on {path}: {report}")
+            ev = tu.events(path)
+            kinds = [e["kind"] for e in ev]
+            tu.expect(kinds.count("reducer_constructed") == REBUILDS + 1, "one Reducer per DDP")
+            # The last DDP outlives the recording.
+            tu.expect(kinds.count("reducer_destroyed") == REBUILDS, "every old Reducer destroyed")
+            tu.expect(kinds.count("failure") == REBUILDS, "the failures are recorded")
+            tu.expect("autograd_hook_noop" not in kinds, "no lingering Reducer's hook fires")
+            tu.expect(kinds.count("mark_ready") > 0, "the live Reducer marks its parameters ready")
+            with open(f"{prefix}.rank{r}.json") as f:
+                counts = json.load(f)["counts"]
+            # Only the live (last) Reducer's hook is left on each AccumulateGrad.
+            tu.expect(all(c == 1 for c in counts.values()), f"one hook per AccumulateGrad: {counts}")
 
+    def test_kept_ddp_shows_every_reducer(self):
+        prefix = run("kept")
+        for r in range(2):
+            path = f"{prefix}.rank{r}.hstrace"
+            code, report = tu.check_json(path)
+            tu.expect(code == 1, f"check should report findings on {path}")
+            # The forgotten DDP objects keep their Reducers alive, so their hooks
+            # stay and fire on every backward: hook_growth on each AccumulateGrad,
+            # naming the parameter and every Reducer, the old ones as replaced.
+            growth = [f for f in report if f["kind"] == "hook_growth"]
+            tu.expect(len(growth) == 4, f"one hook_growth per AccumulateGrad: {growth}")
+            series = " → ".join(str(i) for i in range(1, REBUILDS + 2))
+            for name in ("0.weight", "0.bias", "2.weight", "2.bias"):
+                mine = [f for f in growth if f"({name} [" in f["message"]]
+                tu.expect(len(mine) == 1, f"no hook_growth names {name}: {growth}")
+                f = mine[0]
+                tu.expect(f["count"] == REBUILDS + 1 and f["severity"] == "error", f"{name}: {f}")
+                text = f["message"]
+                tu.expect(series in text, f"{name}: the series {series}: {text}")
+                tu.expect(all(f"Reducer {i} replaced" in text for i in range(1, REBUILDS + 1))
+                          and f"Reducer {REBUILDS + 1})" in text,
+                          f"the finding should name every Reducer: {text}")
+            # The live Reducers at once: multi_owner, as before.
+            multi = [f for f in report if f["kind"] == "multi_owner" and f["count"] == REBUILDS + 1]
+            tu.expect(len(multi) == 4, f"multi_owner with every Reducer on each parameter: {multi}")
+            noops = [e for e in tu.events(path) if e["kind"] == "autograd_hook_noop"]
+            tu.expect({e["owner_label"] for e in noops} == {f"Reducer {i}" for i in range(1, REBUILDS + 1)},
+                      "the forgotten Reducers' hooks keep firing and do nothing")
+            with open(f"{prefix}.rank{r}.json") as f:
+                got = json.load(f)
+            in_trace = hooks_at_end(path)
+            for name, count in got["counts"].items():
+                tu.expect(count == REBUILDS + 1, f"{name}: {count} post hooks, wanted {REBUILDS + 1}")
+                label = next((l for l in in_trace if l.startswith(name + " ")), None)
+                tu.expect(label is not None, f"{name} not in the trace state: {in_trace}")
+                tu.expect(in_trace[label] == count,
+                          f"{name}: trace shows {in_trace[label]} post hooks, Node has {count}")
+                tu.expect(len(got["keys"][name]) == count, f"{name}: keys {got['keys'][name]}")
 
-def test_kept_ddp_shows_every_reducer():
-    prefix = run("kept")
-    for r in range(2):
-        path = f"{prefix}.rank{r}.hstrace"
-        code, report = tu.check_json(path)
-        tu.expect(code == 1, f"check should report findings on {path}")
-        # The forgotten DDP objects keep their Reducers alive, so their hooks
-        # stay and fire on every backward: hook_growth on each AccumulateGrad,
-        # naming the parameter and every Reducer, the old ones as replaced.
-        growth = [f for f in report if f["kind"] == "hook_growth"]
-        tu.expect(len(growth) == 4, f"one hook_growth per AccumulateGrad: {growth}")
-        series = " → ".join(str(i) for i in range(1, REBUILDS + 2))
-        for name in ("0.weight", "0.bias", "2.weight", "2.bias"):
-            mine = [f for f in growth if f"({name} [" in f["message"]]
-            tu.expect(len(mine) == 1, f"no hook_growth names {name}: {growth}")
-            f = mine[0]
-            tu.expect(f["count"] == REBUILDS + 1 and f["severity"] == "error", f"{name}: {f}")
-            text = f["message"]
-            tu.expect(series in text, f"{name}: the series {series}: {text}")
-            tu.expect(all(f"Reducer {i} replaced" in text for i in range(1, REBUILDS + 1))
-                      and f"Reducer {REBUILDS + 1})" in text,
-                      f"the finding should name every Reducer: {text}")
-        # The live Reducers at once: multi_owner, as before.
-        multi = [f for f in report if f["kind"] == "multi_owner" and f["count"] == REBUILDS + 1]
-        tu.expect(len(multi) == 4, f"multi_owner with every Reducer on each parameter: {multi}")
-        noops = [e for e in tu.events(path) if e["kind"] == "autograd_hook_noop"]
-        tu.expect({e["owner_label"] for e in noops} == {f"Reducer {i}" for i in range(1, REBUILDS + 1)},
-                  "the forgotten Reducers' hooks keep firing and do nothing")
-        with open(f"{prefix}.rank{r}.json") as f:
-            got = json.load(f)
-        in_trace = hooks_at_end(path)
-        for name, count in got["counts"].items():
-            tu.expect(count == REBUILDS + 1, f"{name}: {count} post hooks, wanted {REBUILDS + 1}")
-            label = next((l for l in in_trace if l.startswith(name + " ")), None)
-            tu.expect(label is not None, f"{name} not in the trace state: {in_trace}")
-            tu.expect(in_trace[label] == count,
-                      f"{name}: trace shows {in_trace[label]} post hooks, Node has {count}")
-            tu.expect(len(got["keys"][name]) == count, f"{name}: keys {got['keys'][name]}")
-
-
-def test_recording_changes_nothing():
-    # The kept-DDP program (every hook of every Reducer fires) recorded and
-    # not: the same losses and parameters on each rank, bit for bit.
-    recorded, plain = run("kept"), run("kept", record=False)
-    for r in range(2):
-        tu.expect_same_result(result(plain, r), result(recorded, r), f"ddp rebuild, rank {r}")
+    def test_recording_changes_nothing(self):
+        # The kept-DDP program (every hook of every Reducer fires) recorded and
+        # not: the same losses and parameters on each rank, bit for bit.
+        recorded, plain = run("kept"), run("kept", record=False)
+        for r in range(2):
+            tu.expect_same_result(result(plain, r), result(recorded, r), f"ddp rebuild, rank {r}")
 
 
 if __name__ == "__main__":
-    tu.main([test_deleted_ddp_is_clean, test_kept_ddp_shows_every_reducer,
-             test_recording_changes_nothing])
+    tu.main()

@@ -7,6 +7,7 @@ collective fails). The trace names the parameter, and
 
 import json
 import os
+import unittest
 
 import torch_util as tu
 
@@ -98,56 +99,51 @@ def findings(paths, kind):
     return [f for f in report if f["kind"] == kind]
 
 
-def test_unused_parameters_found():
-    paths = run("unused")
-    for path in paths:
-        ev = tu.events(path)
-        unused = [e for e in ev if e["kind"] == "unused_parameter"]
-        names = {e.get("text") for e in unused}
-        tu.expect(names == {"head_b.weight", "head_b.bias"}, f"unused: {names} {unused[:2]}")
-        tu.expect(len(unused) == 4, f"two backwards, two parameters each: {len(unused)}")
-    found = findings(paths, "unused_parameter")
-    text = " ".join(f["message"] for f in found)
-    tu.expect("head_b.weight" in text and "head_b.bias" in text, f"check names them: {text}")
-    tu.expect(all(f["severity"] == "warning" for f in found), f"handled: {found}")
+class DdpReducerTest(unittest.TestCase):
+    def test_unused_parameters_found(self):
+        paths = run("unused")
+        for path in paths:
+            ev = tu.events(path)
+            unused = [e for e in ev if e["kind"] == "unused_parameter"]
+            names = {e.get("text") for e in unused}
+            tu.expect(names == {"head_b.weight", "head_b.bias"}, f"unused: {names} {unused[:2]}")
+            tu.expect(len(unused) == 4, f"two backwards, two parameters each: {len(unused)}")
+        found = findings(paths, "unused_parameter")
+        text = " ".join(f["message"] for f in found)
+        tu.expect("head_b.weight" in text and "head_b.bias" in text, f"check names them: {text}")
+        tu.expect(all(f["severity"] == "warning" for f in found), f"handled: {found}")
 
+    def test_recording_changes_nothing(self):
+        # The unused-parameter program recorded and not: the same losses,
+        # parameters and input gradient on each rank, bit for bit.
+        for r, (plain, recorded) in enumerate(zip(run("unused", record=False), run("unused"))):
+            tu.expect_same_result(result(plain), result(recorded), f"ddp unused parameters, rank {r}")
 
-def test_recording_changes_nothing():
-    # The unused-parameter program recorded and not: the same losses,
-    # parameters and input gradient on each rank, bit for bit.
-    for r, (plain, recorded) in enumerate(zip(run("unused", record=False), run("unused"))):
-        tu.expect_same_result(result(plain), result(recorded), f"ddp unused parameters, rank {r}")
+    def test_unused_parameters_without_find_unused(self):
+        paths = run("unused_unhandled")
+        found = findings(paths, "unused_parameter")
+        text = " ".join(f["message"] for f in found)
+        tu.expect("head_b.weight" in text and "head_b.bias" in text, f"check names them: {text}")
+        tu.expect(all(f["severity"] == "error" for f in found), f"not handled: {found}")
 
+    def test_marked_ready_twice(self):
+        paths = run("twice")
+        for path in paths:
+            ev = tu.events(path)
+            twice = [e for e in ev if e["kind"] == "marked_twice"]
+            tu.expect(len(twice) == 1 and twice[0].get("text") == "l1.bias", f"marked twice: {twice}")
+        found = findings(paths, "marked_twice")
+        tu.expect(found and "l1.bias" in found[0]["message"], f"check names it: {found}")
 
-def test_unused_parameters_without_find_unused():
-    paths = run("unused_unhandled")
-    found = findings(paths, "unused_parameter")
-    text = " ".join(f["message"] for f in found)
-    tu.expect("head_b.weight" in text and "head_b.bias" in text, f"check names them: {text}")
-    tu.expect(all(f["severity"] == "error" for f in found), f"not handled: {found}")
-
-
-def test_marked_ready_twice():
-    paths = run("twice")
-    for path in paths:
-        ev = tu.events(path)
-        twice = [e for e in ev if e["kind"] == "marked_twice"]
-        tu.expect(len(twice) == 1 and twice[0].get("text") == "l1.bias", f"marked twice: {twice}")
-    found = findings(paths, "marked_twice")
-    tu.expect(found and "l1.bias" in found[0]["message"], f"check names it: {found}")
-
-
-def test_a_rank_dies():
-    paths = run("rank_dies")
-    failures = [e for e in tu.events(paths[0]) if e["kind"] == "failure"]
-    tu.expect(len(failures) == 1 and "RuntimeError" in failures[0].get("text", ""),
-              f"the survivor's trace has the failure: {failures}")
-    # The dead rank's trace ends without a footer and is still read.
-    code, info = tu.cli("info", *paths)
-    tu.expect(code == 0, f"both ranks open together: {info}")
+    def test_a_rank_dies(self):
+        paths = run("rank_dies")
+        failures = [e for e in tu.events(paths[0]) if e["kind"] == "failure"]
+        tu.expect(len(failures) == 1 and "RuntimeError" in failures[0].get("text", ""),
+                  f"the survivor's trace has the failure: {failures}")
+        # The dead rank's trace ends without a footer and is still read.
+        code, info = tu.cli("info", *paths)
+        tu.expect(code == 0, f"both ranks open together: {info}")
 
 
 if __name__ == "__main__":
-    tu.main([test_unused_parameters_found, test_recording_changes_nothing,
-             test_unused_parameters_without_find_unused,
-             test_marked_ready_twice, test_a_rank_dies])
+    tu.main()

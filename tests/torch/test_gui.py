@@ -7,7 +7,7 @@ GUI is not built or xvfb-run is missing."""
 import os
 import shutil
 import subprocess
-import sys
+import unittest
 import zlib
 
 import torch_util as tu
@@ -97,30 +97,31 @@ def check_view(traces, name, want_hooks=True):
     tu.expect(distinct_colours(png) > 50, f"{name}: the screenshot looks blank")
 
 
-def test_ddp_rebuild_in_gui():
-    prefix = test_ddp_rebuild.run("kept")
-    check_view([f"{prefix}.rank0.hstrace", f"{prefix}.rank1.hstrace"], "gui_ddp_kept.png")
+def setUpModule():
+    if not GUI or not os.path.exists(GUI) or shutil.which("xvfb-run") is None:
+        raise unittest.SkipTest("the GUI is not built or xvfb-run is missing")
 
 
-def test_25723_in_gui():
-    out = os.path.join(tu.OUT, "gui_25723.hstrace")
-    test_module_hooks.record_25723(out)
-    # At the stale fire the module hook is already removed: the view shows
-    # the BackwardHookFunction graph it fired through (module hooks have no
-    # Function of their own, Note [Module hooks in traces]).
-    check_view([out], "gui_25723.png", want_hooks=False)
+class GuiTest(unittest.TestCase):
+    def test_ddp_rebuild_in_gui(self):
+        prefix = test_ddp_rebuild.run("kept")
+        check_view([f"{prefix}.rank0.hstrace", f"{prefix}.rank1.hstrace"], "gui_ddp_kept.png")
 
+    def test_25723_in_gui(self):
+        out = os.path.join(tu.OUT, "gui_25723.hstrace")
+        test_module_hooks.record_25723(out)
+        # At the stale fire the module hook is already removed: the view shows
+        # the BackwardHookFunction graph it fired through (module hooks have no
+        # Function of their own, Note [Module hooks in traces]).
+        check_view([out], "gui_25723.png", want_hooks=False)
 
-def test_hooks_program_in_gui():
-    out = os.path.join(tu.OUT, "gui_hooks.hstrace")
-    r = test_record.record(os.path.join(test_record.HERE, "programs", "hooks_program.py"), out, "2",
-                           os.path.join(tu.OUT, "gui_hooks.json"))
-    tu.expect(r.returncode == 3, r.stderr)
-    check_view([out], "gui_hooks.png")
+    def test_hooks_program_in_gui(self):
+        out = os.path.join(tu.OUT, "gui_hooks.hstrace")
+        r = test_record.record(os.path.join(test_record.HERE, "programs", "hooks_program.py"), out, "2",
+                               os.path.join(tu.OUT, "gui_hooks.json"))
+        tu.expect(r.returncode == 3, r.stderr)
+        check_view([out], "gui_hooks.png")
 
 
 if __name__ == "__main__":
-    if not GUI or not os.path.exists(GUI) or shutil.which("xvfb-run") is None:
-        print("SKIP: the GUI is not built or xvfb-run is missing")
-        sys.exit(77)
-    tu.main([test_ddp_rebuild_in_gui, test_25723_in_gui, test_hooks_program_in_gui])
+    tu.main()

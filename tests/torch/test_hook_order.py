@@ -17,6 +17,7 @@ import json
 import os
 import random
 import subprocess
+import unittest
 
 import torch
 import torch_util as tu
@@ -27,7 +28,7 @@ BINARY = ("add", "mul")
 
 
 def diamond_spec():
-    # x -> a = exp(x), b = tanh(x) -> y = a * b -> loss = sum(y), as tests/test_hooks.cpp
+    # x -> a = exp(x), b = tanh(x) -> y = a * b -> loss = sum(y), as tests/core/autograd/test_hooks.cpp
     hooks = []
     for v in (0, 1, 2, 3):
         for k in ("pre1", "post1", "pre2", "post2"):
@@ -196,31 +197,30 @@ def compare(spec, name):
     return differ_raw
 
 
-def test_diamond():
-    compare(diamond_spec(), "diamond")
+class HookOrderTest(unittest.TestCase):
+    def test_diamond(self):
+        compare(diamond_spec(), "diamond")
 
+    def test_random_graph(self):
+        spec = random_spec(seed=7)
+        tu.expect(len(spec["ops"]) == 30, "30 Functions")
+        differ = compare(spec, "random30")
+        # The 1.13 vs 2.x difference is real in this graph (so 1.13 needs
+        # normalize); under 2.x the raw orders are equal, Function by Function.
+        if TORCH_1:
+            print(f"Functions whose raw order differs (1.13 vs 2.x pre-hook order): {differ}")
+        else:
+            tu.expect(not differ, f"under PyTorch {torch.__version__} these Functions fire in another order: {differ}")
 
-def test_random_graph():
-    spec = random_spec(seed=7)
-    tu.expect(len(spec["ops"]) == 30, "30 Functions")
-    differ = compare(spec, "random30")
-    # The 1.13 vs 2.x difference is real in this graph (so 1.13 needs
-    # normalize); under 2.x the raw orders are equal, Function by Function.
-    if TORCH_1:
-        print(f"Functions whose raw order differs (1.13 vs 2.x pre-hook order): {differ}")
-    else:
-        tu.expect(not differ, f"under PyTorch {torch.__version__} these Functions fire in another order: {differ}")
-
-
-def test_recording_changes_nothing():
-    # The random graph's gradients (leaves' and retained) and its hooks'
-    # order, recorded and not.
-    spec = random_spec(seed=7)
-    plain_log, _, plain = run_torch(spec, None)
-    log, _, recorded = run_torch(spec, os.path.join(tu.OUT, "random30.same.hstrace"))
-    tu.expect(plain_log == log, f"the hooks ran differently:\n plain    {plain_log}\n recorded {log}")
-    tu.expect_same_result(plain, recorded, "the random graph")
+    def test_recording_changes_nothing(self):
+        # The random graph's gradients (leaves' and retained) and its hooks'
+        # order, recorded and not.
+        spec = random_spec(seed=7)
+        plain_log, _, plain = run_torch(spec, None)
+        log, _, recorded = run_torch(spec, os.path.join(tu.OUT, "random30.same.hstrace"))
+        tu.expect(plain_log == log, f"the hooks ran differently:\n plain    {plain_log}\n recorded {log}")
+        tu.expect_same_result(plain, recorded, "the random graph")
 
 
 if __name__ == "__main__":
-    tu.main([test_diamond, test_random_graph, test_recording_changes_nothing])
+    tu.main()

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import unittest
 
 import torch_util as tu
 
@@ -61,68 +62,65 @@ def reducers(ev):
     return {e["owner_label"]: e["owner"] for e in ev if e["kind"] == "reducer_constructed"}
 
 
-def test_bridge_writes_the_runtime_fields():
-    for path in traces():
+class LingeringTest(unittest.TestCase):
+    def test_bridge_writes_the_runtime_fields(self):
+        for path in traces():
+            ev = tu.events(path)
+            destroyed = [e for e in ev if e["kind"] == "reducer_destroyed"]
+            tu.expect(len(destroyed) == 3, f"three Reducers destroyed at exit: {destroyed}")
+            for e in destroyed:
+                # 4 parameters: its destructor removed its 4 hooks (the runtime's field, actor)
+                tu.expect(e.get("actor") == 4, f"hooks removed on destruction: {e}")
+            noops = [e for e in ev if e["kind"] == "autograd_hook_noop"]
+            no_sync = [e for e in noops if e["sub"] == 1]
+            tu.expect(no_sync, "fires inside no_sync are no-ops of reason no_sync (sub 1)")
+            tu.expect({e["owner_label"] for e in no_sync} <= {"Reducer 1", "Reducer 2", "Reducer 3"}, str(no_sync[:3]))
+
+    def test_cli_names_the_lingering_reducers(self):
+        path = traces()[0]
+        code, out = tu.cli("check", "--all", path)
+        tu.expect(code == 1, f"findings: {out}")
+        tu.expect("Reducer 1 was replaced by Reducer 2 at #" in out, out)
+        tu.expect("stayed alive until it was destroyed at #" in out, out)
+        tu.expect("hooks of destroyed owners stay attached" not in out, out)
+        code, out = tu.cli("lanes", path)
+        tu.expect(code == 0 and "OUTLIVES ITS USE (Reducer 1 was replaced by Reducer 2 at #" in out, out)
+        tu.expect(", 0 outlive their owner, " in out, out)
         ev = tu.events(path)
-        destroyed = [e for e in ev if e["kind"] == "reducer_destroyed"]
-        tu.expect(len(destroyed) == 3, f"three Reducers destroyed at exit: {destroyed}")
-        for e in destroyed:
-            # 4 parameters: its destructor removed its 4 hooks (the runtime's field, actor)
-            tu.expect(e.get("actor") == 4, f"hooks removed on destruction: {e}")
-        noops = [e for e in ev if e["kind"] == "autograd_hook_noop"]
-        no_sync = [e for e in noops if e["sub"] == 1]
-        tu.expect(no_sync, "fires inside no_sync are no-ops of reason no_sync (sub 1)")
-        tu.expect({e["owner_label"] for e in no_sync} <= {"Reducer 1", "Reducer 2", "Reducer 3"}, str(no_sync[:3]))
+        r1 = reducers(ev)["Reducer 1"]
+        # A fire of Reducer 1's hook followed by its no-op, after Reducer 2 prepared.
+        prepares = [e["index"] for e in ev if e["kind"] == "prepare_for_backward" and e["owner_label"] == "Reducer 2"]
+        fires = [e for e in ev if e["kind"] == "hook_fire" and e.get("owner") == r1 and e["index"] > prepares[0]]
+        tu.expect(fires, "Reducer 1's hooks keep firing after it was replaced")
+        code, out = tu.cli("explain", "--format", "jsonl", "--event", fires[0]["index"], path)
+        j = json.loads(out)
+        tu.expect(j["verdict"] == "lingering", out)
+        tu.expect(j["summary"].startswith("lingering: Reducer 1 was replaced by Reducer 2 at #"), out)
+        no_sync = [e for e in ev if e["kind"] == "autograd_hook_noop" and e["sub"] == 1]
+        fire = max(e["index"] for e in ev if e["kind"] == "hook_fire" and e["index"] < no_sync[0]["index"])
+        code, out = tu.cli("explain", "--event", fire, path)
+        tu.expect("normal fire" in out and "inside no_sync()" in out, out)
 
-
-def test_cli_names_the_lingering_reducers():
-    path = traces()[0]
-    code, out = tu.cli("check", "--all", path)
-    tu.expect(code == 1, f"findings: {out}")
-    tu.expect("Reducer 1 was replaced by Reducer 2 at #" in out, out)
-    tu.expect("stayed alive until it was destroyed at #" in out, out)
-    tu.expect("hooks of destroyed owners stay attached" not in out, out)
-    code, out = tu.cli("lanes", path)
-    tu.expect(code == 0 and "OUTLIVES ITS USE (Reducer 1 was replaced by Reducer 2 at #" in out, out)
-    tu.expect(", 0 outlive their owner, " in out, out)
-    ev = tu.events(path)
-    r1 = reducers(ev)["Reducer 1"]
-    # A fire of Reducer 1's hook followed by its no-op, after Reducer 2 prepared.
-    prepares = [e["index"] for e in ev if e["kind"] == "prepare_for_backward" and e["owner_label"] == "Reducer 2"]
-    fires = [e for e in ev if e["kind"] == "hook_fire" and e.get("owner") == r1 and e["index"] > prepares[0]]
-    tu.expect(fires, "Reducer 1's hooks keep firing after it was replaced")
-    code, out = tu.cli("explain", "--format", "jsonl", "--event", fires[0]["index"], path)
-    j = json.loads(out)
-    tu.expect(j["verdict"] == "lingering", out)
-    tu.expect(j["summary"].startswith("lingering: Reducer 1 was replaced by Reducer 2 at #"), out)
-    no_sync = [e for e in ev if e["kind"] == "autograd_hook_noop" and e["sub"] == 1]
-    fire = max(e["index"] for e in ev if e["kind"] == "hook_fire" and e["index"] < no_sync[0]["index"])
-    code, out = tu.cli("explain", "--event", fire, path)
-    tu.expect("normal fire" in out and "inside no_sync()" in out, out)
-
-
-def test_gui_draws_them_lingering():
-    if not GUI or not shutil.which("xvfb-run"):
-        print("skipping: the GUI is not built or xvfb-run is missing")
-        return
-    paths = traces()
-    ev = tu.events(paths[0])
-    r2 = [e["index"] for e in ev if e["kind"] == "prepare_for_backward" and e["owner_label"] == "Reducer 3"]
-    report = os.path.join(tu.OUT, "lingering_draw.json")
-    png = os.path.join(tu.OUT, "lingering.png")
-    # One rank's file: its events are the file's own (indices as the CLI gave them).
-    env = dict(os.environ, HOOKSCOPE_DRAW_REPORT=report)
-    r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", GUI, "--size", "1280x800", paths[0],
-                        "--at", str(r2[0] + 40), "--screenshot", png], env=env, capture_output=True, text=True,
-                       timeout=120)
-    tu.expect(r.returncode == 0, r.stdout + r.stderr)
-    with open(report) as f:
-        d = json.load(f)
-    tu.expect(d["lingering"]["boxes"] > 0 and d["lingering"]["tags"] > 0, str(d["lingering"]))
-    tu.expect("Reducer 1 r0: replaced, still alive (lingering)" in d["reducers"], str(d["reducers"]))
-    tu.expect("Reducer 2 r0: replaced, still alive (lingering)" in d["reducers"], str(d["reducers"]))
+    def test_gui_draws_them_lingering(self):
+        if not GUI or not shutil.which("xvfb-run"):
+            self.skipTest("the GUI is not built or xvfb-run is missing")
+        paths = traces()
+        ev = tu.events(paths[0])
+        r2 = [e["index"] for e in ev if e["kind"] == "prepare_for_backward" and e["owner_label"] == "Reducer 3"]
+        report = os.path.join(tu.OUT, "lingering_draw.json")
+        png = os.path.join(tu.OUT, "lingering.png")
+        # One rank's file: its events are the file's own (indices as the CLI gave them).
+        env = dict(os.environ, HOOKSCOPE_DRAW_REPORT=report)
+        r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", GUI, "--size", "1280x800", paths[0],
+                            "--at", str(r2[0] + 40), "--screenshot", png], env=env, capture_output=True, text=True,
+                           timeout=120)
+        tu.expect(r.returncode == 0, r.stdout + r.stderr)
+        with open(report) as f:
+            d = json.load(f)
+        tu.expect(d["lingering"]["boxes"] > 0 and d["lingering"]["tags"] > 0, str(d["lingering"]))
+        tu.expect("Reducer 1 r0: replaced, still alive (lingering)" in d["reducers"], str(d["reducers"]))
+        tu.expect("Reducer 2 r0: replaced, still alive (lingering)" in d["reducers"], str(d["reducers"]))
 
 
 if __name__ == "__main__":
-    tu.main([test_bridge_writes_the_runtime_fields, test_cli_names_the_lingering_reducers,
-             test_gui_draws_them_lingering])
+    tu.main()

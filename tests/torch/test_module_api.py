@@ -13,6 +13,7 @@ named; none is left out under 2.x."""
 import json
 import os
 import subprocess
+import unittest
 import warnings
 
 import torch_util as tu
@@ -280,25 +281,28 @@ def same(a, b):
     return a == b
 
 
-def test_module_api_matches_pytorch():
-    import torch
-    names = [n for n, (_, needs) in CASES.items() if needs is None or needs(torch)]
-    skipped = [n for n in CASES if n not in names]
-    tu.expect(not skipped or int(torch.__version__.split(".")[0]) < 2,
-              f"PyTorch {torch.__version__} lacks the API of {skipped}")
-    runtime = run_runtime(names)
-    for name in names:
-        t = run_torch(name)
-        tu.expect(same(t["log"], runtime[name]["log"]),
-                  f"{name}: hook logs differ\n torch   {t['log']}\n runtime {runtime[name]['log']}")
-        tu.expect(t["warnings"] == runtime[name]["warnings"],
-                  f"{name}: warnings differ\n torch   {t['warnings']}\n runtime {runtime[name]['warnings']}")
-    print(f"checked against PyTorch {torch.__version__}: {len(names)} cases"
-          + (f"; not in this version: {skipped}" if skipped else ""))
+def setUpModule():
+    if not RUNTIME:
+        raise unittest.SkipTest("HOOKSCOPE_MODULE_RUNTIME is not set (run through ctest)")
+
+
+class ModuleApiTest(unittest.TestCase):
+    def test_module_api_matches_pytorch(self):
+        import torch
+        names = [n for n, (_, needs) in CASES.items() if needs is None or needs(torch)]
+        skipped = [n for n in CASES if n not in names]
+        tu.expect(not skipped or int(torch.__version__.split(".")[0]) < 2,
+                  f"PyTorch {torch.__version__} lacks the API of {skipped}")
+        runtime = run_runtime(names)
+        for name in names:
+            t = run_torch(name)
+            tu.expect(same(t["log"], runtime[name]["log"]),
+                      f"{name}: hook logs differ\n torch   {t['log']}\n runtime {runtime[name]['log']}")
+            tu.expect(t["warnings"] == runtime[name]["warnings"],
+                      f"{name}: warnings differ\n torch   {t['warnings']}\n runtime {runtime[name]['warnings']}")
+        print(f"checked against PyTorch {torch.__version__}: {len(names)} cases"
+              + (f"; not in this version: {skipped}" if skipped else ""))
 
 
 if __name__ == "__main__":
-    if not RUNTIME:
-        print("HOOKSCOPE_MODULE_RUNTIME is not set (run through ctest)")
-        raise SystemExit(77)
-    tu.main([test_module_api_matches_pytorch])
+    tu.main()

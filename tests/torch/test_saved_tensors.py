@@ -23,6 +23,7 @@ float64), values and shapes are."""
 import json
 import os
 import subprocess
+import unittest
 
 import torch_util as tu
 
@@ -248,28 +249,31 @@ def compare(name, torch_case, runtime_case):
         tu.expect(close(r, t), f"{where} gradient of leaf {i} differs: torch {t} runtime {r}")
 
 
-def test_saved_tensors_match_pytorch():
-    import torch
-    all_cases = cases()
-    runtime = run_runtime(all_cases)
-    version = torch.__version__
-    reordered = []
-    for name, spec in all_cases.items():
-        t = run_torch(spec)
-        compare(name, t, runtime[name])
-        if [(p["node"], p["field"]) for p in t["packs"]] != [tuple(x) for x in t["raw"]]:
-            reordered.append(name)
-    print(f"checked against PyTorch {version}: {len(all_cases)} cases, "
-          f"{sum(len(runtime[n]['packs']) for n in all_cases)} packs")
-    if reordered:
-        # Only 1.13 gets here: its struct order differs from 2.x's for these.
-        tu.expect(int(version.split(".")[0]) < 2, f"2.x packs reordered: {reordered}")
-        print(f"PyTorch {version} packs these in its struct order, compared in 2.x's "
-              f"(sorted by field): {reordered}")
+def setUpModule():
+    if not RUNTIME:
+        raise unittest.SkipTest("HOOKSCOPE_SAVED_RUNTIME is not set (run through ctest)")
+
+
+class SavedTensorsTest(unittest.TestCase):
+    def test_saved_tensors_match_pytorch(self):
+        import torch
+        all_cases = cases()
+        runtime = run_runtime(all_cases)
+        version = torch.__version__
+        reordered = []
+        for name, spec in all_cases.items():
+            t = run_torch(spec)
+            compare(name, t, runtime[name])
+            if [(p["node"], p["field"]) for p in t["packs"]] != [tuple(x) for x in t["raw"]]:
+                reordered.append(name)
+        print(f"checked against PyTorch {version}: {len(all_cases)} cases, "
+              f"{sum(len(runtime[n]['packs']) for n in all_cases)} packs")
+        if reordered:
+            # Only 1.13 gets here: its struct order differs from 2.x's for these.
+            tu.expect(int(version.split(".")[0]) < 2, f"2.x packs reordered: {reordered}")
+            print(f"PyTorch {version} packs these in its struct order, compared in 2.x's "
+                  f"(sorted by field): {reordered}")
 
 
 if __name__ == "__main__":
-    if not RUNTIME:
-        print("HOOKSCOPE_SAVED_RUNTIME is not set (run through ctest)")
-        raise SystemExit(77)
-    tu.main([test_saved_tensors_match_pytorch])
+    tu.main()

@@ -1,5 +1,6 @@
-"""Helpers for the torch bridge tests (tests/torch/): run ranks as processes
-(gloo on 127.0.0.1, a free port, every wait bounded), and run hookscope-cli."""
+"""Helpers for the torch bridge tests (tests/torch/, unittest.TestCase classes
+run by main() below): run ranks as processes (gloo on 127.0.0.1, a free port,
+every wait bounded), and run hookscope-cli."""
 
 import datetime
 import json
@@ -153,14 +154,15 @@ def expect(cond, what):
         raise AssertionError(what)
 
 
-def main(tests):
-    """Runs the test functions given; exit status 1 when one fails."""
-    failed = 0
-    for t in tests:
-        try:
-            t()
-            print(f"PASS {t.__name__}")
-        except Exception:
-            failed += 1
-            print(f"FAIL {t.__name__}\n{traceback.format_exc()}")
-    sys.exit(1 if failed else 0)
+def main():
+    """Runs the calling file's unittest tests (`python3 test_x.py [-k PATTERN ...]`,
+    unittest's own options) and exits as ctest reads it: 0 when they pass, 1 when
+    one fails or none ran, 77 (SKIP_RETURN_CODE) when every one was skipped, e.g.
+    by a setUpModule that finds a PyTorch without the API it tests."""
+    import unittest
+    result = unittest.main(module="__main__", exit=False, verbosity=2).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if result.skipped and len(result.skipped) >= result.testsRun:
+        sys.exit(77)
+    sys.exit(0 if result.testsRun else 1)

@@ -1,5 +1,5 @@
 #pragma once
-// The GUI tests' harness (tests/test_app_*gui.cpp, test_app_story.cpp): the
+// The GUI tests' harness (tests/app/test_*gui.cpp): the
 // real hookscope in a 1280x800 window under Xvfb, traces recorded once per
 // test process by the real hookscope-cli, screenshots read back as pixels.
 // Header-only: it needs doctest, stb_image and the programs' paths, which
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "test_util.h"
+#include "testing/test_util.h"
 
 namespace hookscope::testing {
 

@@ -1,0 +1,188 @@
+// Fit that fits (Note [Readable text], Note [Fit shows every rank]): opened
+// at an event, or after Fit there, every rank's live boxes are inside the
+// graph's canvas with their text at 10 px or more, or the toolbar names
+// what is off it; at 1280x800 and 1920x1080, dark and light, at several
+// events of the samples and of two-rank runs (mid-backward, the failure, the
+// rebuild, the end). Measured through the graph's draw stats (Note [Draw report]).
+#if HOOKSCOPE_APP_UI
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/model.h"
+#include "testing/headless_app.h"
+#include "render/layout/timeline_index.h"
+#include "render/draw/graph_view.h"
+#include "testing/gui_harness.h"
+#include "trace/reader.h"
+
+using namespace hookscope;
+using trace::EventKind;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string sample(const std::string& name) { return std::string(HOOKSCOPE_SAMPLES_DIR) + "/" + name + ".hstrace"; }
+
+fs::path fit_dir() {
+  static const fs::path dir = testing::gui_scratch_dir("hookscope_fit");
+  return dir;
+}
+
+// Events worth a look: a few mid-backward (the 5th event after a backward
+// begins), the first failure, each Reducer built, the last event.
+std::vector<size_t> story_events(const analysis::Model& m) {
+  std::vector<size_t> at;
+  const auto& backwards = m.events_of_kind(EventKind::kBackwardBegin);
+  for (size_t k = 0; k < backwards.size(); k += std::max<size_t>(1, backwards.size() / 4)) {
+    at.push_back(std::min<size_t>(backwards[k] + 5, m.num_events() - 1));
+  }
+  if (!m.events_of_kind(EventKind::kFailure).empty()) at.push_back(m.events_of_kind(EventKind::kFailure)[0]);
+  for (size_t i : m.events_of_kind(EventKind::kReducerConstructed)) at.push_back(i);
+  at.push_back(m.num_events() - 1);
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  return at;
+}
+
+// Frames until the layout (and the fit that follows it) has landed.
+void settle(testing::HeadlessApp& h) {
+  for (int i = 0; i < 12; ++i) {
+    h.frame();
+    h.app().graph().wait_for_layout();
+  }
+  h.frame();
+}
+
+struct Measured {
+  size_t live = 0, drawn = 0, outside = 0;
+  std::map<uint16_t, std::pair<float, float>> columns;  // rank -> x extent of its drawn boxes
+};
+
+void check_fits(testing::HeadlessApp& h, const std::string& where) {
+  const render::GraphDrawStats& s = h.app().graph().stats();
+  const render::GraphDrawStats::Rect c = s.content;
+  size_t outside = 0;
+  for (const auto& b : s.box_rects) {
+    outside += b.x0 < c.x0 - 0.5f || b.y0 < c.y0 - 0.5f || b.x1 > c.x1 + 0.5f || b.y1 > c.y1 + 0.5f;
+  }
+  // A rank's column spans every box the layout holds for it, live or not
+  // (the full view lays out the whole trace; fit frames the live ones), so a
+  // column may run past the canvas with all its live boxes in view. Columns
+  // are reported, not judged; a rank's live boxes are (box_rects).
+  std::string columns;
+  for (const auto& [rank, r] : s.rank_columns) {
+    columns += " r" + std::to_string(rank) + " [" + std::to_string(static_cast<int>(r.x0)) + "," +
+               std::to_string(static_cast<int>(r.x1)) + "]";
+  }
+  INFO(where << ": live " << s.live_units << ", drawn " << s.box_rects.size() << ", outside " << outside
+             << ", text " << s.min_text_px << " px (" << s.small_texts << " small), canvas [" << c.x0 << "," << c.x1
+             << "], columns" << columns << ", off-canvas note '" << s.off_canvas << "', compact "
+             << h.app().graph().compact());
+  if (s.texts > 0) {
+    CHECK(s.small_texts == 0);
+    CHECK(s.min_text_px >= 10.f);
+  }
+  const bool all_in = s.box_rects.size() == s.live_units && outside == 0;
+  if (!all_in) {
+    // What does not fit is named in the toolbar, and what matters is in view.
+    CHECK_FALSE(s.off_canvas.empty());
+    CHECK(s.focus_on_canvas);
+  } else {
+    CHECK(s.off_canvas.empty());
+  }
+  if (s.live_units > 0) CHECK(s.box_rects.size() > 0);
+}
+
+void check_trace(const std::string& trace, bool both_themes) {
+  const analysis::Model m(trace::read_trace(trace));
+  for (const ImVec2 display : {ImVec2(1280, 800), ImVec2(1920, 1080)}) {
+    for (const bool light : {false, true}) {
+      if (light && !(both_themes && display.x == 1280)) continue;
+      for (size_t at : story_events(m)) {
+        app::Args args = testing::headless_args({trace});
+        args.at.text = std::to_string(at);
+        args.light = light;
+        testing::HeadlessApp h(args, display);
+        settle(h);
+        const std::string where = fs::path(trace).filename().string() + " at #" + std::to_string(at) + " " +
+                                  std::to_string(static_cast<int>(display.x)) + "x" +
+                                  std::to_string(static_cast<int>(display.y)) + (light ? " light" : " dark");
+        check_fits(h, where + " (open)");
+        h.app().graph().fit();
+        settle(h);
+        check_fits(h, where + " (Fit)");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fit: the recovery sample's ranks are inside the canvas, text >= 10 px, mid-backward to the end") {
+  testing::scratch_config_dir("hookscope_fit");
+  check_trace(sample("recovery-none"), true);
+}
+
+TEST_CASE("fit: two-rank runs (unused parameter, shared module, recovery by key) fit at every step") {
+  testing::scratch_config_dir("hookscope_fit");
+  check_trace(sample("recovery-by-key"), false);
+  check_trace(sample("shared-module-by-type"), false);
+  check_trace(testing::record_once(fit_dir(), "unused", "unused-parameter"), false);
+}
+
+#endif  // HOOKSCOPE_APP_UI
+
+#if HOOKSCOPE_APP_UI
+// Note [Idle gaps] in the app under Xvfb: a run whose rank 1 times out has
+// rank 0 wait seconds in an allreduce, most of the trace's time. Opened, the
+// timeline collapses the wait to one band that says so, and the work fills
+// the axis; at 1280x800 and 1920x1080, dark and light (the draw report).
+TEST_CASE("gui timeline: a failed run's wait in allreduce is one labelled band, the work fills the axis" *
+          doctest::test_suite("gui")) {
+  if (!testing::have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed (scripts/setup.sh installs xvfb)");
+    return;
+  }
+  const std::string trace =
+      testing::record_once(fit_dir(), "timeout", "recovery --fail-mode timeout --timeout-ms 3000 --recoveries 1");
+  const analysis::Model m(trace::read_trace(trace));
+  const render::TimelineIndex index(m);
+  REQUIRE(index.idle_gaps().size() == 1);
+  const render::IdleGap& gap = index.idle_gaps()[0];
+  // To scale, the wait would take most of the axis.
+  CHECK(static_cast<double>(gap.end - gap.begin) > 0.5 * static_cast<double>(index.end_ns() - index.begin_ns()));
+  for (const char* size : {"1280x800", "1920x1080"}) {
+    for (const bool light : {false, true}) {
+      CAPTURE(size);
+      CAPTURE(light);
+      const std::string name = std::string("gap_") + size + (light ? "_l" : "_d");
+      const std::string png = (fit_dir() / (name + ".png")).string(), rep = (fit_dir() / (name + ".json")).string();
+      const auto r = testing::run_command("HOOKSCOPE_DRAW_REPORT=" + rep + " xvfb-run -a -s '-screen 0 " + size +
+                                          "x24' " + HOOKSCOPE_GUI_PATH + " --size " + size + (light ? " --light " : " ") +
+                                          trace + " --screenshot " + png);
+      REQUIRE_MESSAGE(r.exit == 0, r.out);
+      std::ifstream in(rep);
+      const nlohmann::json report = nlohmann::json::parse(in);
+      const nlohmann::json& gaps = report["timeline_gaps"];
+      REQUIRE(gaps.size() == 1);
+      CHECK(gaps[0]["collapsed"].get<bool>());
+      const std::string label = gaps[0]["label"].get<std::string>();
+      CHECK(label.find(" s waiting in allreduce") != std::string::npos);
+      const float band = gaps[0]["x1"].get<float>() - gaps[0]["x0"].get<float>();
+      const float plot = report["timeline_plot"][1].get<float>() - report["timeline_plot"][0].get<float>();
+      CHECK(band >= 40.f);
+      CHECK(band <= 0.1f * plot);
+      // The label inside its band.
+      CHECK(gaps[0]["label_rect"][0].get<float>() >= gaps[0]["x0"].get<float>() - 1.f);
+      CHECK(gaps[0]["label_rect"][2].get<float>() <= gaps[0]["x1"].get<float>() + 1.f);
+    }
+  }
+}
+#endif

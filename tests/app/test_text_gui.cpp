@@ -1,0 +1,90 @@
+// Readable text in the real app under Xvfb at 1280x800, measured through the
+// draw and views reports (Note [Draw report]): the owners' legend never runs
+// past the graph panel's edge and says "gen" only where a rank holds copies
+// of its parameters; the readiness map numbers its backward passes; the
+// lanes of several ranks name each group's rank. Skips without xvfb-run.
+#if HOOKSCOPE_APP_UI
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "analysis/model.h"
+#include "render/layout/story.h"
+#include "testing/test_util.h"
+#include "testing/gui_harness.h"
+#include "trace/reader.h"
+
+using namespace hookscope;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+fs::path text_dir() {
+  static const fs::path dir = testing::gui_scratch_dir("hookscope_text_gui");
+  return dir;
+}
+
+std::string sample(const std::string& name) { return std::string(HOOKSCOPE_SAMPLES_DIR) + "/" + name + ".hstrace"; }
+
+// The draw report (or the views report) of a screenshot of `trace` with `args`.
+json report_of(const std::string& trace, const std::string& args, const std::string& name,
+               const std::string& env = "HOOKSCOPE_DRAW_REPORT") {
+  const std::string png = (text_dir() / (name + ".png")).string(), rep = (text_dir() / (name + ".json")).string();
+  const auto r = testing::run_gui(trace + " " + args + " --screenshot " + png, env + "=" + rep);
+  REQUIRE_MESSAGE(r.exit == 0, r.out);
+  std::ifstream in(rep);
+  REQUIRE_MESSAGE(in.good(), "no report: " << r.out);
+  return json::parse(in);
+}
+
+bool no_xvfb() {
+  if (testing::have_xvfb()) return false;
+  MESSAGE("skipping: xvfb-run is not installed (scripts/setup.sh installs xvfb)");
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("gui text: the owners' legend stays inside the graph panel and says gen only where copies exist" *
+          doctest::test_suite("gui")) {
+  if (no_xvfb()) return;
+  // Three Reducers per rank, leaked, and the user's hooks: more owners than one line holds at 1280.
+  const std::string trace = testing::record_once(text_dir(), "recovery_none_3", "recovery --policy none --recoveries 3");
+  const analysis::Model m(trace::read_trace(trace));
+  const render::Generations gens(m);
+  analysis::EventIndex first = analysis::kNever;
+  for (analysis::OwnerIndex o = 0; o < m.owners().size(); ++o) first = std::min(first, gens.owner_label_from(o));
+  REQUIRE(first != analysis::kNever);  // rank 1 is replaced: its parameters have copies
+  for (const std::string theme : {"", " --light"}) {
+    const json end = report_of(trace, theme, "legend_end")["legend"];
+    INFO("end" << theme << ": " << end.dump());
+    CHECK(end["entries"].get<int>() >= 1);
+    CHECK(end["right"].get<float>() <= end["panel_right"].get<float>());
+    CHECK(end["lines"].get<int>() <= 2);
+    CHECK(end["gens"].get<int>() >= 1);
+  }
+  // Before the first copy nothing needs telling apart: no "gen" anywhere.
+  const json before = report_of(trace, "--at " + std::to_string(first - 1), "legend_before")["legend"];
+  INFO("before: " << before.dump());
+  CHECK(before["gens"].get<int>() == 0);
+  CHECK(before["right"].get<float>() <= before["panel_right"].get<float>());
+}
+
+TEST_CASE("gui text: readiness columns carry backward-pass numbers; lanes of two ranks name the rank" *
+          doctest::test_suite("gui")) {
+  if (no_xvfb()) return;
+  const json readiness = report_of(sample("recovery-none"), "--panel readiness", "readiness", "HOOKSCOPE_VIEWS_REPORT");
+  INFO(readiness.dump());
+  CHECK(readiness["cells"].get<int>() > 0);
+  CHECK(readiness["readiness_headers"].get<int>() >= 2);  // a number per rank's first pass at least
+  const json lanes = report_of(sample("recovery-none"), "--panel lanes", "lanes", "HOOKSCOPE_VIEWS_REPORT");
+  INFO(lanes.dump());
+  CHECK(lanes["lane_headers"].get<int>() > 0);
+  CHECK(lanes["ranked_lane_headers"].get<int>() == lanes["lane_headers"].get<int>());
+}
+
+#endif  // HOOKSCOPE_APP_UI

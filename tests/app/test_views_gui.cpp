@@ -1,0 +1,302 @@
+// The Lanes, Readiness and "Why did this fire?" panels in the real app under
+// Xvfb, measured: `--panel NAME` puts the view in front, the screenshot's
+// pixels inside the rectangles the panel reports (HOOKSCOPE_VIEWS_REPORT) are
+// counted by colour. Skips, saying why, without xvfb-run.
+#if HOOKSCOPE_APP_UI
+#include <doctest/doctest.h>
+#include <stb_image.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/compare.h"
+#include "analysis/diff.h"
+#include "analysis/model.h"
+#include "panel_compare.h"
+#include "render/layout/colors.h"
+#include "testing/test_util.h"
+#include "testing/gui_harness.h"
+#include "trace/reader.h"
+#include "view_colors.h"
+
+using namespace hookscope;
+using trace::EventKind;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path views_dir() {
+  static const fs::path dir = testing::gui_scratch_dir("hookscope_views_gui");
+  return dir;
+}
+
+bool have_xvfb() { return testing::have_xvfb(); }
+
+std::string record(const std::string& scenario, const std::string& options) {
+  std::string name = scenario + options;
+  for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return testing::record_once(views_dir(), name, scenario + " " + options);
+}
+
+struct Shot : testing::Pixels {
+  nlohmann::json report;
+  // Pixels within `tol` of `color` (IM_COL32 packing) inside the report's rect `name`.
+  size_t count(const std::string& name, uint32_t color, int tol = 12) const {
+    const auto& r = report.at(name);
+    return Pixels::count(color, r[0].get<float>(), r[1].get<float>(), r[2].get<float>(), r[3].get<float>(), tol);
+  }
+  size_t area(const std::string& name) const {
+    const auto& r = report.at(name);
+    return static_cast<size_t>(std::max(0.f, r[2].get<float>() - r[0].get<float>()) *
+                               std::max(0.f, r[3].get<float>() - r[1].get<float>()));
+  }
+};
+
+Shot shoot(const std::string& trace, const std::string& args, const std::string& name,
+           const std::string& report = "HOOKSCOPE_VIEWS_REPORT") {
+  const std::string png = (views_dir() / (name + ".png")).string();
+  const std::string json = (views_dir() / (name + ".json")).string();
+  const auto r = testing::run_gui(trace + " " + args + " --screenshot " + png, report + "=" + json);
+  REQUIRE_MESSAGE(r.exit == 0, r.out);
+  Shot s;
+  testing::load_png(png, s);
+  std::ifstream in(json);
+  REQUIRE_MESSAGE(in.good(), "no views report at " << json);
+  s.report = nlohmann::json::parse(in);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("gui views: lanes turn red where hooks outlive their owner with policy none and never with by-key" *
+          doctest::test_suite("gui")) {
+  if (!have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed (scripts/setup.sh installs xvfb)");
+    return;
+  }
+  const uint32_t red = render::kDarkPalette.alarm;
+  const Shot none = shoot(record("recovery", "--policy none --recoveries 2"), "--panel lanes", "lanes_none");
+  CHECK(none.report["bars"].get<int>() > 10);
+  CHECK(none.report["ticks"].get<int>() > 10);
+  CHECK(none.report["dead_segments"].get<int>() > 0);
+  CHECK(none.report["stale_ticks"].get<int>() > 0);
+  CHECK(none.area("lanes") > 100'000);  // the panel is in front and wide
+  const size_t red_none = none.count("lanes", red);
+  CHECK(red_none > 500);
+  // The counter track draws something.
+  CHECK(none.count("counter", render::kDarkPalette.background, 2) < none.area("counter"));
+
+  const Shot by_key = shoot(record("recovery", "--policy by-key --recoveries 2"), "--panel lanes", "lanes_by_key");
+  CHECK(by_key.report["bars"].get<int>() > 10);
+  CHECK(by_key.report["dead_segments"].get<int>() == 0);
+  CHECK(by_key.count("lanes", red) == 0);
+}
+
+TEST_CASE("gui views: the readiness map shows unused cells for the unused-parameter run and twice cells for marked-twice" *
+          doctest::test_suite("gui")) {
+  if (!have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed");
+    return;
+  }
+  using app::kReadinessTwice;
+  using app::kReadinessUnused;
+  const Shot unused = shoot(record("unused-parameter", ""), "--panel readiness", "readiness_unused");
+  CHECK(unused.report["cell_status"][2].get<int>() > 0);
+  CHECK(unused.count("readiness", kReadinessUnused, 6) > 50);
+  CHECK(unused.count("readiness", kReadinessTwice, 6) == 0);
+
+  const Shot twice = shoot(record("marked-twice", ""), "--panel readiness", "readiness_twice");
+  CHECK(twice.report["cell_status"][3].get<int>() > 0);
+  CHECK(twice.count("readiness", kReadinessTwice, 6) > 50);
+
+  // A healthy run: every cell ok or cut short, none unused or twice.
+  const Shot ok = shoot(record("recovery", "--policy by-key --recoveries 2"), "--panel readiness", "readiness_ok");
+  CHECK(ok.report["cell_status"][1].get<int>() > 0);
+  CHECK(ok.count("readiness", app::kReadinessOk, 6) > 50);
+  CHECK(ok.count("readiness", kReadinessUnused, 6) == 0);
+  CHECK(ok.count("readiness", kReadinessTwice, 6) == 0);
+}
+
+TEST_CASE("gui views: --panel explain at a stale fire gives the stale verdict and its chain" *
+          doctest::test_suite("gui")) {
+  if (!have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed");
+    return;
+  }
+  const std::string trace = record("recovery", "--policy none --recoveries 2");
+  const analysis::Model m(trace::read_trace(trace));
+  // The first fire of a hook whose owner was destroyed before it.
+  size_t stale = SIZE_MAX;
+  for (const auto& h : m.hooks()) {
+    if (h.owner == analysis::kNoIndex) continue;
+    const auto died = m.owners()[h.owner].destroyed_at;
+    for (auto f : m.fires(static_cast<analysis::HookIndex>(&h - m.hooks().data()))) {
+      if (died != analysis::kNever && f > died) stale = std::min<size_t>(stale, f);
+    }
+  }
+  REQUIRE(stale != SIZE_MAX);
+  const Shot s = shoot(trace, "--panel explain --at " + std::to_string(stale), "explain_stale");
+  CHECK(s.report["explain_verdict"] == "stale");
+  CHECK(s.report["explain_steps"].get<int>() >= 3);
+  CHECK(s.report["explain_links"].get<int>() >= 3);
+}
+
+namespace {
+
+struct Png {
+  int w = 0, h = 0;
+  std::vector<unsigned char> rgba;
+  size_t count(uint32_t color, int tol = 6) const {
+    const int cr = color & 0xff, cg = (color >> 8) & 0xff, cb = (color >> 16) & 0xff;
+    size_t n = 0;
+    for (size_t i = 0; i + 3 < rgba.size(); i += 4) {
+      n += std::abs(rgba[i] - cr) <= tol && std::abs(rgba[i + 1] - cg) <= tol && std::abs(rgba[i + 2] - cb) <= tol;
+    }
+    return n;
+  }
+};
+
+Png load_png(const std::string& path) {
+  Png p;
+  int channels = 0;
+  unsigned char* data = stbi_load(path.c_str(), &p.w, &p.h, &channels, 4);
+  REQUIRE_MESSAGE(data != nullptr, "cannot read " << path);
+  p.rgba.assign(data, data + static_cast<size_t>(p.w) * p.h * 4);
+  stbi_image_free(data);
+  return p;
+}
+
+testing::CommandResult export_run(const std::string& trace, const std::string& args) {
+  return testing::run_command("xvfb-run -a -s '-screen 0 1280x800x24' " + std::string(HOOKSCOPE_GUI_PATH) +
+                              " --size 1280x800 " + trace + " " + args);
+}
+
+}  // namespace
+
+TEST_CASE("gui compare: A at after rebuild 1 puts B at its own, hooks only in A outlined on A's graph" *
+          doctest::test_suite("gui")) {
+  if (!have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed");
+    return;
+  }
+  const std::string none = record("recovery", "--policy none --recoveries 2");
+  const std::string by_key = record("recovery", "--policy by-key --recoveries 2");
+  const analysis::Model a(trace::read_trace(none)), b(trace::read_trace(by_key));
+  const size_t at = analysis::resolve_point(a, "rebuild:1").index;
+  const Shot s = shoot(none, "--compare " + by_key + " --panel compare --at " + std::to_string(at), "compare",
+                       "HOOKSCOPE_COMPARE_REPORT");
+  CHECK(s.report["label"] == "after rebuild 1");
+  CHECK(s.report["a"].get<size_t>() == at);
+  CHECK(s.report["b"].get<size_t>() == analysis::resolve_point(b, "rebuild:1").index);
+  CHECK(s.report["found"].get<bool>());
+  CHECK(s.report["differing"].get<int>() > 0);
+  CHECK(s.report["only_a"].get<int>() > 0);
+  // By-key keeps nothing A lacks, but the point is on rank 0: the replaced
+  // rank 1 may be further in its own rebuild in B, its new copies' hooks
+  // already added (Note [Parameter copies in a diff]). The panel says what
+  // the analysis says.
+  const analysis::ModelDiff d = analysis::diff_models_at(a, {}, at, b, {}, s.report["b"].get<size_t>());
+  int only_b = 0, rows_b = 0;
+  for (const analysis::FunctionCounts& fc : d.functions) {
+    if (fc.total_b() <= fc.total_a()) continue;
+    only_b += static_cast<int>(fc.total_b() - fc.total_a());
+    ++rows_b;
+    CHECK(b.functions()[fc.b].rank == 1);
+  }
+  CHECK(s.report["only_b"].get<int>() == only_b);
+  CHECK(s.report["boxes_a"].get<int>() > 0);  // what is on screen depends on the fit
+  CHECK(s.report["boxes_b"].get<int>() > 0);
+  CHECK(s.report["marked_a"].get<int>() > 0);
+  CHECK(s.report["marked_b"].get<int>() <= rows_b);
+  CHECK(s.report["order_rows"].get<int>() >= 0);
+  // Side by side, each wide. The two panes are the same size, but a view's
+  // content rect leaves out its minimap column, shown or not by its own fit.
+  CHECK(s.area("graph_a") > 90'000);
+  CHECK(s.area("graph_b") > 90'000);
+  CHECK(s.count("graph_a", app::kCompareOnlyA, 8) > 200);  // the outlines are drawn
+  CHECK(s.count("graph_b", app::kCompareOnlyA, 8) == 0);
+  // Note [Compare tags]: outlined boxes tagged where there is room (the
+  // others are in the list below the graphs), and no tag over another,
+  // over a box or a banner, or out of its graph's canvas (the header strip,
+  // the minimap's column).
+  CHECK(s.report["tags_a"].size() > 0);
+  CHECK(s.report["tags_a"].size() + s.report["untagged_a"].get<size_t>() == s.report["marked_a"].get<size_t>());
+  auto overlap = [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a[0].get<float>() < b[2].get<float>() && b[0].get<float>() < a[2].get<float>() &&
+           a[1].get<float>() < b[3].get<float>() && b[1].get<float>() < a[3].get<float>();
+  };
+  for (const char* side : {"a", "b"}) {
+    const nlohmann::json& tags = s.report[std::string("tags_") + side];
+    const nlohmann::json& canvas = s.report[std::string("graph_") + side];
+    for (size_t i = 0; i < tags.size(); ++i) {
+      CAPTURE(tags[i].dump());
+      CHECK(tags[i][0].get<float>() >= canvas[0].get<float>());
+      CHECK(tags[i][1].get<float>() >= canvas[1].get<float>());
+      CHECK(tags[i][2].get<float>() <= canvas[2].get<float>());
+      CHECK(tags[i][3].get<float>() <= canvas[3].get<float>());
+      for (size_t j = i + 1; j < tags.size(); ++j) CHECK_FALSE(overlap(tags[i], tags[j]));
+      for (const auto& box : s.report[std::string("box_rects_") + side]) CHECK_FALSE(overlap(tags[i], box));
+      for (const auto& banner : s.report[std::string("banners_") + side]) CHECK_FALSE(overlap(tags[i], banner));
+    }
+  }
+}
+
+TEST_CASE("gui export: the graph as SVG and PNG (view and whole), the lanes as PNG" * doctest::test_suite("gui")) {
+  if (!have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed");
+    return;
+  }
+  const std::string trace = record("recovery", "--policy none --recoveries 2");
+  const fs::path dir = views_dir();
+  const std::string svg = (dir / "export.svg").string(), view = (dir / "export_view.png").string();
+  const std::string whole = (dir / "export_whole.png").string(), lanes = (dir / "export_lanes.png").string();
+  auto r = export_run(trace, "--export-graph " + svg + " --whole --export-lanes " + lanes);
+  REQUIRE_MESSAGE(r.exit == 0, r.out);
+  CHECK(r.out.find("wrote " + svg) != std::string::npos);
+  const auto parsed = testing::run_command(
+      "/usr/bin/python3 -c \"import sys, xml.etree.ElementTree as E; t = E.parse(sys.argv[1]); "
+      "print(sum(1 for e in t.iter('{http://www.w3.org/2000/svg}rect') if e.get('class') == 'box'))\" " + svg);
+  REQUIRE_MESSAGE(parsed.exit == 0, parsed.out);
+  CHECK(std::stoi(parsed.out) > 4);
+  const Png lanes_png = load_png(lanes);
+  CHECK(lanes_png.w > 600);  // the Lanes panel: 62% of 1280 wide
+  CHECK(lanes_png.h > 400);
+  CHECK(lanes_png.count(render::kDarkPalette.alarm, 12) > 200);  // red where hooks outlive their owner
+
+  r = export_run(trace, "--export-graph " + view);
+  REQUIRE_MESSAGE(r.exit == 0, r.out);
+  const Png v = load_png(view);
+  CHECK(v.w > 500);
+  CHECK(v.w < 1280 * 62 / 100);  // the Graph panel's canvas, not the window
+  CHECK(v.count(render::kDarkPalette.box, 3) + v.count(render::kDarkPalette.box_leaf, 3) > 500);
+
+  r = export_run(trace, "--export-graph " + whole + " --whole");
+  REQUIRE_MESSAGE(r.exit == 0, r.out);
+  const Png w = load_png(whole);
+  // At zoom 1, offscreen: as wide as the layout (the SVG's width: the layout
+  // plus its 16-unit margins; the PNG has 24-pixel ones), wider than the
+  // Graph panel here (the compact view packs ranks to the panel's shape).
+  std::ifstream svg_in(svg);
+  const std::string svg_text((std::istreambuf_iterator<char>(svg_in)), std::istreambuf_iterator<char>());
+  const size_t at = svg_text.find("width=\"");
+  REQUIRE(at != std::string::npos);
+  const int svg_w = std::stoi(svg_text.substr(at + 7));
+  CHECK(w.w >= svg_w);
+  CHECK(w.w <= svg_w + 40);
+  CHECK(w.w > 1280 * 62 / 100);
+  CHECK(w.h > 300);
+  CHECK(w.count(render::kDarkPalette.box, 3) + w.count(render::kDarkPalette.box_leaf, 3) > 500);
+  CHECK(w.count(render::kDarkPalette.background, 2) < static_cast<size_t>(w.w) * w.h);
+
+  // Names that are neither .svg nor .png are refused with a message.
+  r = export_run(trace, "--export-graph " + (dir / "graph.txt").string());
+  CHECK(r.exit == 2);
+  CHECK(r.out.find("must end in .svg or .png") != std::string::npos);
+}
+
+#endif
