@@ -143,4 +143,4 @@ class DdpBuckets(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    tu.main()

@@ -174,4 +174,4 @@ class DdpHandling(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    tu.main()

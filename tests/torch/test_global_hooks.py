@@ -143,4 +143,4 @@ class MultiGradHook(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    tu.main()

@@ -69,4 +69,4 @@ class PresentAtStart(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    tu.main()

@@ -141,4 +141,4 @@ class StartWarning(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    tu.main()
