@@ -11,15 +11,21 @@
 //  * /2/N  a chain of N Functions (deep signatures), a hook on each
 // Before the fix (a scan of every Function per row named): /0/40000 took
 // 4.7 s, /0/300000 minutes; linear now (docs/performance.md).
+// `bench_diff --write SHAPE N OUT.hstrace` writes a shape's trace instead,
+// for timing `hookscope-cli diff OUT OUT` (reading the files included).
 
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "analysis/diagnostics.h"
 #include "analysis/diff.h"
 #include "analysis/model.h"
 #include "analysis/synthetic.h"
+#include "testing/write_trace.h"
 
 namespace an = hookscope::analysis;
 using hookscope::trace::HookKind;
@@ -76,4 +82,23 @@ BENCHMARK(BM_Diff)
     ->UseRealTime()
     ->Iterations(1);
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--write") == 0) {
+    if (argc != 5) {
+      std::fprintf(stderr, "usage: bench_diff --write SHAPE(0-2) N OUT.hstrace\n");
+      return 2;
+    }
+    const int shape = std::atoi(argv[2]);
+    const auto n = static_cast<uint32_t>(std::atol(argv[3]));
+    hookscope::trace::TraceData data = make(shape, n);
+    const size_t events = data.events.size();
+    hookscope::testing::write_trace_file(std::move(data), argv[4], "bench_diff shape " + std::string(argv[2]));
+    std::printf("wrote %s: shape %d, %u hooks, %zu events\n", argv[4], shape, n, events);
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
