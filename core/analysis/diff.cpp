@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <tuple>
 
 #include "analysis/diff_match.h"
@@ -12,6 +13,8 @@
 namespace hookscope::analysis {
 
 namespace {
+
+constexpr size_t kTwoThreadDiff = 20'000;  // Functions and findings of both sides
 
 struct EndCounts {
   FunctionIndex function = kNoIndex;
@@ -103,31 +106,33 @@ class FindingKeys {
   std::vector<uint64_t> owner_;
 };
 
-// Findings of `mine` up to event `mine_at` with no counterpart among those of
-// `other` up to `other_at` (duplicates counted: of n equal findings in
-// `mine` and m in `other`, the first m of `mine` are matched). Sorted
-// arrays, not a hash table of counters (Note [Ordinals by sorting]).
-std::vector<Finding> unmatched(FindingKeys& keys, const std::vector<Finding>& mine, size_t mine_at,
-                               FindingKeys& other_keys, const std::vector<Finding>& other, size_t other_at) {
-  std::vector<FindingKey> theirs;
-  theirs.reserve(other.size());
-  for (const Finding& f : other) {
-    if (f.at <= other_at) theirs.push_back(other_keys.of(f));
+// One side's findings up to event `at`, keyed: (key, index in its findings), sorted.
+using KeyedFindings = std::vector<std::pair<FindingKey, size_t>>;
+KeyedFindings keyed_findings(FindingKeys& keys, const std::vector<Finding>& findings, size_t at) {
+  KeyedFindings out;
+  out.reserve(findings.size());
+  for (size_t i = 0; i < findings.size(); ++i) {
+    if (findings[i].at <= at) out.emplace_back(keys.of(findings[i]), i);
   }
-  std::sort(theirs.begin(), theirs.end());
-  std::vector<std::pair<FindingKey, size_t>> ours;  // (key, index in mine)
-  ours.reserve(mine.size());
-  for (size_t i = 0; i < mine.size(); ++i) {
-    if (mine[i].at <= mine_at) ours.emplace_back(keys.of(mine[i]), i);
-  }
-  std::sort(ours.begin(), ours.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Findings of `mine` with no counterpart in `theirs` (duplicates counted: of
+// n equal findings in `mine` and m in `theirs`, the first m of `mine` are
+// matched). Sorted arrays, not a hash table of counters (Note [Ordinals by
+// sorting]).
+std::vector<Finding> unmatched(const std::vector<Finding>& mine, const KeyedFindings& ours,
+                               const KeyedFindings& theirs) {
   std::vector<size_t> left;  // indices in mine without a counterpart
   auto t = theirs.begin();
   for (size_t begin = 0, end = 0; begin < ours.size(); begin = end) {
     const FindingKey& key = ours[begin].first;
     while (end < ours.size() && ours[end].first == key) ++end;
-    t = std::lower_bound(t, theirs.end(), key);
-    const auto budget = static_cast<size_t>(std::upper_bound(t, theirs.end(), key) - t);
+    const auto first_of_key = [](const std::pair<FindingKey, size_t>& x, const FindingKey& k) { return x.first < k; };
+    t = std::lower_bound(t, theirs.end(), key, first_of_key);
+    size_t budget = 0;
+    while (t != theirs.end() && t->first == key) ++budget, ++t;
     for (size_t i = begin + std::min(budget, end - begin); i < end; ++i) left.push_back(ours[i].second);
   }
   std::sort(left.begin(), left.end());
@@ -135,6 +140,17 @@ std::vector<Finding> unmatched(FindingKeys& keys, const std::vector<Finding>& mi
   out.reserve(left.size());
   for (size_t i : left) out.push_back(mine[i]);
   return out;
+}
+
+// What diff_models_at needs of one side, made on its own thread: the rows
+// and the findings, keyed (each side reads only its own model and match).
+struct Side {
+  std::vector<std::pair<MatchKey, EndCounts>> rows;
+  KeyedFindings findings;
+};
+Side side(const Model& m, FunctionMatch& match, const std::vector<Finding>& findings, size_t at) {
+  FindingKeys keys(m, match.signatures());
+  return {keyed(m, match, at), keyed_findings(keys, findings, at)};
 }
 
 uint32_t sum(const std::array<uint32_t, trace::kNumHookKinds>& a) {
@@ -171,11 +187,19 @@ ModelDiff diff_models_at(const Model& a, const std::vector<Finding>& all_a, size
 
 ModelDiff diff_models_at(const Model& a, FunctionMatch& match_a, const std::vector<Finding>& all_a, size_t at_a,
                          const Model& b, FunctionMatch& match_b, const std::vector<Finding>& all_b, size_t at_b) {
-  // only findings that hold by then count
-  FindingKeys keys_a(a, match_a.signatures()), keys_b(b, match_b.signatures());
+  // Only findings that hold by then count. B's side is made on a second
+  // thread (half of a diff's time on 300k stale lanes): Models are
+  // read-only, each FunctionMatch is used by its side alone (the caller
+  // passes one per model). Small diffs stay on this thread.
+  const size_t size = a.functions().size() + b.functions().size() + all_a.size() + all_b.size();
+  auto pending_b = std::async(size >= kTwoThreadDiff ? std::launch::async : std::launch::deferred,
+                              [&] { return side(b, match_b, all_b, at_b); });
+  const Side side_a = side(a, match_a, all_a, at_a);
+  const Side side_b = pending_b.get();
   ModelDiff d;
   // Both sides' rows by key (ascending, one per key): merged.
-  const auto rows_a = keyed(a, match_a, at_a), rows_b = keyed(b, match_b, at_b);
+  const auto& rows_a = side_a.rows;
+  const auto& rows_b = side_b.rows;
   d.functions.reserve(std::max(rows_a.size(), rows_b.size()));
   for (auto ia = rows_a.begin(), ib = rows_b.begin(); ia != rows_a.end() || ib != rows_b.end();) {
     const bool from_a = ia != rows_a.end() && (ib == rows_b.end() || !(ib->first < ia->first));
@@ -212,8 +236,8 @@ ModelDiff diff_models_at(const Model& a, FunctionMatch& match_a, const std::vect
   sorted.reserve(order.size());
   for (uint32_t i : order) sorted.push_back(std::move(d.functions[i]));
   d.functions = std::move(sorted);
-  d.only_a = unmatched(keys_a, all_a, at_a, keys_b, all_b, at_b);
-  d.only_b = unmatched(keys_b, all_b, at_b, keys_a, all_a, at_a);
+  d.only_a = unmatched(all_a, side_a.findings, side_b.findings);
+  d.only_b = unmatched(all_b, side_b.findings, side_a.findings);
   return d;
 }
 
