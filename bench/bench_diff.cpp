@@ -2,7 +2,9 @@
 // than linear in hooks; 300k stale lanes took 112 s and 1.2 GB).
 //
 // Figures: BM_Diff/SHAPE/N, s for what `diff A A` does after reading the
-// files: load both models, diagnose both, diff them and format the text.
+// files: load both models, diagnose both (B on a second thread, as the CLI
+// does), diff them and format the text. Its CPU column is the main thread's:
+// on a loaded machine, what the wall clock would read on an idle one.
 // Run with repetitions (bench/run.sh does) for medians. Shapes, N hooks each:
 //  * /0/N  stale lanes: N AccumulateGrads with one hook of one owner, which
 //          is destroyed with its hooks left on; then every hook fires (stale)
@@ -11,15 +13,24 @@
 //  * /2/N  a chain of N Functions (deep signatures), a hook on each
 // Before the fix (a scan of every Function per row named): /0/40000 took
 // 4.7 s, /0/300000 minutes; linear now (docs/performance.md).
+// `bench_diff --write SHAPE N OUT.hstrace` writes a shape's trace instead,
+// for timing `hookscope-cli diff OUT OUT` (reading the files included).
 
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <future>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "analysis/diagnostics.h"
 #include "analysis/diff.h"
 #include "analysis/model.h"
 #include "analysis/synthetic.h"
+#include "testing/write_trace.h"
 
 namespace an = hookscope::analysis;
 using hookscope::trace::HookKind;
@@ -57,8 +68,16 @@ void BM_Diff(benchmark::State& state) {
   const hookscope::trace::TraceData trace = make(shape, n);
   size_t rows = 0;
   for (auto _ : state) {
-    const an::Model a{hookscope::trace::TraceData(trace)}, b{hookscope::trace::TraceData(trace)};
-    const an::ModelDiff d = an::diff_models(a, an::diagnose(a), b, an::diagnose(b));
+    // As `hookscope-cli diff` does: B loaded and diagnosed on a second thread.
+    auto pending_b = std::async(std::launch::async, [&] {
+      an::Model m{hookscope::trace::TraceData(trace)};
+      std::vector<an::Finding> findings = an::diagnose(m);
+      return std::make_pair(std::move(m), std::move(findings));
+    });
+    const an::Model a{hookscope::trace::TraceData(trace)};
+    const std::vector<an::Finding> findings_a = an::diagnose(a);
+    const auto [b, findings_b] = pending_b.get();
+    const an::ModelDiff d = an::diff_models(a, findings_a, b, findings_b);
     const std::string text = an::format_diff(d, "a", "b");
     benchmark::DoNotOptimize(text.data());
     rows = d.functions.size();
@@ -76,4 +95,23 @@ BENCHMARK(BM_Diff)
     ->UseRealTime()
     ->Iterations(1);
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--write") == 0) {
+    if (argc != 5) {
+      std::fprintf(stderr, "usage: bench_diff --write SHAPE(0-2) N OUT.hstrace\n");
+      return 2;
+    }
+    const int shape = std::atoi(argv[2]);
+    const auto n = static_cast<uint32_t>(std::atol(argv[3]));
+    hookscope::trace::TraceData data = make(shape, n);
+    const size_t events = data.events.size();
+    hookscope::testing::write_trace_file(std::move(data), argv[4], "bench_diff shape " + std::string(argv[2]));
+    std::printf("wrote %s: shape %d, %u hooks, %zu events\n", argv[4], shape, n, events);
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
 namespace hookscope::analysis {
 
@@ -128,10 +129,17 @@ void Diagnoser::find_all() {
 
 std::vector<Finding> Diagnoser::run() {
   find_all();
-  std::stable_sort(out_.begin(), out_.end(), [](const Finding& a, const Finding& b) {
-    return std::tie(a.at, a.kind) < std::tie(b.at, b.kind);
+  // Stable by (at, kind): the order is sorted as indices and each finding
+  // moved once (a merge sort moved 600k findings of ~150 bytes twenty times).
+  std::vector<uint32_t> order(out_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::tie(out_[a].at, out_[a].kind, a) < std::tie(out_[b].at, out_[b].kind, b);
   });
-  return std::move(out_);
+  std::vector<Finding> sorted;
+  sorted.reserve(out_.size());
+  for (uint32_t i : order) sorted.push_back(std::move(out_[i]));
+  return sorted;
 }
 
 void Diagnoser::run(FindingTable& table) {

@@ -3,9 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
+#include <future>
 #include <tuple>
-#include <unordered_map>
 
 #include "analysis/diff_match.h"
 #include "analysis/signature.h"
@@ -15,6 +14,8 @@ namespace hookscope::analysis {
 
 namespace {
 
+constexpr size_t kTwoThreadDiff = 20'000;  // Functions and findings of both sides
+
 struct EndCounts {
   FunctionIndex function = kNoIndex;
   std::array<uint32_t, trace::kNumHookKinds> hooks{};
@@ -22,13 +23,21 @@ struct EndCounts {
 
 // Hooks per Function right after event `at`, a leaf's counted on its live
 // AccumulateGrad or, while it has none, on its last (one row per leaf:
-// Note [Parameter copies in a diff]).
+// Note [Parameter copies in a diff]); by leaf root.
 std::vector<EndCounts> counts_at(const Model& m, FunctionMatch& match, size_t at) {
-  std::map<FunctionIndex, EndCounts> by;  // by leaf root
   if (m.num_events() == 0) return {};
   const State st = m.state_at(std::min(at, m.num_events() - 1));
+  std::vector<FunctionIndex> roots;
+  std::vector<EndCounts> rows;
+  std::vector<uint32_t> slot(m.functions().size(), UINT32_MAX);  // per root, its row
   auto row = [&](FunctionIndex f) -> EndCounts& {
-    EndCounts& c = by[match.root(f)];
+    const FunctionIndex r = match.root(f);
+    if (slot[r] == UINT32_MAX) {
+      slot[r] = static_cast<uint32_t>(rows.size());
+      roots.push_back(r);
+      rows.emplace_back();
+    }
+    EndCounts& c = rows[slot[r]];
     if (c.function == kNoIndex || m.functions()[f].created_at >= m.functions()[c.function].created_at) {
       c.function = f;
     }
@@ -40,18 +49,28 @@ std::vector<EndCounts> counts_at(const Model& m, FunctionMatch& match, size_t at
     for (int k = 0; k < trace::kNumHookKinds; ++k) c.hooks[k] += f.hooks[k].size();
   }
   for (const HookAt& h : st.tensor_hooks) ++row(h.function).hooks[static_cast<int>(m.hooks()[h.hook].kind)];
+  std::sort(roots.begin(), roots.end());
   std::vector<EndCounts> out;
-  for (auto& [f, c] : by) out.push_back(c);
+  out.reserve(roots.size());
+  for (FunctionIndex r : roots) out.push_back(rows[slot[r]]);
   return out;
 }
 
-std::map<MatchKey, EndCounts> keyed(const Model& m, FunctionMatch& match, size_t at) {
+// The rows of one side by key, ascending; of equal keys (a hostile trace's
+// cycle of AccumulateGrads) the first. Sorted arrays, not a std::map: a
+// node per row was a sixth of `diff` on 300k stale lanes.
+std::vector<std::pair<MatchKey, EndCounts>> keyed(const Model& m, FunctionMatch& match, size_t at) {
   const std::vector<EndCounts> counts = counts_at(m, match, at);
   std::vector<FunctionIndex> functions;
+  functions.reserve(counts.size());
   for (const EndCounts& c : counts) functions.push_back(c.function);
   const std::vector<MatchKey> keys = match.keys(functions);
-  std::map<MatchKey, EndCounts> out;
-  for (size_t i = 0; i < counts.size(); ++i) out.emplace(keys[i], counts[i]);
+  std::vector<std::pair<MatchKey, EndCounts>> out;
+  out.reserve(counts.size());
+  for (size_t i = 0; i < counts.size(); ++i) out.emplace_back(keys[i], counts[i]);
+  std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  out.erase(std::unique(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first == y.first; }),
+            out.end());
   return out;
 }
 
@@ -63,12 +82,7 @@ std::map<MatchKey, EndCounts> keyed(const Model& m, FunctionMatch& match, size_t
 struct FindingKey {
   FindingKind kind;
   uint64_t signature, owner;
-  bool operator==(const FindingKey&) const = default;
-};
-struct FindingKeyHash {
-  size_t operator()(const FindingKey& k) const {
-    return std::hash<uint64_t>()(k.signature * 0x9e3779b97f4a7c15ull ^ k.owner ^ static_cast<uint64_t>(k.kind) << 56);
-  }
+  auto operator<=>(const FindingKey&) const = default;
 };
 
 class FindingKeys {
@@ -92,26 +106,51 @@ class FindingKeys {
   std::vector<uint64_t> owner_;
 };
 
-// Findings of `mine` up to event `mine_at` with no counterpart among those of
-// `other` up to `other_at` (duplicates counted).
-std::vector<Finding> unmatched(FindingKeys& keys, const std::vector<Finding>& mine, size_t mine_at,
-                               FindingKeys& other_keys, const std::vector<Finding>& other, size_t other_at) {
-  std::unordered_map<FindingKey, int, FindingKeyHash> budget;
-  budget.reserve(other.size());
-  for (const Finding& f : other) {
-    if (f.at <= other_at) ++budget[other_keys.of(f)];
+// One side's findings up to event `at`, keyed: (key, index in its findings), sorted.
+using KeyedFindings = std::vector<std::pair<FindingKey, size_t>>;
+KeyedFindings keyed_findings(FindingKeys& keys, const std::vector<Finding>& findings, size_t at) {
+  KeyedFindings out;
+  out.reserve(findings.size());
+  for (size_t i = 0; i < findings.size(); ++i) {
+    if (findings[i].at <= at) out.emplace_back(keys.of(findings[i]), i);
   }
-  std::vector<Finding> out;
-  for (const Finding& f : mine) {
-    if (f.at > mine_at) continue;
-    const auto it = budget.find(keys.of(f));
-    if (it != budget.end() && it->second > 0) {
-      --it->second;
-    } else {
-      out.push_back(f);
-    }
-  }
+  std::sort(out.begin(), out.end());
   return out;
+}
+
+// Findings of `mine` with no counterpart in `theirs` (duplicates counted: of
+// n equal findings in `mine` and m in `theirs`, the first m of `mine` are
+// matched). Sorted arrays, not a hash table of counters (Note [Ordinals by
+// sorting]).
+std::vector<Finding> unmatched(const std::vector<Finding>& mine, const KeyedFindings& ours,
+                               const KeyedFindings& theirs) {
+  std::vector<size_t> left;  // indices in mine without a counterpart
+  auto t = theirs.begin();
+  for (size_t begin = 0, end = 0; begin < ours.size(); begin = end) {
+    const FindingKey& key = ours[begin].first;
+    while (end < ours.size() && ours[end].first == key) ++end;
+    const auto first_of_key = [](const std::pair<FindingKey, size_t>& x, const FindingKey& k) { return x.first < k; };
+    t = std::lower_bound(t, theirs.end(), key, first_of_key);
+    size_t budget = 0;
+    while (t != theirs.end() && t->first == key) ++budget, ++t;
+    for (size_t i = begin + std::min(budget, end - begin); i < end; ++i) left.push_back(ours[i].second);
+  }
+  std::sort(left.begin(), left.end());
+  std::vector<Finding> out;
+  out.reserve(left.size());
+  for (size_t i : left) out.push_back(mine[i]);
+  return out;
+}
+
+// What diff_models_at needs of one side, made on its own thread: the rows
+// and the findings, keyed (each side reads only its own model and match).
+struct Side {
+  std::vector<std::pair<MatchKey, EndCounts>> rows;
+  KeyedFindings findings;
+};
+Side side(const Model& m, FunctionMatch& match, const std::vector<Finding>& findings, size_t at) {
+  FindingKeys keys(m, match.signatures());
+  return {keyed(m, match, at), keyed_findings(keys, findings, at)};
 }
 
 uint32_t sum(const std::array<uint32_t, trace::kNumHookKinds>& a) {
@@ -148,31 +187,57 @@ ModelDiff diff_models_at(const Model& a, const std::vector<Finding>& all_a, size
 
 ModelDiff diff_models_at(const Model& a, FunctionMatch& match_a, const std::vector<Finding>& all_a, size_t at_a,
                          const Model& b, FunctionMatch& match_b, const std::vector<Finding>& all_b, size_t at_b) {
-  // only findings that hold by then count
-  FindingKeys keys_a(a, match_a.signatures()), keys_b(b, match_b.signatures());
+  // Only findings that hold by then count. B's side is made on a second
+  // thread (half of a diff's time on 300k stale lanes): Models are
+  // read-only, each FunctionMatch is used by its side alone (the caller
+  // passes one per model). Small diffs stay on this thread.
+  const size_t size = a.functions().size() + b.functions().size() + all_a.size() + all_b.size();
+  auto pending_b = std::async(size >= kTwoThreadDiff ? std::launch::async : std::launch::deferred,
+                              [&] { return side(b, match_b, all_b, at_b); });
+  const Side side_a = side(a, match_a, all_a, at_a);
+  const Side side_b = pending_b.get();
   ModelDiff d;
-  std::map<MatchKey, FunctionCounts> rows;
-  for (auto& [key, c] : keyed(a, match_a, at_a)) {
-    FunctionCounts& row = rows[key];
-    row.function = match_a.name(c.function);
-    row.a = c.function;
-    row.hooks_a = c.hooks;
+  // Both sides' rows by key (ascending, one per key): merged.
+  const auto& rows_a = side_a.rows;
+  const auto& rows_b = side_b.rows;
+  d.functions.reserve(std::max(rows_a.size(), rows_b.size()));
+  for (auto ia = rows_a.begin(), ib = rows_b.begin(); ia != rows_a.end() || ib != rows_b.end();) {
+    const bool from_a = ia != rows_a.end() && (ib == rows_b.end() || !(ib->first < ia->first));
+    const bool from_b = ib != rows_b.end() && (ia == rows_a.end() || !(ia->first < ib->first));
+    FunctionCounts& row = d.functions.emplace_back();
+    if (from_a) {
+      row.function = match_a.name(ia->second.function);
+      row.a = ia->second.function;
+      row.hooks_a = ia->second.hooks;
+      ++ia;
+    }
+    if (from_b) {
+      if (row.function.empty()) row.function = match_b.name(ib->second.function);
+      row.b = ib->second.function;
+      row.hooks_b = ib->second.hooks;
+      ++ib;
+    }
   }
-  for (auto& [key, c] : keyed(b, match_b, at_b)) {
-    FunctionCounts& row = rows[key];
-    if (row.function.empty()) row.function = match_b.name(c.function);
-    row.b = c.function;
-    row.hooks_b = c.hooks;
+  // Those that differ first, then by name, stably. Sorted as indices, each
+  // row moved once (make_tuple copied both names at every comparison: 10M
+  // strings for 300k rows; a merge sort of the rows moved each ~20 times).
+  std::vector<uint32_t> order(d.functions.size());
+  std::vector<uint8_t> differs(d.functions.size());
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+    differs[i] = d.functions[i].differs();
   }
-  for (auto& [key, row] : rows) d.functions.push_back(std::move(row));
-  // (make_tuple copied both names at every comparison: 10M strings for 300k rows)
-  std::stable_sort(d.functions.begin(), d.functions.end(),
-                   [](const FunctionCounts& x, const FunctionCounts& y) {
-                     const bool dx = x.differs(), dy = y.differs();
-                     return dx != dy ? dx : x.function < y.function;
-                   });
-  d.only_a = unmatched(keys_a, all_a, at_a, keys_b, all_b, at_b);
-  d.only_b = unmatched(keys_b, all_b, at_b, keys_a, all_a, at_a);
+  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    if (differs[x] != differs[y]) return differs[x] > differs[y];
+    const int c = d.functions[x].function.compare(d.functions[y].function);
+    return c != 0 ? c < 0 : x < y;
+  });
+  std::vector<FunctionCounts> sorted;
+  sorted.reserve(order.size());
+  for (uint32_t i : order) sorted.push_back(std::move(d.functions[i]));
+  d.functions = std::move(sorted);
+  d.only_a = unmatched(all_a, side_a.findings, side_b.findings);
+  d.only_b = unmatched(all_b, side_b.findings, side_a.findings);
   return d;
 }
 

@@ -5,27 +5,44 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <unordered_map>
+#include <tuple>
 
 namespace hookscope::analysis {
 
 namespace {
 
-// (rank, signature, generation) in hash tables: hundreds of thousands of
-// Functions are counted here per diff (a std::map of tuples was a tenth of
-// `diff` on 300k hooked Functions).
-struct Equals {
+// Note [Ordinals by sorting]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Functions equal in (rank, signature, generation) are numbered by creation
+// order. Hundreds of thousands are numbered per diff, so they are sorted by
+// (rank, signature, generation, creation) and numbered along each run of
+// equals: a hash table of counters, or of a vector per parameter, cost a
+// heap node per Function and was a third of `diff` on 300k stale lanes.
+struct Equal {
   uint16_t rank;
   uint64_t signature;
   uint32_t generation;
-  bool operator==(const Equals&) const = default;
-};
-struct EqualsHash {
-  size_t operator()(const Equals& k) const {
-    const uint64_t generation = uint64_t{k.generation} * 0x9e3779b97f4a7c15ull;
-    return std::hash<uint64_t>()(k.signature ^ (uint64_t{k.rank} << 48) ^ generation);
+  uint64_t order;  // creation order among the equals
+  uint32_t slot;   // the caller's
+  auto same(const Equal& o) const {
+    return rank == o.rank && signature == o.signature && generation == o.generation;
+  }
+  bool operator<(const Equal& o) const {
+    return std::tie(rank, signature, generation, order, slot) <
+           std::tie(o.rank, o.signature, o.generation, o.order, o.slot);
   }
 };
+
+// ordinal[e.slot] for each e of `equals`: how many equal ones come before it.
+template <typename Ordinals>
+void number(std::vector<Equal>& equals, Ordinals& ordinal) {
+  std::sort(equals.begin(), equals.end());
+  uint32_t n = 0;
+  for (size_t i = 0; i < equals.size(); ++i) {
+    n = i > 0 && equals[i].same(equals[i - 1]) ? n + 1 : 0;
+    ordinal[equals[i].slot] = n;
+  }
+}
 
 }  // namespace
 
@@ -47,22 +64,21 @@ FunctionMatch::FunctionMatch(const Model& m) : m_(m), sig_(m), several_ranks_(ha
   }
   leaf_ordinal_.assign(fs.size(), 0);
   copied_.assign(fs.size(), 0);
-  std::unordered_map<Equals, uint32_t, EqualsHash> seen;
-  std::unordered_map<Equals, std::vector<FunctionIndex>, EqualsHash> by_parameter;  // generation 0
+  std::vector<Equal> leaves;  // Note [Ordinals by sorting]
   for (FunctionIndex f = 0; f < fs.size(); ++f) {  // FunctionIndex order is creation order
     if (!is_leaf(f) || fs[f].previous != kNoIndex) continue;
-    const uint64_t s = sig_.of(f);
-    leaf_ordinal_[f] = seen[{fs[f].rank, s, gen_[f]}]++;
-    by_parameter[{fs[f].rank, s, 0}].push_back(f);
+    leaves.push_back({fs[f].rank, sig_.of(f), gen_[f], f, f});
   }
-  for (const auto& entry : by_parameter) {
-    const auto& leaves = entry.second;  // (clang before 16 cannot capture a structured binding)
-    const uint32_t first_gen = gen_[leaves.front()];
-    const bool several = std::any_of(leaves.begin(), leaves.end(),
-                                     [&](FunctionIndex f) { return gen_[f] != first_gen; });
-    if (several) {
-      for (FunctionIndex f : leaves) copied_[f] = 1;
+  number(leaves, leaf_ordinal_);
+  // Sorted, a parameter's leaves (one rank and signature) are contiguous,
+  // by generation: copied when its first and last generations differ.
+  for (size_t begin = 0, end = 0; begin < leaves.size(); begin = end) {
+    while (end < leaves.size() && leaves[end].rank == leaves[begin].rank &&
+           leaves[end].signature == leaves[begin].signature) {
+      ++end;
     }
+    if (leaves[begin].generation == leaves[end - 1].generation) continue;
+    for (size_t i = begin; i < end; ++i) copied_[leaves[i].slot] = 1;
   }
 }
 
@@ -79,22 +95,26 @@ bool FunctionMatch::is_leaf(FunctionIndex f) const {
 
 std::vector<MatchKey> FunctionMatch::keys(const std::vector<FunctionIndex>& functions) {
   const auto& fs = m_.functions();
-  std::vector<size_t> by_creation(functions.size());
-  for (size_t i = 0; i < functions.size(); ++i) by_creation[i] = i;
-  std::stable_sort(by_creation.begin(), by_creation.end(), [&](size_t x, size_t y) {
-    return fs[functions[x]].created_at < fs[functions[y]].created_at;
-  });
   std::vector<MatchKey> out(functions.size());
-  std::unordered_map<Equals, uint32_t, EqualsHash> seen;
-  for (size_t i : by_creation) {
+  std::vector<Equal> others;  // not leaves: numbered among `functions` (Note [Ordinals by sorting])
+  for (size_t i = 0; i < functions.size(); ++i) {
     const FunctionIndex r = root(functions[i]);
     MatchKey& k = out[i];
     k.rank = fs[r].rank;
     k.signature = sig_.of(r);
     k.generation = gen_[r];
     k.leaf = is_leaf(r);
-    k.ordinal = k.leaf ? leaf_ordinal_[r] : seen[{k.rank, k.signature, k.generation}]++;
+    if (k.leaf) {
+      k.ordinal = leaf_ordinal_[r];
+    } else {
+      others.push_back({k.rank, k.signature, k.generation, fs[functions[i]].created_at, static_cast<uint32_t>(i)});
+    }
   }
+  struct Ordinals {  // writes into out[slot].ordinal
+    std::vector<MatchKey>& out;
+    uint32_t& operator[](uint32_t slot) { return out[slot].ordinal; }
+  } ordinals{out};
+  number(others, ordinals);
   return out;
 }
 

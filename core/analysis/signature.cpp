@@ -20,25 +20,31 @@ uint64_t text_hash(std::string_view s) {
 }  // namespace
 
 uint64_t Signatures::of(FunctionIndex root) {
-  if (auto it = memo_.find(root); it != memo_.end()) return it->second;
+  if (state_.empty()) {
+    state_.assign(m_.functions().size(), kUnseen);
+    memo_.assign(m_.functions().size(), 0);
+  }
+  if (state_[root] == kSigned) return memo_[root];
   std::vector<std::pair<FunctionIndex, bool>> stack{{root, false}};
-  std::unordered_map<FunctionIndex, bool> expanded;
   while (!stack.empty()) {
     auto [f, children_done] = stack.back();
-    if (memo_.count(f)) {
+    if (state_[f] == kSigned) {
       stack.pop_back();
       continue;
     }
     const FunctionInfo& info = m_.functions()[f];
     if (!children_done) {
-      if (expanded[f]) {  // a cycle: no recorded graph has one; do not loop
+      // Expanded and not signed: f is on the path being signed, a cycle (no
+      // recorded graph has one); do not loop. Only nodes on that path can be
+      // in this state, since every node expanded is signed before the walk ends.
+      if (state_[f] == kExpanded) {
         stack.pop_back();
         continue;
       }
-      expanded[f] = true;
+      state_[f] = kExpanded;
       stack.back().second = true;
       for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
-        if (!memo_.count(m_.edges()[e].to)) stack.emplace_back(m_.edges()[e].to, false);
+        if (state_[m_.edges()[e].to] != kSigned) stack.emplace_back(m_.edges()[e].to, false);
       }
       continue;
     }
@@ -47,10 +53,10 @@ uint64_t Signatures::of(FunctionIndex root) {
     if (!info.announced) h = mix(h, text_hash("unknown"));
     for (uint32_t e = info.edges_begin; e < info.edges_end; ++e) {
       const EdgeInfo& edge = m_.edges()[e];
-      auto child = memo_.find(edge.to);
-      h = mix(mix(h, edge.input_nr), child == memo_.end() ? 0 : child->second);
+      h = mix(mix(h, edge.input_nr), state_[edge.to] == kSigned ? memo_[edge.to] : 0);
     }
-    memo_.emplace(f, h);
+    memo_[f] = h;
+    state_[f] = kSigned;
   }
   return memo_[root];
 }
