@@ -130,7 +130,9 @@ TEST_CASE("gui module hooks: chips on the BackwardHookFunction Nodes and on the 
         shown |= drawn & kinds;
       }
       CHECK((shown & bit(HookKind::kModuleForward)) != 0);
-      CHECK((shown & bit(HookKind::kModuleBackward)) != 0);
+      // The full backward hook is removed between step 1's forward and its
+      // backward (the #25723 story): from then on it has no chip.
+      CHECK(((shown & bit(HookKind::kModuleBackward)) != 0) == (at == backwards[0]));
     }
   }
 }
