@@ -297,7 +297,9 @@ class App {
   void inspector_history(analysis::FunctionIndex function);
   // The Reducers panel's sections (panel_reducers.cpp).
   void reducer_section(analysis::ReducerIndex k, const analysis::ReducerAt& at);
+  void reducer_summary(size_t alive, size_t lingering, size_t destroyed, size_t later);
   bool reducer_header(const analysis::ReducerInfo& info, const analysis::ReducerAt& at, uint32_t left);
+  float reducer_summary_right_ = 0.f;  // how far the summary line ran past the panel's edge (<= 0: inside)
   std::vector<std::string> reducer_words_;  // each Reducer's state as its header said it last frame (draw report)
   void reducer_life(const analysis::ReducerInfo& info, bool live);
   void reducer_ready_order(const analysis::ReducerInfo& info, const analysis::ReducerAt& at);

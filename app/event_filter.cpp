@@ -226,7 +226,7 @@ EventFilter::Bound EventFilter::bind(const analysis::Model& model) const {
         for (int k = 0; k < trace::kNumHookKinds; ++k) {
           for (const auto& v : t.values) {
             if (name_matches(trace::to_string(static_cast<trace::HookKind>(k)), v)) {
-              bt.hook_kinds |= static_cast<uint8_t>(1u << k);
+              bt.hook_kinds |= static_cast<uint16_t>(1u << k);
             }
           }
         }

@@ -67,7 +67,7 @@ class EventFilter {
       std::vector<uint8_t> owners;     // by OwnerIndex
       std::vector<uint8_t> functions;  // by FunctionIndex
       std::vector<uint64_t> numbers;
-      uint8_t hook_kinds = 0;          // bit per trace::HookKind
+      uint16_t hook_kinds = 0;         // bit per trace::HookKind (10 of them)
     };
     const analysis::Model* model_ = nullptr;
     std::vector<Term> terms_;

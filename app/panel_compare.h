@@ -33,6 +33,7 @@ struct CompareDrawStats {
   uint32_t only_a = 0, only_b = 0;  // hooks only in A / only in B there (sums)
   uint32_t marked_a = 0, marked_b = 0;  // boxes outlined on each graph
   uint32_t order_rows = 0;
+  uint32_t order_rows_drawn = 0;  // of them drawn by the Hook order tab's last frame (the rows in view)
   uint32_t boxes_a = 0, boxes_b = 0;
   // Note [Compare tags]: each side's "+N only in" tags as drawn, and those
   // with no free place (their boxes are outlined and listed below).

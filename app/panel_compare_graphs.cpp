@@ -58,7 +58,8 @@ bool overlap(const Rect& a, const Rect& b) { return a.x0 < b.x1 && b.x0 < a.x1 &
 // end, below it, right or left of it; a place must lie inside the canvas
 // (not in the header strip with the banners, not in the minimap's column)
 // and touch no box drawn, no banner and no tag already placed. A box with no
-// such place keeps its outline; the list under the graphs names it. The
+// such place keeps its outline; the list under the graphs names it and the
+// line above the list counts them ("2 outlined boxes without a tag"). The
 // report (HOOKSCOPE_COMPARE_REPORT) gives every tag's rectangle.
 std::optional<Rect> place_tag(const render::GraphView& view, Rect box, float w, float h, const std::vector<Rect>& taken) {
   const render::GraphDrawStats& st = view.stats();
@@ -86,10 +87,10 @@ void write_report(const CompareGraphs& g, const char* path) {
   std::replace(label.begin(), label.end(), '"', '\'');
   const std::string json = fmt::format(
       "{{\"label\":\"{}\",\"a\":{},\"b\":{},\"found\":{},\"differing\":{},\"only_a\":{},\"only_b\":{},"
-      "\"marked_a\":{},\"marked_b\":{},\"order_rows\":{},\"boxes_a\":{},\"boxes_b\":{},\"graph_a\":{},\"graph_b\":{},"
+      "\"marked_a\":{},\"marked_b\":{},\"order_rows\":{},\"order_rows_drawn\":{},\"boxes_a\":{},\"boxes_b\":{},\"graph_a\":{},\"graph_b\":{},"
       "\"tags_a\":{},\"tags_b\":{},\"untagged_a\":{},\"untagged_b\":{},\"box_rects_a\":{},\"box_rects_b\":{},"
       "\"banners_a\":{},\"banners_b\":{}}}\n",
-      label, s.a, s.b, s.found, s.differing, s.only_a, s.only_b, s.marked_a, s.marked_b, s.order_rows, s.boxes_a,
+      label, s.a, s.b, s.found, s.differing, s.only_a, s.only_b, s.marked_a, s.marked_b, s.order_rows, s.order_rows_drawn, s.boxes_a,
       s.boxes_b, g.view_a ? rect_json(g.view_a->stats().content) : "[0,0,0,0]",
       g.view_b ? rect_json(g.view_b->stats().content) : "[0,0,0,0]", rects_json(s.tags_a), rects_json(s.tags_b),
       s.untagged_a, s.untagged_b, rects_json(g.view_a ? g.view_a->stats().box_rects : std::vector<Rect>{}),
@@ -311,6 +312,13 @@ void App::compare_differences() {
   }
   ImGui::Text("%zu Functions differ here: %u hooks only in A, %u only in B", differing, g.stats.only_a,
               g.stats.only_b);
+  // Note [Compare tags]: outlined boxes whose tag found no free place, counted here.
+  const uint32_t untagged = g.stats.untagged_a + g.stats.untagged_b;
+  if (untagged > 0) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(%u outlined box%s without a tag: %u in A, %u in B; all listed below)", untagged,
+                        untagged == 1 ? "" : "es", g.stats.untagged_a, g.stats.untagged_b);
+  }
   if (!ImGui::BeginTable("differences", 4, ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
                                                 ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit)) {
     return;
@@ -354,7 +362,7 @@ void App::compare_differences() {
 // The order hooks were added and fired on each Function up to the point, A
 // vs B, from the first step where they differ.
 void App::compare_order_table() {
-  const CompareGraphs& g = compare_graphs_;
+  CompareGraphs& g = compare_graphs_;
   ImGui::TextDisabled("Up to A #%zu and B #%zu (%s): the add/fire sequence of each Function, from the first "
                       "step that differs. Hooks are named by kind and registration order, owners by kind and "
                       "order on their rank (keys differ between runs).",
@@ -386,8 +394,33 @@ void App::compare_order_table() {
     }
     if (mine.size() > from + kShown) ImGui::TextDisabled("... %zu more", mine.size() - from - kShown);
   };
-  for (size_t r = 0; r < g.order().size(); ++r) {
-    const analysis::OrderDiff& d = g.order()[r];
+  // Rows differ in height (1 to kShown + 1 lines): a clipper of our own over
+  // their heights draws only the rows in view, with one spacer row per side.
+  const auto& order = g.order();
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float line = ImGui::GetTextLineHeight();
+  auto lines = [&](const std::vector<analysis::OrderStep>& mine, size_t from) {
+    if (from >= mine.size()) return size_t{1};
+    return std::min(mine.size() - from, kShown) + (mine.size() > from + kShown ? 1 : 0);
+  };
+  auto row_height = [&](const analysis::OrderDiff& d) {
+    const auto n = static_cast<float>(std::max(lines(d.steps_a, d.position), lines(d.steps_b, d.position)));
+    return n * line + (n - 1.f) * style.ItemSpacing.y + 2.f * style.CellPadding.y;
+  };
+  const float view_top = ImGui::GetScrollY(), view_bottom = view_top + ImGui::GetWindowHeight();
+  float y = ImGui::GetTextLineHeightWithSpacing();  // under the header row
+  size_t r = 0;
+  float skipped = 0.f;
+  for (; r < order.size() && y + row_height(order[r]) < view_top; ++r) {
+    skipped += row_height(order[r]);
+    y += row_height(order[r]);
+  }
+  if (skipped > 0.f) ImGui::TableNextRow(ImGuiTableRowFlags_None, skipped);
+  compare_graphs_.stats.order_rows_drawn = 0;
+  for (; r < order.size() && y <= view_bottom; ++r) {
+    const analysis::OrderDiff& d = order[r];
+    y += row_height(d);
+    ++compare_graphs_.stats.order_rows_drawn;
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     ImGui::PushID(static_cast<int>(r));
@@ -400,6 +433,9 @@ void App::compare_order_table() {
     steps(d.steps_a, d.steps_b, d.position, kCompareOnlyA);
     steps(d.steps_b, d.steps_a, d.position, kCompareOnlyB);
   }
+  float rest = 0.f;
+  for (; r < order.size(); ++r) rest += row_height(order[r]);
+  if (rest > 0.f) ImGui::TableNextRow(ImGuiTableRowFlags_None, rest);
   ImGui::EndTable();
 }
 

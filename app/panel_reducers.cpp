@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "analysis/owner_status.h"
 #include "app.h"
@@ -255,12 +256,7 @@ void App::draw_reducers_panel() {
   };
   size_t alive = 0, lingering = 0;
   for (const analysis::ReducerAt& r : st.reducers) alive += r.live, lingering += lingers(r);
-  ImGui::TextDisabled("At #%zu: %zu alive, %zu destroyed, %zu constructed later", session_.current(), alive - lingering,
-                      st.reducers.size() - alive, reducers.size() - st.reducers.size());
-  if (lingering > 0) {
-    ImGui::SameLine(0.f, 4.f);
-    ImGui::TextColored(col(palette().lingering), "+ %zu replaced, still alive", lingering);
-  }
+  reducer_summary(alive - lingering, lingering, st.reducers.size() - alive, reducers.size() - st.reducers.size());
 
   // Live ones first (what the current backward is doing), then the lingering, then the destroyed.
   std::vector<analysis::ReducerIndex> order, later;
@@ -289,6 +285,31 @@ void App::draw_reducers_panel() {
     }
   }
   ImGui::End();
+}
+
+// "At #N: 1 alive, 2 replaced, still alive, 0 destroyed, 0 constructed
+// later", each part on the line while it fits, else on the next: a narrow
+// panel (1280 px wide windows) wraps it, never cuts it.
+void App::reducer_summary(size_t alive, size_t lingering, size_t destroyed, size_t later) {
+  const std::string parts[] = {fmt::format("At #{}:", session_.current()), fmt::format("{} alive,", alive),
+                               lingering > 0 ? fmt::format("{} replaced, still alive,", lingering) : std::string(),
+                               fmt::format("{} destroyed,", destroyed), fmt::format("{} constructed later", later)};
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  const float space = ImGui::CalcTextSize(" ").x;
+  reducer_summary_right_ = 0.f;
+  bool first = true;
+  for (size_t i = 0; i < std::size(parts); ++i) {
+    if (parts[i].empty()) continue;
+    const float w = ImGui::CalcTextSize(parts[i].c_str()).x;
+    if (!first) {
+      ImGui::SameLine(0.f, space);
+      if (ImGui::GetCursorScreenPos().x + w > right) ImGui::NewLine();
+    }
+    first = false;
+    const uint32_t color = i == 2 ? palette().lingering : ImGui::GetColorU32(ImGuiCol_TextDisabled);
+    ImGui::TextColored(col(color), "%s", parts[i].c_str());
+    reducer_summary_right_ = std::max(reducer_summary_right_, ImGui::GetItemRectMax().x - right);
+  }
 }
 
 // One Reducer: a tree node (its owner's colour, rank, policy, state), open

@@ -96,23 +96,16 @@ void GraphView::chips_of(const Frame& f, uint32_t unit, std::vector<Chip>& out) 
       push(c);
     }
   };
-  // Module hooks attached now and anchored on `function` (Note [Module hook anchors]).
-  auto module_chips = [&](analysis::FunctionIndex function) {
-    auto it = std::lower_bound(module_anchors_.begin(), module_anchors_.end(), function,
-                               [](const analysis::ModuleHookAnchor& a, analysis::FunctionIndex fn) { return a.function < fn; });
-    for (; it != module_anchors_.end() && it->function == function; ++it) {
-      for (const analysis::HookAt& h : f.state->module_hooks) {
-        if (h.hook == it->hook) push(hook_chip(static_cast<uint8_t>(model.hooks()[h.hook].kind), h));
-      }
-    }
-  };
   auto add_slot = [&](uint32_t slot) {
     if (const uint32_t live = f.slot_live_of(slot)) {
       const analysis::FunctionAt& fa = f.function_at(live - 1);
       for (int k = 0; k < trace::kNumHookKinds; ++k) {
         for (const analysis::HookAt& h : fa.hooks[k]) push(hook_chip(static_cast<uint8_t>(k), h));
       }
-      if (!module_anchors_.empty()) module_chips(fa.function);
+      // Module hooks attached now and anchored here (Note [Module hook anchors]).
+      scene_->for_module_hooks_on(fa.function, f.state->module_hooks, [&](const analysis::HookAt& h) {
+        push(hook_chip(static_cast<uint8_t>(model.hooks()[h.hook].kind), h));
+      });
       ghosts(fa.function);
     }
     const auto ghosts = f.ghosts_of(slot);

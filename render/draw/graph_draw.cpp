@@ -104,6 +104,8 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
   stats_.alarms += alarm || lingers ? 1 : 0;
   stats_.lingering += lingers ? 1 : 0;
   stats_.box_rects.push_back({a.x, a.y, b.x, b.y});
+  stats_.box_units.push_back(u);
+  stats_.box_chip_kinds.push_back(0);
   if (!ghost) {
     f.dl->AddRectFilled(a, b, g != kNoGroup ? pal.box_group : leaf ? pal.box_leaf : pal.box, rounding);
   }
@@ -223,6 +225,7 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
   char buf[48];
   for (const Chip& chip : f.chips) {
     if (std::isnan(chip.x0)) break;
+    stats_.box_chip_kinds.back() |= static_cast<uint16_t>(1u << chip.kind);
     if (chip.kind != last_kind && chip_text_on) {
       const std::string_view tag = hook_kind_tag(static_cast<trace::HookKind>(chip.kind));
       const float kx = f.to_screen({kind_x[chip.kind], 0.f}).x;
@@ -261,6 +264,11 @@ void GraphView::draw_box(Frame& f, uint32_t u) {
       put_text(f, cfs, tx, ty, faded ? with_alpha(pal.chip_text, 120) : pal.chip_text, buf, buf + len);
       if (chip.alarm()) put_text(f, cfs, tx + text_width(cfs, buf, buf + len), ty, pal.chip_text, "!");
     }
+  }
+  if (!std::isnan(plus_x)) {
+    size_t shown = 0;
+    for (const Chip& chip : f.chips) shown += !std::isnan(chip.x0);
+    stats_.hidden_chips += static_cast<uint32_t>(f.chips.size() - shown);
   }
   if (!std::isnan(plus_x) && chip_text_on) {
     size_t shown = 0;
@@ -307,6 +315,8 @@ void GraphView::draw_plain_box(Frame& f, uint32_t u) {
     border = palette().selected, w = 2.f;
   }
   stats_.box_rects.push_back({a.x, a.y, b.x, b.y});
+  stats_.box_units.push_back(u);
+  stats_.box_chip_kinds.push_back(0);
   f.dl->AddRectFilled({a.x - w, a.y - w}, {b.x + w, b.y + w}, border);
   f.dl->AddRectFilled(a, b, ghost ? palette().background : g != kNoGroup ? palette().box_group : leaf ? palette().box_leaf : palette().box);
   ++stats_.boxes;
@@ -324,6 +334,7 @@ void GraphView::draw_plain_box(Frame& f, uint32_t u) {
       f.dl->AddRectFilled({x - 1.f, y0 - 1.f}, {x + side + 1.f, y1 + 1.f}, chip.dead ? palette().alarm : palette().lingering);
     }
     const bool faded = selected_owner_ != kNoIndex && chip.owner != selected_owner_;
+    stats_.box_chip_kinds.back() |= static_cast<uint16_t>(1u << chip.kind);
     f.dl->AddRectFilled({x, y0}, {x + side, y1}, faded ? scale_alpha(scene_->owner_color(chip.owner), 0.3f) : scene_->owner_color(chip.owner));
     x += side + m.chip_gap * z;
   }

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "analysis/model.h"
-#include "analysis/module_anchors.h"
 #include "analysis/state.h"
 #include "analysis/state_view.h"
 #include "render/layout/graph_scene.h"
@@ -73,6 +72,11 @@ struct GraphDrawStats {
   float min_text_px = 0.f;        // smallest text drawn (0: none)
   uint32_t small_texts = 0;       // texts drawn below GraphViewOptions::min_text_px
   std::vector<Rect> box_rects;    // every box drawn
+  std::vector<uint32_t> box_units;  // per box drawn: its unit (GraphView::folded_graph())
+  // Per box drawn: a bit per trace::HookKind whose chips it shows (tag and
+  // at least one chip), and the chips it could not fit ("+N") in all boxes.
+  std::vector<uint16_t> box_chip_kinds;
+  uint32_t hidden_chips = 0;
   std::vector<std::pair<uint16_t, Rect>> rank_columns;  // every rank's column (boxes' bounds)
   std::vector<std::pair<uint16_t, Rect>> banners;       // a failed / lost rank's banner
   std::vector<uint16_t> banner_failed;                  // per banner: 1 failed or lost, 0 rebuilt
@@ -270,7 +274,6 @@ class GraphView {
   bool at_fit_ = true;  // no pan or zoom since the last fit: a new compact layout fits again
   const analysis::Model* model_ = nullptr;
   std::shared_ptr<GraphScene> scene_;
-  std::vector<analysis::ModuleHookAnchor> module_anchors_;  // chips of module hooks (Note [Module hook anchors])
   std::vector<uint8_t> folded_groups_;
   // The layout drawn and the folded graph it belongs to; the job computes
   // the next one for pending_.

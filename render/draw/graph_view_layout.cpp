@@ -104,7 +104,6 @@ void GraphView::adopt_scene(const analysis::Model& model, std::shared_ptr<GraphS
                             std::shared_ptr<const RunStory> story) {
   scene_ = scene ? std::move(scene) : std::make_shared<GraphScene>(model);
   story_ = story ? *story : RunStory(model);
-  module_anchors_ = analysis::module_hook_anchors(model);  // Note [Module hook anchors]
   rank_sources_.clear();
   for (uint32_t src = 0; src < model.num_traces(); ++src) {
     const int32_t rank = model.trace(src).header.rank;

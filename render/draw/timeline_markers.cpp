@@ -94,10 +94,17 @@ void TimelineView::draw_legend() {
 
 // Lines across the tracks; labels in the strip under the axis, the most
 // important first (failures, then destruction, ...), each only where it
-// overlaps no label already placed: labels never overprint.
+// overlaps no label already placed, no collapsed idle gap's band and no
+// gap's label (drawn before: stats_.gaps): labels never overprint, and none
+// sits on a band that would read as its time.
 void TimelineView::draw_markers(TimelineFrame& f, float top, float bottom) {
   if (!model_ || markers_.empty()) return;
   const float h = f.marker_h;
+  auto on_gap_label = [&](float x, float y) {
+    return std::any_of(stats_.gaps.begin(), stats_.gaps.end(), [&](const TimelineGapDraw& d) {
+      return x >= d.lx0 && x < d.lx1 && y >= d.ly0 && y < d.ly1;
+    });
+  };
   std::vector<std::pair<float, size_t>> visible;  // x, marker
   for (size_t i = 0; i < markers_.size(); ++i) {
     const float x = x_of(static_cast<double>(model_->time_ns(markers_[i].at)));
@@ -108,7 +115,8 @@ void TimelineView::draw_markers(TimelineFrame& f, float top, float bottom) {
     f.dl->AddLine({x, top}, {x, bottom}, with_alpha(color, failure ? 220 : 130), failure ? 2.f : 1.f);
     f.dl->AddTriangleFilled({x - 5.f, top + 1.f}, {x + 5.f, top + 1.f}, {x, top + 8.f}, color);
     ++stats_.markers;
-    if (f.hovered && std::abs(f.mouse.x - x) < 5.f && f.mouse.y >= top && f.mouse.y < top + h) {
+    if (f.hovered && std::abs(f.mouse.x - x) < 5.f && f.mouse.y >= top && f.mouse.y < top + h &&
+        !on_gap_label(f.mouse.x, f.mouse.y)) {
       f.hover_event = markers_[i].at;
       f.hover_count = 1;
     }
@@ -128,6 +136,10 @@ void TimelineView::draw_markers(TimelineFrame& f, float top, float bottom) {
     return rank_of(markers_[a.second].kind) < rank_of(markers_[b.second].kind);
   });
   std::vector<std::pair<float, float>> taken;
+  for (const TimelineGapDraw& d : stats_.gaps) {
+    if (d.collapsed) taken.push_back({d.x0, d.x1});
+    if (d.ly1 > top && d.ly0 < top + h) taken.push_back({d.lx0, d.lx1});
+  }
   const float fs = ImGui::GetFontSize() * 0.9f;
   for (const auto& [x, i] : visible) {
     const std::string& text = markers_[i].label;
@@ -139,6 +151,7 @@ void TimelineView::draw_markers(TimelineFrame& f, float top, float bottom) {
     const bool clash = std::any_of(taken.begin(), taken.end(), [&](const auto& t) { return x0 < t.second + 6.f && t.first < x1 + 6.f; });
     if (clash) continue;
     taken.push_back({x0, x1});
+    stats_.marker_label_x.push_back({x0, x1});
     f.dl->AddText(ImGui::GetFont(), fs, {x0, top + (h - fs) * 0.5f}, marker_color(markers_[i].kind), text.c_str());
     ++stats_.marker_labels;
   }

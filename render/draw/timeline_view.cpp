@@ -148,8 +148,9 @@ TimelineResult TimelineView::draw(size_t current_event) {
     y += height + options_.track_gap;
   }
   stats_.track_y = f.track_y;
-  draw_markers(f, f.min.y + options_.axis_height, y);
+  // Gaps first: marker labels are placed around their bands and labels (draw_markers).
   draw_gaps(f, f.min.y, y);
+  draw_markers(f, f.min.y + options_.axis_height, y);
   // The selection, the bookmarks and the cursor over everything.
   if (selection_) {
     const float a = x_of(selection_->first), b = x_of(selection_->second);

@@ -82,7 +82,8 @@ std::string_view hook_kind_tag(trace::HookKind kind) {
   return "?";
 }
 
-GraphScene::GraphScene(const analysis::Model& model) : model_(&model), generations_(model) {
+GraphScene::GraphScene(const analysis::Model& model)
+    : model_(&model), generations_(model), module_anchors_(analysis::module_hook_anchors(model)) {
   assign_slots();
   collect_hooks();
   find_modules();
@@ -233,31 +234,56 @@ void GraphScene::assign_slots() {
   }
 }
 
+// A box's badge row is reserved for the most owners attached at once on one
+// kind (a run of one owner is a chip), not for every owner ever seen: a
+// Reducer whose hooks are removed before the next one adds its own (policy
+// by-key) leaves room for one chip, not two, and compact boxes stay narrow.
 void GraphScene::collect_hooks() {
   struct Use {
     uint32_t slot;
     uint8_t kind;
     analysis::OwnerIndex owner;
+    analysis::EventIndex from, to;
     bool operator<(const Use& o) const {
-      return std::tie(slot, kind, owner) < std::tie(o.slot, o.kind, o.owner);
+      return std::tie(slot, kind, owner, from) < std::tie(o.slot, o.kind, o.owner, o.from);
     }
-    bool operator==(const Use& o) const = default;
   };
   std::vector<Use> uses;
   const auto& hooks = model_->hooks();
   for (const auto& seg : model_->segments()) {
     if (seg.function >= slot_of_.size()) continue;
     const auto& h = hooks[seg.hook];
-    uses.push_back({slot_of_[seg.function], static_cast<uint8_t>(h.kind), h.owner});
+    uses.push_back({slot_of_[seg.function], static_cast<uint8_t>(h.kind), h.owner, seg.from, seg.to});
+  }
+  // Module hooks sit on no Function: their chips go on their anchors, and
+  // the boxes there reserve room for them as for any hook (as if attached
+  // for the whole trace: anchors have no time).
+  for (const analysis::ModuleHookAnchor& a : module_anchors_) {
+    if (a.function >= slot_of_.size()) continue;
+    const auto& h = hooks[a.hook];
+    uses.push_back({slot_of_[a.function], static_cast<uint8_t>(h.kind), h.owner, 0, analysis::kNever});
   }
   std::sort(uses.begin(), uses.end());
-  uses.erase(std::unique(uses.begin(), uses.end()), uses.end());
+  std::vector<std::pair<analysis::EventIndex, int>> points;  // (time, +1 an owner starts / -1 it ends)
   for (size_t i = 0; i < uses.size();) {
     size_t j = i;
     while (j < uses.size() && uses[j].slot == uses[i].slot && uses[j].kind == uses[i].kind) ++j;
+    // Per owner, its overlapping spans merged; then the most owners at once.
+    points.clear();
+    for (size_t k = i; k < j;) {
+      analysis::EventIndex from = uses[k].from, to = uses[k].to;
+      size_t e = k + 1;
+      for (; e < j && uses[e].owner == uses[k].owner && uses[e].from <= to; ++e) to = std::max(to, uses[e].to);
+      points.push_back({from, 1});
+      points.push_back({to, -1});
+      k = e;
+    }
+    std::sort(points.begin(), points.end());  // at one time, an end (-1) before a start
+    int now = 0, most = 0;
+    for (const auto& p : points) most = std::max(most, now += p.second);
     SceneNode& node = nodes_[uses[i].slot];
-    node.hook_kinds |= static_cast<uint8_t>(1u << uses[i].kind);
-    node.max_owners = static_cast<uint8_t>(std::max<size_t>(node.max_owners, std::min<size_t>(j - i, 255)));
+    node.hook_kinds |= static_cast<uint16_t>(1u << uses[i].kind);
+    node.max_owners = static_cast<uint8_t>(std::max(static_cast<int>(node.max_owners), std::min(most, 255)));
     i = j;
   }
 }
@@ -378,7 +404,8 @@ std::vector<Vec2> GraphScene::box_sizes(const FoldedGraph& folded, const Measure
   };
   const size_t units = folded.group_of_unit.size();
   std::vector<Vec2> sizes(units);
-  std::vector<uint8_t> kinds(units, 0), owners(units, 0);
+  std::vector<uint16_t> kinds(units, 0);
+  std::vector<uint8_t> owners(units, 0);
   std::vector<uint32_t> id_digits(units, 0);
   for (uint32_t v = 0; v < nodes_.size(); ++v) {
     const uint32_t u = folded.unit_of_node[v];

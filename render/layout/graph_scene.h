@@ -3,6 +3,7 @@
 // stable slots (Note [Function slots]), groups that fold into one box, and
 // the sizes of the boxes. No ImGui: the caller measures text.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include "analysis/model.h"
+#include "analysis/module_anchors.h"
+#include "analysis/state.h"
 #include "render/layout/layout.h"
 #include "render/layout/story.h"
 
@@ -56,10 +59,12 @@ struct SceneNode {
   uint32_t gen = UINT32_MAX;
   uint32_t module = kNoGroup;  // innermost module group
   uint32_t chain = kNoGroup;
-  // Hook kinds ever attached (bit per trace::HookKind), and the most owners
-  // seen on one kind: the badge row is reserved this wide, so boxes keep
+  // Hook kinds ever attached (bit per trace::HookKind, module hooks on their
+  // anchors: Note [Module hook anchors]), and the most owners attached at
+  // once on one kind: the badge row is reserved this wide, so boxes keep
   // their size over time.
-  uint8_t hook_kinds = 0;
+  uint16_t hook_kinds = 0;
+  static_assert(trace::kNumHookKinds <= 16, "SceneNode::hook_kinds has a bit per hook kind");
   uint8_t max_owners = 0;
 };
 
@@ -141,6 +146,21 @@ class GraphScene {
   // marks become units (Note [Compact boxes]: the live ones); the others get
   // unit kNoSlot, and their edges none. A slot past keep's end is kept.
   const Generations& generations() const { return generations_; }
+  // Where module hooks show (Note [Module hook anchors]): sorted by Function.
+  const std::vector<analysis::ModuleHookAnchor>& module_anchors() const { return module_anchors_; }
+  // Calls fn(hook) for each hook of `attached` (a State's module_hooks)
+  // anchored on `function`: the module hooks its box shows.
+  template <typename Fn>
+  void for_module_hooks_on(analysis::FunctionIndex function, const std::vector<analysis::HookAt>& attached,
+                           Fn&& fn) const {
+    auto it = std::lower_bound(module_anchors_.begin(), module_anchors_.end(), function,
+                               [](const analysis::ModuleHookAnchor& a, analysis::FunctionIndex f) { return a.function < f; });
+    for (; it != module_anchors_.end() && it->function == function; ++it) {
+      for (const analysis::HookAt& h : attached) {
+        if (h.hook == it->hook) fn(h);
+      }
+    }
+  }
   // "gen 1" on a copied parameter's leaf `function` at event `at` (Note
   // [Module generations]), else "".
   std::string gen_label(analysis::FunctionIndex function, analysis::EventIndex at) const {
@@ -183,6 +203,7 @@ class GraphScene {
   std::vector<std::string> owner_tags_;
   std::vector<uint32_t> owner_colors_;
   Generations generations_;
+  std::vector<analysis::ModuleHookAnchor> module_anchors_;
 };
 
 // Note [Owner colours], for panels without a scene.

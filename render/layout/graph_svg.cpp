@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "analysis/owner_status.h"
+
 namespace hookscope::render {
 
 namespace {
@@ -35,12 +37,14 @@ std::string xml_escape(std::string_view s) {
 constexpr float kEmPerHeight = 1.f / 1.164f;
 constexpr float kAscent = 0.797f;
 
-// A hook run on a box: same kind and owner in a row ("R1×4").
+// A hook run on a box: same kind and owner in a row ("R1×4"). An owner
+// destroyed or lingering (Note [Lingering owners]) makes it an alarm.
 struct SvgChip {
   uint8_t kind = 0;
   analysis::OwnerIndex owner = analysis::kNoIndex;
   uint16_t count = 0;
-  bool dead = false;
+  analysis::OwnerStatus status = analysis::OwnerStatus::kAlive;
+  bool alarm() const { return status != analysis::OwnerStatus::kAlive; }
 };
 
 struct Writer {
@@ -51,7 +55,7 @@ struct Writer {
   const GraphSvgOptions& o;
   const Palette& pal;
   std::vector<uint32_t> live;      // per unit
-  std::vector<uint8_t> owner_dead;  // per owner
+  std::vector<analysis::OwnerStatus> owner_status;  // per owner, at the state's event
   std::string out;
   GraphSvgStats stats;
 
@@ -81,18 +85,24 @@ struct Writer {
 
 void Writer::chips_of(uint32_t unit, std::vector<SvgChip>& chips) const {
   chips.clear();
+  auto push = [&](int k, const analysis::HookAt& h) {
+    const analysis::OwnerIndex owner = scene.model().hooks()[h.hook].owner;
+    const analysis::OwnerStatus status =
+        owner < owner_status.size() ? owner_status[owner] : analysis::OwnerStatus::kAlive;
+    if (!chips.empty() && chips.back().kind == k && chips.back().owner == owner && chips.back().status == status) {
+      ++chips.back().count;
+    } else {
+      chips.push_back({static_cast<uint8_t>(k), owner, 1, status});
+    }
+  };
   auto add = [&](const analysis::FunctionAt& fa) {
     for (int k = 0; k < trace::kNumHookKinds; ++k) {
-      for (const analysis::HookAt& h : fa.hooks[static_cast<size_t>(k)]) {
-        const analysis::OwnerIndex owner = scene.model().hooks()[h.hook].owner;
-        const bool dead = owner < owner_dead.size() && owner_dead[owner];
-        if (!chips.empty() && chips.back().kind == k && chips.back().owner == owner && chips.back().dead == dead) {
-          ++chips.back().count;
-        } else {
-          chips.push_back({static_cast<uint8_t>(k), owner, 1, dead});
-        }
-      }
+      for (const analysis::HookAt& h : fa.hooks[static_cast<size_t>(k)]) push(k, h);
     }
+    // As the view: module hooks on their anchors (Note [Module hook anchors]).
+    scene.for_module_hooks_on(fa.function, state.module_hooks, [&](const analysis::HookAt& h) {
+      push(static_cast<int>(scene.model().hooks()[h.hook].kind), h);
+    });
   };
   const uint32_t g = folded.group_of_unit[unit];
   if (g == kNoGroup) {
@@ -171,13 +181,14 @@ void Writer::chip_row(uint32_t unit, float left, float right, float top) {
     const float w = measure(label, cfs) + 2.f * m.chip_pad;
     if (x + w > right) break;  // the view shows "+N" there
     uint32_t fill = scene.owner_color(c.owner);
-    const std::string stroke = c.dead ? fmt::format(" stroke=\"{}\" stroke-width=\"2\"", svg_color(pal.alarm)) : "";
+    const uint32_t alarm = c.status == analysis::OwnerStatus::kDestroyed ? pal.alarm : pal.lingering;
+    const std::string stroke = c.alarm() ? fmt::format(" stroke=\"{}\" stroke-width=\"2\"", svg_color(alarm)) : "";
     out += fmt::format(
         "<rect class=\"chip\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" rx=\"3\" fill=\"{}\" "
         "fill-opacity=\"{:.2f}\"{}/>\n",
-        x, top, w, m.chip_height, svg_color(fill), c.dead ? 0.55f : 1.f, stroke);
+        x, top, w, m.chip_height, svg_color(fill), c.alarm() ? 0.55f : 1.f, stroke);
     ++stats.chips;
-    text(x + m.chip_pad, top + (m.chip_height - cfs) * 0.5f, cfs, pal.chip_text, c.dead ? label + "!" : label, "owner");
+    text(x + m.chip_pad, top + (m.chip_height - cfs) * 0.5f, cfs, pal.chip_text, c.alarm() ? label + "!" : label, "owner");
     x += w + m.chip_gap;
   }
 }
@@ -193,18 +204,24 @@ void Writer::box(uint32_t u) {
   const bool leaf = slot != kNoSlot && model.functions()[scene.nodes()[slot].first].is_leaf_accumulator();
   static thread_local std::vector<SvgChip> chips;
   chips_of(u, chips);
-  const bool alarm = std::any_of(chips.begin(), chips.end(), [](const SvgChip& ch) { return ch.dead; });
+  // Destroyed owners win over lingering ones, as on screen (Note [Box contents]).
+  const bool dead = std::any_of(chips.begin(), chips.end(),
+                                [](const SvgChip& ch) { return ch.status == analysis::OwnerStatus::kDestroyed; });
+  const bool alarm = dead || std::any_of(chips.begin(), chips.end(), [](const SvgChip& ch) { return ch.alarm(); });
+  const uint32_t alarm_color = dead ? pal.alarm : pal.lingering;
   const bool hot = u < o.highlight.size() && o.highlight[u];
-  const uint32_t border = hot ? o.highlight_color : alarm ? pal.alarm : pal.box_border;
+  const uint32_t border = hot ? o.highlight_color : alarm ? alarm_color : pal.box_border;
   const uint32_t fill = g != kNoGroup ? pal.box_group : leaf ? pal.box_leaf : pal.box;
   out += fmt::format(
       "<rect class=\"box\" data-unit=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" rx=\"4\" "
       "fill=\"{}\" stroke=\"{}\" stroke-width=\"{}\"/>\n",
       u, lo.x, lo.y, s.x, s.y, svg_color(fill), svg_color(border), hot ? 3 : alarm ? 2 : 1);
   ++stats.boxes;
+  stats.alarm_boxes += alarm;
+  stats.lingering_boxes += alarm && !dead;
   if (alarm) {  // the view's marker: a red disc with "!" on the top right corner
     out += fmt::format("<circle class=\"alarm\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"7\" fill=\"{}\"/>\n", hi.x - 1.f,
-                       lo.y + 1.f, svg_color(pal.alarm));
+                       lo.y + 1.f, svg_color(alarm_color));
     text(hi.x - 3.f, lo.y + 1.f - 5.5f, 11.f, rgba(255, 255, 255), "!", "alarm");
   }
   std::string title, label;
@@ -263,9 +280,8 @@ std::string graph_svg(const GraphScene& scene, const FoldedGraph& folded, const 
                                             layout.center.size(), units));
   }
   Writer w{scene, folded, layout, state, options, *options.palette, live_units(scene, folded, state), {}, {}, {}};
-  w.owner_dead.assign(scene.model().owners().size(), 0);
-  for (const analysis::OwnerAt& oa : state.owners) {
-    if (!oa.live && oa.owner < w.owner_dead.size()) w.owner_dead[oa.owner] = 1;
+  for (const analysis::OwnerInfo& info : scene.model().owners()) {
+    w.owner_status.push_back(analysis::owner_status(info, state.index));
   }
   const float margin = 16.f;
   Vec2 lo = options.whole ? layout.min : options.view_min, hi = options.whole ? layout.max : options.view_max;

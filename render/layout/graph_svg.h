@@ -25,7 +25,9 @@ namespace hookscope::render {
 // units are SVG user units: the picture is the view at zoom 1. Text widths
 // come from `measure` (the app passes its font's), or 0.56 em per
 // character. A box whose Functions carry hooks of a destroyed owner is
-// outlined in the alarm colour, as on screen. `highlight` (per unit, may be
+// outlined in the alarm colour, one of a lingering owner (replaced, still
+// alive: Note [Lingering owners]) in the lingering colour, as on screen;
+// module hooks are chips on their anchors (Note [Module hook anchors]). `highlight` (per unit, may be
 // empty) outlines boxes in `highlight_color`: the Compare view's "hooks only
 // in A/B".
 struct GraphSvgOptions {
@@ -40,6 +42,7 @@ struct GraphSvgOptions {
 
 struct GraphSvgStats {
   uint32_t boxes = 0, edges = 0, chips = 0, texts = 0;
+  uint32_t alarm_boxes = 0, lingering_boxes = 0;  // of boxes: outlined as alarms, of them in the lingering colour
   float width = 0.f, height = 0.f;  // of the picture (user units)
 };
 

@@ -182,6 +182,14 @@ TEST_CASE("gui timeline: a failed run's wait in allreduce is one labelled band, 
       // The label inside its band.
       CHECK(gaps[0]["label_rect"][0].get<float>() >= gaps[0]["x0"].get<float>() - 1.f);
       CHECK(gaps[0]["label_rect"][2].get<float>() <= gaps[0]["x1"].get<float>() + 1.f);
+      // The story's marker labels (failure, destroyed, rebuilt) stay readable:
+      // none under the band (it was drawn over them) and some drawn at all.
+      CHECK(report["timeline_marker_labels"].get<int>() >= 1);
+      for (const auto& lx : report["timeline_marker_label_x"]) {
+        const float x0 = lx[0].get<float>(), x1 = lx[1].get<float>();
+        INFO("marker label [" << x0 << "," << x1 << "] band [" << gaps[0]["x0"] << "," << gaps[0]["x1"] << "]");
+        CHECK((x1 <= gaps[0]["x0"].get<float>() || x0 >= gaps[0]["x1"].get<float>()));
+      }
     }
   }
 }

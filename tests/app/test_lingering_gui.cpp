@@ -162,6 +162,8 @@ TEST_CASE("gui lingering: a kept-alive DDP's replaced Reducers are alarms of the
     CHECK(r["lingering"]["legend"].get<int>() > 0);
     CHECK(says(r["reducers"], "Reducer 1 r0: replaced, still alive (lingering)"));
     for (const auto& w : r["reducers"]) CHECK(w.get<std::string>().rfind("Reducer 1 r0: alive", 0) == std::string::npos);
+    // The Reducers panel's summary ("+ 2 replaced, still ali..." was cut at 1280) wraps inside the panel.
+    CHECK(r["reducer_summary_overflow"].get<float>() <= 0.5f);
     // Tags never overlap one another.
     const auto& tags = r["tag_rects"];
     for (size_t i = 0; i < tags.size(); ++i) {

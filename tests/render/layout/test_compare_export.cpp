@@ -186,3 +186,36 @@ TEST_CASE("graph svg: a layout of another graph is refused, colours are #rrggbb"
   CHECK(render::svg_color(render::rgba(255, 16, 1)) == "#ff1001");
   CHECK(render::svg_alpha(render::rgba(0, 0, 0, 255)) == doctest::Approx(1.f));
 }
+
+TEST_CASE("graph svg: a kept-alive DDP's replaced Reducer outlines its boxes in the lingering colour, as on screen") {
+  // Note [Lingering owners]: the old DDP is kept alive and rebuilt on the same module.
+  const analysis::Model m(testing::record_trace([] {
+    scenarios::DdpScenarioOptions o;
+    o.name = "kept-alive";
+    o.steps = 6;
+    scenarios::run_ddp_scenario(o);
+  }));
+  analysis::EventIndex replaced = analysis::kNever, destroyed = analysis::kNever;
+  for (const analysis::OwnerInfo& o : m.owners()) {
+    if (o.replaced_at < replaced) replaced = o.replaced_at, destroyed = o.destroyed_at;
+  }
+  REQUIRE(replaced != analysis::kNever);
+  const auto& begins = m.events_of_kind(trace::EventKind::kBackwardBegin);
+  const auto at = std::upper_bound(begins.begin(), begins.end(), replaced);
+  REQUIRE(at != begins.end());
+  REQUIRE(*at < destroyed);  // still alive then: lingering, not destroyed
+  const render::GraphScene scene(m);
+  const render::FoldedGraph folded = scene.fold(std::vector<uint8_t>(scene.groups().size(), 0));
+  const auto measure = [](std::string_view s) { return 7.f * static_cast<float>(s.size()); };
+  const render::Layout layout = render::compute_layout({folded.graph, scene.box_sizes(folded, measure), nullptr});
+  analysis::Cursor cursor(m, *at);
+  render::GraphSvgOptions o;
+  o.measure = measure;
+  render::GraphSvgStats st;
+  const std::string svg = render::graph_svg(scene, folded, layout, cursor.state(), o, &st);
+  CHECK(st.lingering_boxes > 0);
+  CHECK(st.lingering_boxes == st.alarm_boxes);  // nothing destroyed yet: every alarm is a lingering owner
+  const std::string lingering = "stroke=\"" + render::svg_color(render::kDarkPalette.lingering) + "\"";
+  CHECK(count(svg, lingering) >= st.lingering_boxes);
+  CHECK(svg.find("stroke=\"" + render::svg_color(render::kDarkPalette.alarm) + "\"") == std::string::npos);
+}
