@@ -16,7 +16,7 @@
 
 #include "analysis/model.h"
 #include "analysis/state.h"
-#include "headless_app.h"
+#include "testing/headless_app.h"
 #include "render/draw/graph_view.h"
 #include "render/layout/graph_svg.h"
 #include "testing/gui_harness.h"
