@@ -9,6 +9,7 @@
 #include "bridge.h"
 #include "nodes_state.h"
 #include "trace/emit.h"
+#include "trace/emitters_autograd.h"
 #include "trace/emitters_ddp.h"
 
 namespace hookscope::bridge {
@@ -22,7 +23,7 @@ std::vector<uint32_t> g_prepared;
 std::vector<uint32_t> g_no_sync;  // their DDP ran forward inside no_sync() (NoopReason::kNoSync)
 
 void emit_fire(const NodeState& s, const Foreign& f) {
-  trace::emit(EventKind::kHookFired, static_cast<uint8_t>(HookKind::kPost), s.id, f.key, 0, f.owner);
+  trace::emit_hook_fired(s.id, f.key, HookKind::kPost, f.owner);
   auto r = g_reducers.find(f.owner);
   if (r == g_reducers.end()) return;
   auto p = r->second.find(s.id);
@@ -32,8 +33,8 @@ void emit_fire(const NodeState& s, const Foreign& f) {
     trace::emit_autograd_hook_noop(f.owner, no_sync ? trace::NoopReason::kNoSync : trace::NoopReason::kNotPrepared,
                                    s.id, f.key, p != r->second.end() ? p->second : 0);
   } else if (p != r->second.end()) {
-    // The bucket is not known from Python in 1.13: 0.
-    trace::emit(EventKind::kMarkReady, 0, s.id, 0, p->second, f.owner, 0);
+    // The bucket is not known from Python in 1.13: 0 (an OPT field, trace/event_table.h).
+    trace::emit_mark_ready(f.owner, s.id, p->second, 0);
   }
 }
 
@@ -55,8 +56,7 @@ variable_list ObserverPre::operator()(const variable_list& grads) {
     const auto addr = reinterpret_cast<uintptr_t>(hook);
     for (const Foreign& f : known) {
       if (f.addr == addr) {
-        trace::emit(EventKind::kHookFired, static_cast<uint8_t>(f.kind), state->id, f.key, 0,
-                    f.owner);
+        trace::emit_hook_fired(state->id, f.key, f.kind, f.owner);
       }
     }
   };
@@ -71,13 +71,13 @@ variable_list ObserverPre::operator()(const variable_list& grads) {
     if (hook.get() == this) break;
     fired(state->pre, hook.get());
   }
-  trace::emit(EventKind::kApplyBegin, 0, state->id);
+  trace::emit_apply_begin(state->id);
   return grads;
 }
 
 ObserverPost::~ObserverPost() {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
-  if (live(*state)) trace::emit(EventKind::kNodeReleased, 0, state->id);
+  if (live(*state)) trace::emit_node_released(state->id);
   forget_node(*state);
 }
 
@@ -92,7 +92,7 @@ variable_list ObserverPost::operator()(const variable_list& outputs, const varia
       if (f.addr == addr) emit_fire(*state, f);
     }
   }
-  trace::emit(EventKind::kApplyEnd, 0, state->id);
+  trace::emit_apply_end(state->id);
   return outputs;
 }
 
