@@ -59,33 +59,6 @@ void wrong_event_kind(EventKind have, EventKind want) {
 }
 }  // namespace detail
 
-bool is_hook_event(EventKind kind) {
-  return kind == EventKind::kHookAdded || kind == EventKind::kHookFired ||
-         kind == EventKind::kHookRemoved || kind == EventKind::kHookRemoveFailed;
-}
-
-ev::MarkedTwice parameter_named(const Event& e) {
-  if (e.kind != EventKind::kUnusedParameter) return e.as<ev::MarkedTwice>();
-  const auto unused = e.as<ev::UnusedParameter>();
-  return {.owner = unused.owner, .node = unused.node, .param_name = unused.param_name, .param = unused.param};
-}
-
-uint32_t remover_of(const Event& e) {
-  if (e.kind == EventKind::kHookRemoved) return e.as<ev::HookRemoved>().remover;
-  if (e.kind == EventKind::kHookRemoveFailed) return e.as<ev::HookRemoveFailed>().remover;
-  return 0;
-}
-
-HookKind hook_kind_of(const Event& e) {
-  switch (e.kind) {
-    case EventKind::kHookAdded: return e.as<ev::HookAdded>().hook_kind;
-    case EventKind::kHookFired: return e.as<ev::HookFired>().hook_kind;
-    case EventKind::kHookRemoved: return e.as<ev::HookRemoved>().hook_kind;
-    case EventKind::kHookRemoveFailed: return e.as<ev::HookRemoveFailed>().hook_kind;
-    default: detail::wrong_event_kind(e.kind, EventKind::kHookAdded);
-  }
-}
-
 std::string_view to_string(HookKind kind) {
   switch (kind) {
     case HookKind::kTensorPre: return "tensor_pre";

@@ -232,7 +232,12 @@ const EventKindInfo* event_kind_info(EventKind kind);
 uint64_t slot_value(const Event& e, std::string_view slot);
 
 // A kMarkedTwice or a kUnusedParameter: the two name a parameter alike.
-ev::MarkedTwice parameter_named(const Event& e);
+// (The helpers below are inline: readers call them per event, Note [Typed events].)
+inline ev::MarkedTwice parameter_named(const Event& e) {
+  if (e.kind != EventKind::kUnusedParameter) return e.as<ev::MarkedTwice>();
+  const auto unused = e.as<ev::UnusedParameter>();
+  return {.owner = unused.owner, .node = unused.node, .param_name = unused.param_name, .param = unused.param};
+}
 
 // Whether this build defines the kind (a row of the table).
 constexpr bool event_kind_defined(EventKind kind) {
@@ -246,11 +251,27 @@ constexpr bool event_kind_defined(EventKind kind) {
 }
 
 // Fields every hook event (added, fired, removed, remove failed) has.
-bool is_hook_event(EventKind kind);
-HookKind hook_kind_of(const Event& e);  // only for a hook event
+inline bool is_hook_event(EventKind kind) {
+  return kind == EventKind::kHookAdded || kind == EventKind::kHookFired || kind == EventKind::kHookRemoved ||
+         kind == EventKind::kHookRemoveFailed;
+}
+// Only for a hook event.
+inline HookKind hook_kind_of(const Event& e) {
+  switch (e.kind) {
+    case EventKind::kHookAdded: return e.as<ev::HookAdded>().hook_kind;
+    case EventKind::kHookFired: return e.as<ev::HookFired>().hook_kind;
+    case EventKind::kHookRemoved: return e.as<ev::HookRemoved>().hook_kind;
+    case EventKind::kHookRemoveFailed: return e.as<ev::HookRemoveFailed>().hook_kind;
+    default: detail::wrong_event_kind(e.kind, EventKind::kHookAdded);
+  }
+}
 // Who removed a hook (kHookRemoved) or asked to (kHookRemoveFailed); 0 for
 // every other kind.
-uint32_t remover_of(const Event& e);
+inline uint32_t remover_of(const Event& e) {
+  if (e.kind == EventKind::kHookRemoved) return e.as<ev::HookRemoved>().remover;
+  if (e.kind == EventKind::kHookRemoveFailed) return e.as<ev::HookRemoveFailed>().remover;
+  return 0;
+}
 // hook_kind_of, a malformed trace's value wrapped into range (what views print).
 inline HookKind shown_hook_kind(const Event& e) {
   return static_cast<HookKind>(static_cast<uint8_t>(hook_kind_of(e)) % kNumHookKinds);
