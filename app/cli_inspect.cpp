@@ -139,7 +139,9 @@ int run_events(const std::vector<std::string>& files, const EventsArgs& a) {
     const trace::Event e = m.event(i);
     if (!kinds.empty() && std::find(kinds.begin(), kinds.end(), e.kind) == kinds.end()) continue;
     if (a.node >= 0 && e.node != static_cast<uint64_t>(a.node)) continue;
-    if (a.owner >= 0 && e.owner != static_cast<uint32_t>(a.owner) && e.actor != static_cast<uint32_t>(a.owner)) continue;
+    if (a.owner >= 0 && e.owner != static_cast<uint32_t>(a.owner) && trace::remover_of(e) != static_cast<uint32_t>(a.owner)) {
+      continue;
+    }
     if (a.rank >= 0 && e.rank != a.rank) continue;
     // One JSON Lines format: the exporter's (`export --format jsonl`).
     const std::string line = a.format == "jsonl" ? exporters::jsonl_line(m, i) : terminal_safe(m.describe(i));

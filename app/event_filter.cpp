@@ -268,15 +268,6 @@ EventFilter::Bound EventFilter::bind(const analysis::Model& model) const {
   return b;
 }
 
-namespace {
-
-bool is_hook_event(EventKind k) {
-  return k == EventKind::kHookAdded || k == EventKind::kHookFired || k == EventKind::kHookRemoved ||
-         k == EventKind::kHookRemoveFailed;
-}
-
-}  // namespace
-
 bool EventFilter::Bound::matches(size_t index) const {
   if (terms_.empty()) return true;
   const trace::Event e = model_->event(index);
@@ -288,19 +279,19 @@ bool EventFilter::Bound::matches(size_t index) const {
         hit = t.kinds.test(static_cast<size_t>(e.kind) % 64);
         break;
       case FilterField::kHook:
-        hit = is_hook_event(e.kind) &&
-              (t.hook_kinds >> (e.sub % trace::kNumHookKinds) & 1u) != 0;
+        hit = trace::is_hook_event(e.kind) &&
+              (t.hook_kinds >> static_cast<uint8_t>(trace::shown_hook_kind(e)) & 1u) != 0;
         break;
       case FilterField::kRank:
         hit = std::find(t.numbers.begin(), t.numbers.end(), e.rank) != t.numbers.end();
         break;
       case FilterField::kKey:
-        hit = is_hook_event(e.kind) &&
+        hit = trace::is_hook_event(e.kind) &&
               std::find(t.numbers.begin(), t.numbers.end(), e.key) != t.numbers.end();
         break;
       case FilterField::kOwner: {
         const uint32_t source = model_->source(index);
-        for (uint32_t id : {e.owner, is_hook_event(e.kind) ? e.actor : 0u}) {
+        for (uint32_t id : {e.owner, trace::remover_of(e)}) {
           if (id == 0) continue;
           const analysis::OwnerIndex o = model_->find_owner(source, id);
           if (o != analysis::kNoIndex && o < t.owners.size() && t.owners[o]) hit = true;
@@ -313,7 +304,7 @@ bool EventFilter::Bound::matches(size_t index) const {
         const analysis::FunctionIndex f = model_->find_function(source, e.node);
         hit = f != analysis::kNoIndex && f < t.functions.size() && t.functions[f];
         if (!hit && e.kind == EventKind::kNodeEdge) {
-          const analysis::FunctionIndex to = model_->find_function(source, e.arg);
+          const analysis::FunctionIndex to = model_->find_function(source, e.as<trace::ev::NodeEdge>().next);
           hit = to != analysis::kNoIndex && to < t.functions.size() && t.functions[to];
         }
         break;

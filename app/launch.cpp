@@ -220,13 +220,10 @@ class Launcher {
   }
 
   void failure(const Child& ch, trace::FailureMode mode, const std::string& what) {
-    trace::Event e;
+    trace::Event e = trace::to_event(trace::ev::Failure{
+        .mode = mode, .failed_rank = static_cast<uint32_t>(ch.rank), .description = trace::intern(what)});
     e.t_ns = trace::now_ns();
-    e.kind = trace::EventKind::kFailure;
-    e.sub = static_cast<uint8_t>(mode);
-    e.actor = static_cast<uint32_t>(ch.rank);
     e.rank = static_cast<uint16_t>(ch.rank);
-    e.arg = trace::intern(what);
     failures_.push_back(e);
   }
 

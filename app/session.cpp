@@ -17,7 +17,7 @@ bool is_lifecycle_event(const trace::Event& e) {
     case EventKind::kFailure:
       return true;
     case EventKind::kRecoveryStep:
-      return e.sub == static_cast<uint8_t>(trace::RecoveryStep::kDdpRebuilt);
+      return e.as<trace::ev::RecoveryStep>().step == trace::RecoveryStep::kDdpRebuilt;
     default:
       return false;
   }

@@ -80,7 +80,7 @@ std::vector<EventIndex> backward_pass_ends(const Model& m) {
     const trace::Event e = m.event(i);
     const auto key = std::make_pair(m.source(i), e.thread);
     if (e.kind == EventKind::kBackwardBegin) {
-      open[key] = e.sub == 0;
+      open[key] = !e.as<ev::BackwardBegin>().grad;
     } else if (auto it = open.find(key); it != open.end()) {
       if (it->second && e.rank == lowest) out.push_back(i);
       open.erase(it);
@@ -134,7 +134,8 @@ MatchPoint resolve_point(const Model& m, std::string_view name) {
     const uint16_t lowest = lowest_rank(m, EventKind::kRecoveryStep);
     const size_t i = nth(m, m.events_of_kind(EventKind::kRecoveryStep), n,
                          fmt::format("DDP rebuilds on rank {}", lowest), [lowest](const trace::Event& e) {
-                           return e.rank == lowest && e.sub == static_cast<uint8_t>(trace::RecoveryStep::kDdpRebuilt);
+                           return e.rank == lowest &&
+                                  e.as<ev::RecoveryStep>().step == trace::RecoveryStep::kDdpRebuilt;
                          });
     return {i, fmt::format("after rebuild {}", n)};
   }

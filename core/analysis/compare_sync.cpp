@@ -27,7 +27,9 @@ std::vector<StoryPoint> story_points(const Model& m) {
   std::vector<EventIndex> rebuilds;
   for (EventIndex i : m.events_of_kind(EventKind::kRecoveryStep)) {
     const trace::Event e = m.event(i);
-    if (e.rank == lowest && e.sub == static_cast<uint8_t>(trace::RecoveryStep::kDdpRebuilt)) rebuilds.push_back(i);
+    if (e.rank == lowest && e.as<ev::RecoveryStep>().step == trace::RecoveryStep::kDdpRebuilt) {
+      rebuilds.push_back(i);
+    }
   }
   add_points(out, rebuilds, "rebuild", "rebuild");
   add_points(out, m.events_of_kind(EventKind::kFailure), "failure", "failure");

@@ -23,11 +23,11 @@ std::vector<Finding> diagnose_failures(const Model& m) {
     if (last_resumed == kNever || i > last_resumed) last_resumed = i;
   };
   for (EventIndex i : m.events_of_kind(EventKind::kRecoveryStep)) {
-    if (m.event(i).sub == static_cast<uint8_t>(trace::RecoveryStep::kResumed)) later(i);
+    if (m.event(i).as<ev::RecoveryStep>().step == trace::RecoveryStep::kResumed) later(i);
   }
   const auto& ends = m.events_of_kind(EventKind::kBackwardEnd);
   for (auto it = ends.rbegin(); it != ends.rend(); ++it) {
-    if (m.event(*it).sub == 0) {  // completed
+    if (m.event(*it).as<ev::BackwardEnd>().ending == trace::BackwardEnding::kCompleted) {
       later(*it);
       break;
     }
@@ -35,17 +35,18 @@ std::vector<Finding> diagnose_failures(const Model& m) {
   for (EventIndex i : failures) {
     if (last_resumed != kNever && last_resumed > i) continue;
     const trace::Event e = m.event(i);
+    const auto failure = e.as<ev::Failure>();
     Finding f;
     f.kind = FindingKind::kUnrecoveredFailure;
     f.severity = Severity::kError;
     f.at = i;
     f.events = {i};
-    f.rank = static_cast<int32_t>(e.actor);
+    f.rank = static_cast<int32_t>(failure.failed_rank);
     f.source = m.source(i);
     f.message = fmt::format("rank {} failed ({}) at event #{} and no rank resumed training after it: "
                             "the run did not finish ({})",
-                            e.actor, trace::to_string(static_cast<trace::FailureMode>(e.sub)), i,
-                            m.str(static_cast<uint32_t>(e.arg)));
+                            failure.failed_rank, trace::to_string(failure.mode), i,
+                            m.str(failure.description));
     out.push_back(std::move(f));
   }
   return out;

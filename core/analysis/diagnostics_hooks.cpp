@@ -205,7 +205,7 @@ void Diagnoser::failed_removals() {
     const trace::Event e = m_.event(i);
     const uint32_t source = m_.source(i);
     const FunctionIndex f = m_.find_function(source, e.node);
-    const OwnerIndex actor = m_.find_owner(source, e.actor);
+    const OwnerIndex actor = m_.find_owner(source, e.as<ev::HookRemoveFailed>().remover);
     Finding out = make(FindingKind::kFailedRemoval, Severity::kWarning, f, actor);
     out.rank = e.rank;
     out.key = e.key;
@@ -227,7 +227,7 @@ void Diagnoser::failed_removals() {
                           m_.function_name(function_at(h, i)));
       }
     }
-    const auto kind = static_cast<HookKind>(e.sub % trace::kNumHookKinds);
+    const HookKind kind = trace::shown_hook_kind(e);
     out.message = fmt::format("{} asked to remove {} hook key {} from {}, but it was not there: {}",
                               actor == kNoIndex ? "someone" : m_.owner_name(actor),
                               trace::to_string(kind), trace::format_hook_key(e.key),

@@ -54,8 +54,8 @@ Finding make(const Model& m, FindingKind kind, Severity severity, EventIndex i,
 }
 
 std::string parameter_words(const Model& m, const trace::Event& e, const Context& c) {
-  std::string s = fmt::format("parameter '{}' (index {})", m.str(static_cast<uint32_t>(e.arg)),
-                              e.actor);
+  const auto named = trace::parameter_named(e);
+  std::string s = fmt::format("parameter '{}' (index {})", m.str(named.param_name), named.param);
   if (c.function != kNoIndex) s += " on " + m.function_name(c.function);
   return s;
 }
@@ -78,7 +78,7 @@ std::vector<Finding> diagnose_reducers(const Model& m) {
         const trace::Event ev = m.event(x);
         if (ev.kind == EventKind::kPrepareForBackward) prepare = x;
         if (ev.kind == EventKind::kMarkReady && prepare != kNever) {
-          first_ready.try_emplace({r, prepare, ev.arg}, x);
+          first_ready.try_emplace({r, prepare, ev.as<ev::MarkReady>().param}, x);
         }
       }
     }
@@ -89,7 +89,7 @@ std::vector<Finding> diagnose_reducers(const Model& m) {
     Finding f = make(m, FindingKind::kMarkedTwice, Severity::kError, i, e, c);
     EventIndex first = kNever;
     if (c.reducer != kNoIndex && c.prepare != kNever) {
-      auto it = first_ready.find({c.reducer, c.prepare, e.actor});
+      auto it = first_ready.find({c.reducer, c.prepare, e.as<ev::MarkedTwice>().param});
       if (it != first_ready.end() && it->second < i) first = it->second;
       f.events.push_back(c.prepare);
     }
@@ -114,7 +114,8 @@ std::vector<Finding> diagnose_reducers(const Model& m) {
     const trace::Event e = m.event(i);
     const Context c = context_of(m, i, e);
     const uint32_t who = c.owner != kNoIndex ? c.owner : (1u << 31) | e.owner;
-    auto [it, inserted] = unused.try_emplace({who, e.actor});
+    const uint32_t param = e.as<ev::UnusedParameter>().param;
+    auto [it, inserted] = unused.try_emplace({who, param});
     Unused& u = it->second;
     if (inserted) {
       u.finding = make(m, FindingKind::kUnusedParameter, Severity::kWarning, i, e, c);
@@ -132,7 +133,7 @@ std::vector<Finding> diagnose_reducers(const Model& m) {
       auto next = std::upper_bound(events.begin(), events.end(), i);
       if (next != events.end()) {
         const trace::Event ev = m.event(*next);
-        handled = ev.kind == EventKind::kMarkReady && ev.arg == e.actor;
+        handled = ev.kind == EventKind::kMarkReady && ev.as<ev::MarkReady>().param == param;
       }
     }
     if (!handled) {

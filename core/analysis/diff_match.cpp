@@ -53,7 +53,7 @@ FunctionMatch::FunctionMatch(const Model& m) : m_(m), sig_(m), several_ranks_(ha
   for (EventIndex i : m.events_of_kind(trace::EventKind::kProcessGroupCreated)) {
     const trace::Event e = m.event(i);
     if (groups.size() <= e.rank) groups.resize(static_cast<size_t>(e.rank) + 1);
-    groups[e.rank].emplace_back(i, static_cast<uint32_t>(e.actor));
+    groups[e.rank].emplace_back(i, e.as<trace::ev::ProcessGroupCreated>().generation);
   }
   gen_.resize(fs.size(), 0);
   for (FunctionIndex f = 0; f < fs.size(); ++f) {

@@ -85,8 +85,9 @@ void reducer_outcome(const Model& m, size_t fire, const HookInfo& hook, Explanat
     out.steps.push_back({twice, fmt::format("{} found the parameter already marked ready in this "
                                             "backward: \"marked ready twice\"", who)});
   } else if (by_this(mark)) {
-    out.steps.push_back({mark, fmt::format("{} marked parameter {} ready (bucket {})", who,
-                                           m.event(mark).arg, m.event(mark).actor)});
+    const auto ready = m.event(mark).as<ev::MarkReady>();
+    out.steps.push_back(
+        {mark, fmt::format("{} marked parameter {} ready (bucket {})", who, ready.param, ready.bucket)});
   } else if (by_this(noop)) {
     out.steps.push_back({noop, noop_words(m, noop, who)});
   }
@@ -197,7 +198,8 @@ Explanation explain_fire(const Model& m, size_t index) {
   const EventIndex bw = backward_of(m, index);
   if (bw != kNever) {
     out.steps.push_back({bw, fmt::format("{} pass began on rank {}",
-                                         m.event(bw).sub == 1 ? "autograd::grad" : "backward", e.rank)});
+                                         m.event(bw).as<ev::BackwardBegin>().grad ? "autograd::grad" : "backward",
+                                         e.rank)});
   }
   const uint32_t nth = m.fires_until(out.hook, index);
   out.steps.push_back({out.fire, fmt::format("the hook fired on {} (its fire #{})", on, nth)});

@@ -38,8 +38,9 @@ trace::Event Model::event(size_t index) const {
   if (event_arg_is_string(e.kind)) {
     const auto& map = string_map_[s];
     // The load pass interned every string an event names; out of range: "?".
-    const uint32_t id = e.arg < map.size() ? map[e.arg] : kNoIndex;
-    e.arg = id != kNoIndex ? id : unknown_string_;
+    const uint64_t named = trace::string_arg(e);
+    const uint32_t id = named < map.size() ? map[named] : kNoIndex;
+    trace::set_string_arg(e, id != kNoIndex ? id : unknown_string_);
   }
   return e;
 }
@@ -66,8 +67,9 @@ void Model::events(size_t begin, size_t end, trace::Event* out, int64_t* times, 
     if (traces_[s].header.rank >= 0) e.rank = static_cast<uint16_t>(traces_[s].header.rank);
     if (event_arg_is_string(e.kind)) {
       const auto& map = string_map_[s];
-      const uint32_t id = e.arg < map.size() ? map[e.arg] : kNoIndex;
-      e.arg = id != kNoIndex ? id : unknown_string_;
+      const uint64_t named = trace::string_arg(e);
+      const uint32_t id = named < map.size() ? map[named] : kNoIndex;
+      trace::set_string_arg(e, id != kNoIndex ? id : unknown_string_);
     }
   }
 }
@@ -190,18 +192,15 @@ std::string Model::describe(size_t index) const {
     case EventKind::kHookFired:
     case EventKind::kHookRemoved:
     case EventKind::kHookRemoveFailed: {
-      const auto kind = static_cast<trace::HookKind>(e.sub % trace::kNumHookKinds);
-      out += fmt::format(" {} key {}", trace::to_string(kind), trace::format_hook_key(e.key));
+      out += fmt::format(" {} key {}", trace::to_string(trace::shown_hook_kind(e)), trace::format_hook_key(e.key));
       // Module hooks are added, removed and forward-fired with node 0 (Note
       // [Module hooks in traces]); full backward ones fire on a BackwardHookFunction.
       if (e.node) out += " on " + fn(e.node);
       if (e.owner) out += fmt::format(" of {}", owner(e.owner));
       if (e.kind == EventKind::kHookRemoved) {
-        out += fmt::format(" ({})", trace::to_string(static_cast<trace::RemoveCause>(e.arg)));
+        out += fmt::format(" ({})", trace::to_string(e.as<ev::HookRemoved>().cause));
       }
-      if (e.actor && e.kind != EventKind::kHookAdded && e.kind != EventKind::kHookFired) {
-        out += fmt::format(" by {}", owner(e.actor));
-      }
+      if (const uint32_t remover = trace::remover_of(e)) out += fmt::format(" by {}", owner(remover));
       break;
     }
     case EventKind::kNodeCreated:
@@ -212,40 +211,50 @@ std::string Model::describe(size_t index) const {
       out += " " + fn(e.node);
       break;
     case EventKind::kSavedTensorPacked:
+      out += fmt::format(" {} slot {}", fn(e.node), e.as<ev::SavedTensorPacked>().slot);
+      if (e.owner) out += fmt::format(" of {}", owner(e.owner));
+      break;
     case EventKind::kSavedTensorUnpacked:
-      out += fmt::format(" {} slot {}", fn(e.node), e.arg);
+      out += fmt::format(" {} slot {}", fn(e.node), e.as<ev::SavedTensorUnpacked>().slot);
       if (e.owner) out += fmt::format(" of {}", owner(e.owner));
       break;
     case EventKind::kNodeEdge:
-      out += fmt::format(" {} -> {}", fn(e.node), fn(e.arg));
+      out += fmt::format(" {} -> {}", fn(e.node), fn(e.as<ev::NodeEdge>().next));
       break;
     case EventKind::kOwnerCreated:
     case EventKind::kOwnerDestroyed:
       out += " " + owner(e.owner);
       break;
-    case EventKind::kCollectiveEnd:
-      if (e.owner) out += fmt::format(" {}", owner(e.owner));
-      out += fmt::format(" collective {} {} after {:.3f} ms", e.key,
-                         trace::to_string(static_cast<trace::CollectiveStatus>(e.sub)),
-                         static_cast<double>(e.arg) / 1e6);
-      if (e.actor != trace::kPlacementHost) {  // Note [Collective placement]
-        out += fmt::format(" on cuda:{} stream {}", trace::placement_device(e.actor),
-                           trace::placement_stream(e.actor));
+    case EventKind::kCollectiveEnd: {
+      const auto end = e.as<ev::CollectiveEnd>();
+      if (end.owner) out += fmt::format(" {}", owner(end.owner));
+      out += fmt::format(" collective {} {} after {:.3f} ms", end.collective_id, trace::to_string(end.status),
+                         static_cast<double>(end.duration_ns) / 1e6);
+      if (end.placement != trace::kPlacementHost) {  // Note [Collective placement]
+        out += fmt::format(" on cuda:{} stream {}", trace::placement_device(end.placement),
+                           trace::placement_stream(end.placement));
       }
       break;
-    case EventKind::kFailure:
-      out += fmt::format(" of rank {} ({})", e.actor, trace::to_string(static_cast<trace::FailureMode>(e.sub)));
-      if (e.arg) out += ": " + str(static_cast<uint32_t>(e.arg));
+    }
+    case EventKind::kFailure: {
+      const auto failure = e.as<ev::Failure>();
+      out += fmt::format(" of rank {} ({})", failure.failed_rank, trace::to_string(failure.mode));
+      if (failure.description) out += ": " + str(failure.description);
       break;
-    case EventKind::kRecoveryStep:
-      out += fmt::format(" {}", trace::to_string(static_cast<trace::RecoveryStep>(e.sub)));
-      if (e.arg) out += ": " + str(static_cast<uint32_t>(e.arg));
+    }
+    case EventKind::kRecoveryStep: {
+      const auto step = e.as<ev::RecoveryStep>();
+      out += fmt::format(" {}", trace::to_string(step.step));
+      if (step.description) out += ": " + str(step.description);
       break;
-    case EventKind::kProcessGroupCreated:
-      out += fmt::format(" generation {}, world size {}", e.actor, e.arg);
+    }
+    case EventKind::kProcessGroupCreated: {
+      const auto created = e.as<ev::ProcessGroupCreated>();
+      out += fmt::format(" generation {}, world size {}", created.generation, created.world_size);
       break;
+    }
     case EventKind::kProcessGroupDestroyed:
-      if (e.sub == 1) out += " (aborted)";
+      if (e.as<ev::ProcessGroupDestroyed>().aborted) out += " (aborted)";
       break;
     default:
       if (static_cast<uint8_t>(e.kind) >= static_cast<uint8_t>(EventKind::kReducerConstructed)) {

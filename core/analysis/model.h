@@ -37,6 +37,9 @@ namespace hookscope::analysis {
 // reference as existing since event 0, with `announced` false; their names
 // read "unknown Function #id", "owner #id".
 
+// The typed views of events (Note [Typed events]): e.as<ev::MarkReady>().param.
+namespace ev = trace::ev;
+
 using EventIndex = uint32_t;  // position in the merged timeline
 using FunctionIndex = uint32_t;
 using HookIndex = uint32_t;

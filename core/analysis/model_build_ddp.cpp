@@ -68,8 +68,9 @@ void ModelBuilder::apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const
       info.source = source;
       info.rank = rank;
       info.constructed_at = i;
-      info.num_parameters = static_cast<uint32_t>(std::min<uint64_t>(e.arg, 1u << 24));
-      info.num_buckets = std::min<uint32_t>(e.actor, 1u << 24);
+      const auto constructed = e.as<ev::ReducerConstructed>();
+      info.num_parameters = static_cast<uint32_t>(std::min<uint64_t>(constructed.num_params, 1u << 24));
+      info.num_buckets = std::min<uint32_t>(constructed.num_buckets, 1u << 24);
       // Note [Model memory bound]: the sizes are claims, room is made within the budget.
       if (take_slots(uint64_t{info.num_parameters} + info.num_buckets, i,
                      "a Reducer with more parameters and buckets than the trace can hold")) {
@@ -90,7 +91,8 @@ void ModelBuilder::apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const
           malformed(MalformedKind::kUnbalancedCollective, i, "a collective begun twice", c.begin_at);
         }
         c.begin_at = i;
-        if (e.actor != UINT32_MAX) c.bucket = e.actor;
+        const uint32_t bucket = e.as<ev::CollectiveBegin>().bucket;
+        if (bucket != trace::kNoBucket) c.bucket = bucket;
       } else {
         if (c.end_at != kNever) {
           malformed(MalformedKind::kUnbalancedCollective, i, "a collective ended twice", c.end_at);
@@ -98,7 +100,7 @@ void ModelBuilder::apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const
           malformed(MalformedKind::kUnbalancedCollective, i, "a collective ended without a begin");
         }
         c.end_at = i;
-        c.status = static_cast<trace::CollectiveStatus>(e.sub);
+        c.status = e.as<ev::CollectiveEnd>().status;
       }
       if (o != kNoIndex && reducer_of_owner_[o] != kNoIndex) {
         c.reducer = reducer_of_owner_[o];
@@ -125,48 +127,52 @@ void ModelBuilder::apply_ddp(EventIndex i, uint32_t source, uint16_t rank, const
     case EventKind::kReducerDestroyed: {
       ReducerInfo& red = m_.reducers_[r];
       red.destroyed_at = std::min(red.destroyed_at, i);
-      red.policy = static_cast<trace::DestroyPolicy>(e.arg);
-      red.hooks_removed = e.actor;
+      const auto destroyed = e.as<ev::ReducerDestroyed>();
+      red.policy = destroyed.policy;
+      red.hooks_removed = destroyed.hooks_removed;
       m_.owners_[o].destroyed_at = std::min(m_.owners_[o].destroyed_at, i);
       break;
     }
     case EventKind::kPrepareForBackward:
       m_.reducers_[r].prepares.push_back(i);
-      m_.reducers_[r].prepare_backwards.push_back(e.arg);
+      m_.reducers_[r].prepare_backwards.push_back(e.as<ev::PrepareForBackward>().backward_index);
       break;
     case EventKind::kAutogradHookNoop:
       function_ref(source, rank, e.node);
       break;
     case EventKind::kMarkReady: {
-      const FunctionIndex f = function_ref(source, rank, e.node);
-      ParameterInfo& p = parameter(r, e.arg, i);
+      const auto ready = e.as<ev::MarkReady>();
+      const FunctionIndex f = function_ref(source, rank, ready.node);
+      ParameterInfo& p = parameter(r, ready.param, i);
       if (f != kNoIndex) p.accumulator = f;
       auto& sizes = m_.reducers_[r].bucket_sizes;
-      if (e.actor < (1u << 24) && e.actor >= sizes.size() &&
-          take_slots(e.actor + 1 - sizes.size(), i, "bucket index past what the trace can hold")) {
-        sizes.resize(e.actor + 1);
+      if (ready.bucket < (1u << 24) && ready.bucket >= sizes.size() &&
+          take_slots(ready.bucket + 1 - sizes.size(), i, "bucket index past what the trace can hold")) {
+        sizes.resize(ready.bucket + 1);
       }
-      p.bucket = e.actor < sizes.size() ? e.actor : kNoIndex;
+      p.bucket = ready.bucket < sizes.size() ? ready.bucket : kNoIndex;
       break;
     }
     case EventKind::kMarkedTwice:
     case EventKind::kUnusedParameter: {
-      const FunctionIndex f = function_ref(source, rank, e.node);
-      ParameterInfo& p = parameter(r, e.actor, i);
+      const auto named = trace::parameter_named(e);
+      const FunctionIndex f = function_ref(source, rank, named.node);
+      ParameterInfo& p = parameter(r, named.param, i);
       if (f != kNoIndex) p.accumulator = f;
-      p.name = str(source, e.arg);
+      p.name = str(source, named.param_name);
       break;
     }
     case EventKind::kBucketReady: {
+      const auto ready = e.as<ev::BucketReady>();
       auto& sizes = m_.reducers_[r].bucket_sizes;
-      if (e.arg < (1u << 24) && e.arg >= sizes.size() &&
-          take_slots(e.arg + 1 - sizes.size(), i, "bucket index past what the trace can hold")) {
-        sizes.resize(e.arg + 1);
+      if (ready.bucket < (1u << 24) && ready.bucket >= sizes.size() &&
+          take_slots(ready.bucket + 1 - sizes.size(), i, "bucket index past what the trace can hold")) {
+        sizes.resize(ready.bucket + 1);
       }
-      if (e.arg < sizes.size()) sizes[e.arg] = std::max(sizes[e.arg], e.actor);
-      CollectiveInfo& c = m_.collectives_[collective_ref(source, rank, e.key)];
+      if (ready.bucket < sizes.size()) sizes[ready.bucket] = std::max(sizes[ready.bucket], ready.num_params);
+      CollectiveInfo& c = m_.collectives_[collective_ref(source, rank, ready.collective_id)];
       c.reducer = r;
-      c.bucket = static_cast<uint32_t>(e.arg);
+      c.bucket = static_cast<uint32_t>(ready.bucket);
       break;
     }
     default:

@@ -24,9 +24,7 @@ constexpr std::array<uint8_t, 256> kKinds = [] {
   std::array<uint8_t, 256> t{};
   for (int k = 0; k < 256; ++k) {
     const auto kind = static_cast<EventKind>(k);
-    const bool defined = (k >= 1 && k <= static_cast<int>(EventKind::kSavedTensorUnpacked)) ||
-                         (k >= static_cast<int>(EventKind::kReducerConstructed) &&
-                          k <= static_cast<int>(EventKind::kTrainStep));
+    const bool defined = trace::event_kind_defined(kind);
     const bool listed = k >= static_cast<int>(EventKind::kHookRemoveFailed) &&
                         kind != EventKind::kApplyBegin && kind != EventKind::kApplyEnd &&
                         k < static_cast<int>(EventKind::kCount);
@@ -35,6 +33,11 @@ constexpr std::array<uint8_t, 256> kKinds = [] {
   }
   return t;
 }();
+
+// A hook kind this build knows (a malformed trace's is reported, and read as the first).
+HookKind known_hook_kind(HookKind kind) {
+  return static_cast<uint8_t>(kind) < trace::kNumHookKinds ? kind : HookKind::kTensorPre;
+}
 
 }  // namespace
 
@@ -95,7 +98,7 @@ void ModelBuilder::walk() {
         k <= static_cast<uint8_t>(EventKind::kHookRemoveFailed)) {
       maps.hooks.prefetch(e.key);
     } else if (e.kind == EventKind::kNodeEdge) {
-      maps.functions.prefetch(e.arg);
+      maps.functions.prefetch(e.as<trace::ev::NodeEdge>().next);
     } else if (e.kind == EventKind::kNodeCreated) {
       if (e.key) maps.functions.prefetch(e.key);
     } else if (e.kind == EventKind::kCollectiveBegin || e.kind == EventKind::kCollectiveEnd) {
@@ -223,7 +226,7 @@ HookIndex ModelBuilder::hook_ref(uint32_t source, uint16_t rank, const Event& e,
   info.key = e.key;
   info.source = source;
   info.rank = rank;
-  info.kind = static_cast<HookKind>(e.sub < trace::kNumHookKinds ? e.sub : 0);
+  info.kind = known_hook_kind(trace::hook_kind_of(e));
   info.announced = false;  // Note [Analysis ids]: no kHookAdded says when or by whom
   info.owner = o;
   info.function = f;
@@ -296,17 +299,30 @@ inline void ModelBuilder::check(EventIndex i, uint32_t source, uint16_t rank, co
     case EventKind::kHookFired:
     case EventKind::kHookRemoved:
     case EventKind::kHookRemoveFailed:
-      bad(e.sub >= trace::kNumHookKinds, "hook kind out of range");
-      bad(e.kind == EventKind::kHookRemoved && e.arg > 3, "removal cause out of range");
+      bad(static_cast<uint8_t>(trace::hook_kind_of(e)) >= trace::kNumHookKinds, "hook kind out of range");
+      bad(e.kind == EventKind::kHookRemoved &&
+              e.as<ev::HookRemoved>().cause > RemoveCause::kTensorReleased,
+          "removal cause out of range");
       break;
     case EventKind::kOwnerCreated:
-      bad(e.sub > static_cast<uint8_t>(OwnerKind::kCallSite), "owner kind out of range");
+      bad(e.as<ev::OwnerCreated>().owner_kind > OwnerKind::kCallSite, "owner kind out of range");
       break;
-    case EventKind::kCollectiveBegin: bad(e.sub > 3, "collective op out of range"); break;
-    case EventKind::kCollectiveEnd: bad(e.sub > 3, "collective status out of range"); break;
-    case EventKind::kFailure: bad(e.sub > 2, "failure mode out of range"); break;
-    case EventKind::kRecoveryStep: bad(e.sub > 5, "recovery step out of range"); break;
-    case EventKind::kReducerDestroyed: bad(e.arg > 2, "destroy policy out of range"); break;
+    case EventKind::kCollectiveBegin:
+      bad(e.as<ev::CollectiveBegin>().op > trace::CollectiveOp::kAllgather, "collective op out of range");
+      break;
+    case EventKind::kCollectiveEnd:
+      bad(e.as<ev::CollectiveEnd>().status > trace::CollectiveStatus::kAborted,
+          "collective status out of range");
+      break;
+    case EventKind::kFailure:
+      bad(e.as<ev::Failure>().mode > trace::FailureMode::kTimeout, "failure mode out of range");
+      break;
+    case EventKind::kRecoveryStep:
+      bad(e.as<ev::RecoveryStep>().step > trace::RecoveryStep::kResumed, "recovery step out of range");
+      break;
+    case EventKind::kReducerDestroyed:
+      bad(e.as<ev::ReducerDestroyed>().policy > trace::DestroyPolicy::kByType, "destroy policy out of range");
+      break;
     default: break;
   }
 }
@@ -314,7 +330,7 @@ inline void ModelBuilder::check(EventIndex i, uint32_t source, uint16_t rank, co
 inline void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, const Event& e) {
   const uint8_t traits = kKinds[static_cast<uint8_t>(e.kind)];
   if (traits & kListed) m_.kind_events_[static_cast<size_t>(e.kind)].push_back(i);
-  if (traits & kNamesString) str(source, e.arg);
+  if (traits & kNamesString) str(source, trace::string_arg(e));
   switch (e.kind) {
     case EventKind::kNodeCreated: {
       const FunctionIndex previous = e.key ? function_lookup(source, e.key) : kNoIndex;
@@ -327,11 +343,12 @@ inline void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, co
           m_.functions_[f].released_at != kNever) {
         f = new_function(source, rank, e.node, i, true);
       }
+      const auto created = e.as<ev::NodeCreated>();
       FunctionInfo& fi = m_.functions_[f];
       fi.announced = true;
       fi.rank = rank;
-      fi.flags = e.sub;
-      fi.name = str(source, e.arg);
+      fi.flags = created.flags;
+      fi.name = str(source, created.name);
       if (previous == kNoIndex || previous == f) break;
       if (!link(previous, f, i)) break;
       // The leaf's hooks move to its new AccumulateGrad.
@@ -346,13 +363,14 @@ inline void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, co
     }
     case EventKind::kNodeEdge: {
       const FunctionIndex from = function_ref(source, rank, e.node);
-      const FunctionIndex to = function_ref(source, rank, e.arg);
-      if (from != kNoIndex && to != kNoIndex) m_.edges_.push_back(EdgeInfo{from, to, e.actor, i});
+      const auto edge = e.as<ev::NodeEdge>();
+      const FunctionIndex to = function_ref(source, rank, edge.next);
+      if (from != kNoIndex && to != kNoIndex) m_.edges_.push_back(EdgeInfo{from, to, edge.input_nr, i});
       break;
     }
     case EventKind::kNodeLabel: {
       const FunctionIndex f = function_ref(source, rank, e.node);
-      if (f != kNoIndex) m_.functions_[f].label = str(source, e.arg);
+      if (f != kNoIndex) m_.functions_[f].label = str(source, e.as<ev::NodeLabel>().label);
       break;
     }
     case EventKind::kNodeReleased: {
@@ -377,7 +395,8 @@ inline void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, co
       if (e.owner == 0) break;
       const OwnerIndex known = src_[source].owners.find(e.owner);
       const bool fresh = known == kNoIndex || m_.owners_[known].destroyed_at != kNever;
-      const bool snapshot = e.actor == trace::kOwnerFromSnapshot;
+      const auto created = e.as<ev::OwnerCreated>();
+      const bool snapshot = created.from_snapshot;
       if (!fresh && m_.owners_[known].announced && !snapshot && !owner_snapshot_[known]) {
         malformed(MalformedKind::kDuplicateCreation, i, "an owner created again while alive",
                   m_.owners_[known].created_at);
@@ -388,9 +407,8 @@ inline void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, co
       if (fresh) info.created_at = i;  // else announced again, or referenced first
       info.announced = true;
       owner_snapshot_[o] = snapshot;
-      info.kind = e.sub <= static_cast<uint8_t>(OwnerKind::kCallSite) ? static_cast<OwnerKind>(e.sub)
-                                                                      : OwnerKind::kUser;
-      info.label = str(source, e.arg);
+      info.kind = created.owner_kind <= OwnerKind::kCallSite ? created.owner_kind : OwnerKind::kUser;
+      info.label = str(source, created.label);
       break;
     }
     case EventKind::kOwnerDestroyed: {
@@ -406,14 +424,15 @@ inline void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, co
                   m_.hooks_[known].added_at);
         end_hook(known, i, RemoveCause::kByKey, kNoIndex, true);  // a key added twice
       }
+      const auto added = e.as<ev::HookAdded>();
       const auto h = static_cast<HookIndex>(m_.hooks_.size());
       HookInfo info;
       info.key = e.key;
       info.source = source;
       info.rank = rank;
-      info.kind = static_cast<HookKind>(e.sub < trace::kNumHookKinds ? e.sub : 0);
+      info.kind = known_hook_kind(added.hook_kind);
       info.owner = owner_ref(source, rank, e.owner);
-      info.input_nr = static_cast<uint32_t>(e.arg);
+      info.input_nr = added.input_nr;
       info.function = f;
       info.added_at = i;
       m_.hooks_.push_back(info);
@@ -435,13 +454,14 @@ inline void ModelBuilder::apply(EventIndex i, uint32_t source, uint16_t rank, co
         }
         break;
       }
-      const auto cause = static_cast<RemoveCause>(std::min<uint64_t>(e.arg, 3));
-      end_hook(h, i, cause, owner_ref(source, rank, e.actor), false);
+      const auto removed = e.as<ev::HookRemoved>();
+      const auto cause = std::min(removed.cause, RemoveCause::kTensorReleased);
+      end_hook(h, i, cause, owner_ref(source, rank, removed.remover), false);
       break;
     }
     case EventKind::kHookRemoveFailed:
       function_ref(source, rank, e.node);
-      owner_ref(source, rank, e.actor);
+      owner_ref(source, rank, e.as<ev::HookRemoveFailed>().remover);
       break;
     case EventKind::kApplyBegin:
       function_ref(source, rank, e.node);

@@ -105,14 +105,15 @@ std::string replaced_text(const Model& m, OwnerIndex owner, EventIndex at) {
 
 NoopCause noop_cause(const Model& m, size_t index) {
   const trace::Event e = m.event(index);
-  if (e.sub == static_cast<uint8_t>(trace::NoopReason::kOwnerDestroyed)) return NoopCause::kDestroyed;
+  const trace::NoopReason reason = e.as<ev::AutogradHookNoop>().reason;
+  if (reason == trace::NoopReason::kOwnerDestroyed) return NoopCause::kDestroyed;
   const OwnerIndex o = m.find_owner(m.source(index), e.owner);
   switch (owner_status(m, o, static_cast<EventIndex>(index))) {
     case OwnerStatus::kDestroyed: return NoopCause::kDestroyed;
     case OwnerStatus::kLingering: return NoopCause::kLingering;
     case OwnerStatus::kAlive: break;
   }
-  return e.sub == static_cast<uint8_t>(trace::NoopReason::kNoSync) ? NoopCause::kNoSync : NoopCause::kNotPrepared;
+  return reason == trace::NoopReason::kNoSync ? NoopCause::kNoSync : NoopCause::kNotPrepared;
 }
 
 }  // namespace hookscope::analysis

@@ -73,7 +73,7 @@ void scan(const Model& m, std::map<uint16_t, RankScan>& ranks) {
         break;
       }
       case EventKind::kBackwardBegin: {
-        if (e.sub == 1) break;  // autograd::grad: no AccumulateGrad runs
+        if (e.as<ev::BackwardBegin>().grad) break;  // autograd::grad: no AccumulateGrad runs
         auto it = prepared.find(e.rank);
         ReducerIndex r = it == prepared.end() ? kNoIndex : it->second.first;
         if (r != kNoIndex && m.reducers()[r].destroyed_at < i) r = kNoIndex;
@@ -88,7 +88,7 @@ void scan(const Model& m, std::map<uint16_t, RankScan>& ranks) {
         if (it == open.end()) break;
         auto& column = ranks[it->second.first].backwards[it->second.second];
         column.end = i;
-        column.completed = e.sub == 0;
+        column.completed = e.as<ev::BackwardEnd>().ending == trace::BackwardEnding::kCompleted;
         open.erase(it);
         break;
       }
@@ -96,16 +96,21 @@ void scan(const Model& m, std::map<uint16_t, RankScan>& ranks) {
       case EventKind::kMarkedTwice:
       case EventKind::kUnusedParameter:
       case EventKind::kAutogradHookNoop: {
-        // kMarkReady: arg = index; the others: actor = index, except the
-        // not-prepared no-op, which names only the hook (sub = 0)
-        uint32_t index = e.kind == EventKind::kMarkReady ? static_cast<uint32_t>(e.arg) : e.actor;
+        // Each names its parameter, except the not-prepared no-op, which
+        // names only the hook.
+        uint32_t index = 0;
         const FunctionIndex f = e.node ? m.find_function(s, e.node) : kNoIndex;
         auto& rs = ranks[e.rank];
-        if (e.kind == EventKind::kAutogradHookNoop) {
+        if (e.kind == EventKind::kMarkReady) {
+          index = static_cast<uint32_t>(e.as<ev::MarkReady>().param);
+        } else if (e.kind == EventKind::kAutogradHookNoop) {
+          const auto noop = e.as<ev::AutogradHookNoop>();
           auto known = rs.parameter_of.find(f);
-          if (e.sub != 0) index = static_cast<uint32_t>(e.arg);
+          if (noop.reason != trace::NoopReason::kNotPrepared) index = static_cast<uint32_t>(noop.param);
           else if (known != rs.parameter_of.end()) index = known->second;
           else break;
+        } else {
+          index = trace::parameter_named(e).param;
         }
         if (f != kNoIndex) {
           rs.parameters[index] = f;

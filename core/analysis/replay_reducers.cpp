@@ -57,16 +57,20 @@ void reducer_at(const Model& m, ReducerIndex index, EventIndex e, ReducerAt& out
   for (; it != end; ++it) {
     const trace::Event ev = m.event(*it);
     switch (ev.kind) {
-      case EventKind::kMarkReady:
-        out.ready_order.push_back(static_cast<uint32_t>(ev.arg));
+      case EventKind::kMarkReady: {
+        const auto ready = ev.as<ev::MarkReady>();
+        out.ready_order.push_back(static_cast<uint32_t>(ready.param));
         // pending = size - min(size, marked)
-        if (ev.actor < num_buckets && out.buckets[ev.actor].pending > 0) {
-          --out.buckets[ev.actor].pending;
+        if (ready.bucket < num_buckets && out.buckets[ready.bucket].pending > 0) {
+          --out.buckets[ready.bucket].pending;
         }
         break;
-      case EventKind::kBucketReady:
-        if (ev.arg < num_buckets) collective[ev.arg] = ev.key;
+      }
+      case EventKind::kBucketReady: {
+        const auto ready = ev.as<ev::BucketReady>();
+        if (ready.bucket < num_buckets) collective[ready.bucket] = ready.collective_id;
         break;
+      }
       case EventKind::kBucketsFinalized:
         out.finalized = true;
         break;
@@ -153,18 +157,23 @@ bool step_reducers(const Model& m, State& st, EventIndex x, bool forward) {
   const size_t num_buckets = at.buckets.size();
   if (forward) {
     switch (ev.kind) {
-      case EventKind::kMarkReady:
-        at.ready_order.push_back(static_cast<uint32_t>(ev.arg));
-        if (ev.actor < num_buckets && at.buckets[ev.actor].pending > 0) {
-          --at.buckets[ev.actor].pending;
+      case EventKind::kMarkReady: {
+        const auto ready = ev.as<ev::MarkReady>();
+        at.ready_order.push_back(static_cast<uint32_t>(ready.param));
+        if (ready.bucket < num_buckets && at.buckets[ready.bucket].pending > 0) {
+          --at.buckets[ready.bucket].pending;
         }
         return true;
-      case EventKind::kBucketReady:
-        if (ev.arg < num_buckets) {
-          at.buckets[ev.arg].status = ev.key == UINT64_MAX ? BucketStatus::kPending
-                                                           : bucket_status(m, r, ev.key, e);
+      }
+      case EventKind::kBucketReady: {
+        const auto ready = ev.as<ev::BucketReady>();
+        if (ready.bucket < num_buckets) {
+          at.buckets[ready.bucket].status = ready.collective_id == UINT64_MAX
+                                                ? BucketStatus::kPending
+                                                : bucket_status(m, r, ready.collective_id, e);
         }
         return true;
+      }
       case EventKind::kBucketsFinalized:
         at.finalized = true;
         return true;
@@ -174,12 +183,13 @@ bool step_reducers(const Model& m, State& st, EventIndex x, bool forward) {
     }
   }
   if (ev.kind == EventKind::kMarkReady && !at.ready_order.empty() &&
-      at.ready_order.back() == static_cast<uint32_t>(ev.arg)) {
-    if (ev.actor >= num_buckets) {
+      at.ready_order.back() == static_cast<uint32_t>(ev.as<ev::MarkReady>().param)) {
+    const uint32_t b = ev.as<ev::MarkReady>().bucket;
+    if (b >= num_buckets) {
       at.ready_order.pop_back();
       return true;
     }
-    BucketAt& bucket = at.buckets[ev.actor];
+    BucketAt& bucket = at.buckets[b];
     if (bucket.pending > 0 || bucket.size == 0) {  // marked < size, or nothing to count
       at.ready_order.pop_back();
       if (bucket.size > 0) ++bucket.pending;

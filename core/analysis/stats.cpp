@@ -48,7 +48,7 @@ std::vector<OwnerStats> owner_stats(const Model& m) {
     }
   }
   for (EventIndex i : m.events_of_kind(trace::EventKind::kHookRemoveFailed)) {
-    const OwnerIndex o = m.find_owner(m.source(i), m.event(i).actor);
+    const OwnerIndex o = m.find_owner(m.source(i), m.event(i).as<ev::HookRemoveFailed>().remover);
     if (o != kNoIndex) ++out[o].failed_removals;
   }
   return out;

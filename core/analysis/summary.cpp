@@ -20,13 +20,14 @@ EventSummary summarize(const std::vector<trace::Event>& events) {
     ranks.insert(e.rank);
     const auto k = static_cast<size_t>(e.kind);
     if (k < s.per_kind.size()) ++s.per_kind[k];
-    if (e.sub >= trace::kNumHookKinds) continue;
+    if (!trace::is_hook_event(e.kind)) continue;
+    const auto hook_kind = static_cast<uint8_t>(trace::hook_kind_of(e));
+    if (hook_kind >= trace::kNumHookKinds) continue;
     switch (e.kind) {
-      case EventKind::kHookAdded: ++s.per_hook_kind[e.sub][0]; break;
-      case EventKind::kHookFired: ++s.per_hook_kind[e.sub][1]; break;
-      case EventKind::kHookRemoved: ++s.per_hook_kind[e.sub][2]; break;
-      case EventKind::kHookRemoveFailed: ++s.per_hook_kind[e.sub][3]; break;
-      default: break;
+      case EventKind::kHookAdded: ++s.per_hook_kind[hook_kind][0]; break;
+      case EventKind::kHookFired: ++s.per_hook_kind[hook_kind][1]; break;
+      case EventKind::kHookRemoved: ++s.per_hook_kind[hook_kind][2]; break;
+      default: ++s.per_hook_kind[hook_kind][3]; break;  // kHookRemoveFailed
     }
   }
   s.threads = threads.size();

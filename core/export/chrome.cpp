@@ -51,6 +51,26 @@ class ChromeWriter {
     return o == analysis::kNoIndex ? fmt::format("owner #{}", id) : m_.owner_name(o);
   }
 
+  // "owner":"label", then every other field of the kind by its name in the
+  // table (Note [Typed events]); strings as text.
+  std::string named_fields(const Event& e, uint32_t source) const {
+    std::string args = fmt::format(R"("owner":"{}")", json_escape(owner(source, e.owner)));
+    const trace::EventKindInfo* info = trace::event_kind_info(e.kind);
+    if (info == nullptr) return args;
+    for (const trace::EventFieldInfo& f : info->fields) {
+      if (f.slot == "owner") continue;
+      const uint64_t v = trace::slot_value(e, f.slot);
+      if (f.type == "StringId") {
+        args += fmt::format(R"(,"{}":"{}")", f.name, json_escape(m_.str(static_cast<uint32_t>(v))));
+      } else if (f.slot == "node") {
+        args += fmt::format(R"(,"{}":"{}")", f.name, json_escape(fn_name(source, v)));
+      } else {
+        args += fmt::format(R"(,"{}":{})", f.name, v);
+      }
+    }
+    return args;
+  }
+
   void complete(const Event& e, double begin, double end, const std::string& name,
                 const char* cat, const std::string& args) {
     record(fmt::format(R"({{"ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"name":"{}","cat":"{}","args":{{{}}}}})",
@@ -77,7 +97,7 @@ class ChromeWriter {
     ranks_[e.rank] = true;
     switch (e.kind) {
       case EventKind::kBackwardBegin:
-        stacks_[tk].push_back({ts, e.sub == 1 ? "autograd::grad" : "backward", ""});
+        stacks_[tk].push_back({ts, e.as<trace::ev::BackwardBegin>().grad ? "autograd::grad" : "backward", ""});
         break;
       case EventKind::kApplyBegin:
         stacks_[tk].push_back({ts, fn_name(s, e.node), fmt::format(R"("node":{})", e.node)});
@@ -95,13 +115,13 @@ class ChromeWriter {
       case EventKind::kHookFired:
       case EventKind::kHookRemoved:
       case EventKind::kHookRemoveFailed: {
-        const auto kind = trace::to_string(static_cast<trace::HookKind>(e.sub));
+        const auto kind = trace::to_string(trace::hook_kind_of(e));
         std::string args = fmt::format(R"("key":{},"hook_kind":"{}","function":"{}","node":{})", e.key, kind,
                                        json_escape(fn_name(s, e.node)), e.node);
         if (e.kind != EventKind::kHookRemoveFailed) {
           args += fmt::format(R"(,"owner":"{}")", json_escape(owner(s, e.owner)));
         }
-        if (e.actor) args += fmt::format(R"(,"by":"{}")", json_escape(owner(s, e.actor)));
+        if (const uint32_t by = trace::remover_of(e)) args += fmt::format(R"(,"by":"{}")", json_escape(owner(s, by)));
         instant(e, ts, fmt::format("{} {}", trace::to_string(e.kind), kind), "hook", args);
         if (e.kind == EventKind::kHookFired) last_fire_[tk] = ts;
         break;
@@ -111,9 +131,10 @@ class ChromeWriter {
         auto lf = last_fire_.find(tk);
         if (lf != last_fire_.end()) flow("s", e, lf->second, id);
         flow("t", e, ts, id);
-        pending_flow_[{s, e.rank, e.key}] = id;
-        instant(e, ts, fmt::format("bucket {} ready", e.arg), "ddp",
-                fmt::format(R"("reducer":"{}","parameters":{})", json_escape(owner(s, e.owner)), e.actor));
+        const auto ready = e.as<trace::ev::BucketReady>();
+        pending_flow_[{s, e.rank, ready.collective_id}] = id;
+        instant(e, ts, fmt::format("bucket {} ready", ready.bucket), "ddp",
+                fmt::format(R"("reducer":"{}","parameters":{})", json_escape(owner(s, e.owner)), ready.num_params));
         break;
       }
       case EventKind::kCollectiveBegin: {
@@ -129,28 +150,33 @@ class ChromeWriter {
         auto it = collectives_.find({s, e.rank, e.key});
         if (it == collectives_.end()) break;
         const Event& b = it->second.second;
-        const auto op = trace::to_string(static_cast<trace::CollectiveOp>(b.sub));
-        const std::string name = b.actor != UINT32_MAX ? fmt::format("{} bucket {}", op, b.actor)
-                                                       : std::string(op);
-        std::string args =
-            fmt::format(R"("bytes":{},"status":"{}","backend_ns":{})", b.arg,
-                        trace::to_string(static_cast<trace::CollectiveStatus>(e.sub)), e.arg);
-        if (e.actor != trace::kPlacementHost) {  // Note [Collective placement]
-          args += fmt::format(R"(,"device":"cuda:{}","stream":{})",
-                              trace::placement_device(e.actor), trace::placement_stream(e.actor));
+        const auto begin = b.as<trace::ev::CollectiveBegin>();
+        const auto end = e.as<trace::ev::CollectiveEnd>();
+        const auto op = trace::to_string(begin.op);
+        const std::string name = begin.bucket != trace::kNoBucket ? fmt::format("{} bucket {}", op, begin.bucket)
+                                                                  : std::string(op);
+        std::string args = fmt::format(R"("bytes":{},"status":"{}","backend_ns":{})", begin.bytes,
+                                       trace::to_string(end.status), end.duration_ns);
+        if (end.placement != trace::kPlacementHost) {  // Note [Collective placement]
+          args += fmt::format(R"(,"device":"cuda:{}","stream":{})", trace::placement_device(end.placement),
+                              trace::placement_stream(end.placement));
         }
         complete(b, it->second.first, ts, name, "collective", args);
         collectives_.erase(it);
         break;
       }
-      case EventKind::kFailure:
-        instant(e, ts, fmt::format("failure of rank {}", e.actor), "failure",
-                fmt::format(R"("what":"{}")", json_escape(m_.str(static_cast<uint32_t>(e.arg)))), "p");
+      case EventKind::kFailure: {
+        const auto failure = e.as<trace::ev::Failure>();
+        instant(e, ts, fmt::format("failure of rank {}", failure.failed_rank), "failure",
+                fmt::format(R"("what":"{}")", json_escape(m_.str(failure.description))), "p");
         break;
-      case EventKind::kRecoveryStep:
-        instant(e, ts, fmt::format("recovery: {}", trace::to_string(static_cast<trace::RecoveryStep>(e.sub))),
-                "recovery", fmt::format(R"("what":"{}")", json_escape(m_.str(static_cast<uint32_t>(e.arg)))), "p");
+      }
+      case EventKind::kRecoveryStep: {
+        const auto step = e.as<trace::ev::RecoveryStep>();
+        instant(e, ts, fmt::format("recovery: {}", trace::to_string(step.step)), "recovery",
+                fmt::format(R"("what":"{}")", json_escape(m_.str(step.description))), "p");
         break;
+      }
       case EventKind::kReducerConstructed:
       case EventKind::kReducerDestroyed:
       case EventKind::kMarkedTwice:
@@ -159,8 +185,7 @@ class ChromeWriter {
       case EventKind::kProcessGroupCreated:
       case EventKind::kProcessGroupDestroyed:
       case EventKind::kTrainStep:
-        instant(e, ts, std::string(trace::to_string(e.kind)), "ddp",
-                fmt::format(R"("owner":"{}","arg":{})", json_escape(owner(s, e.owner)), e.arg));
+        instant(e, ts, std::string(trace::to_string(e.kind)), "ddp", named_fields(e, s));
         break;
       default:
         break;

@@ -19,10 +19,8 @@ std::string jsonl_line(const analysis::Model& m, size_t i) {
                           json_escape(f == analysis::kNoIndex ? fmt::format("Function #{}", e.node)
                                                               : m.function_name(f)));
     }
-    const bool hook = e.kind >= EventKind::kHookAdded && e.kind <= EventKind::kHookRemoveFailed;
-    if (hook) {
-      line += fmt::format(R"(,"key":{},"hook_kind":"{}")", e.key,
-                          trace::to_string(static_cast<trace::HookKind>(e.sub % trace::kNumHookKinds)));
+    if (trace::is_hook_event(e.kind)) {
+      line += fmt::format(R"(,"key":{},"hook_kind":"{}")", e.key, trace::to_string(trace::shown_hook_kind(e)));
     } else if (e.key) {
       line += fmt::format(R"(,"key":{})", e.key);
     }
@@ -32,17 +30,19 @@ std::string jsonl_line(const analysis::Model& m, size_t i) {
                           json_escape(o == analysis::kNoIndex ? "?" : m.owner_name(o)));
     }
     if (e.kind == EventKind::kHookRemoved) {
-      line += fmt::format(R"(,"cause":"{}")", trace::to_string(static_cast<trace::RemoveCause>(e.arg)));
+      line += fmt::format(R"(,"cause":"{}")", trace::to_string(e.as<trace::ev::HookRemoved>().cause));
     }
-    if ((e.kind == EventKind::kHookRemoved || e.kind == EventKind::kHookRemoveFailed) && e.actor) {
-      const auto o = m.find_owner(s, e.actor);
-      line += fmt::format(R"(,"by":{},"by_label":"{}")", e.actor,
+    // Beside the named keys, a line keeps the record's raw arg/actor/sub (the
+    // JSON Lines format scripts and tests read); the one exporter that may.
+    if (const uint32_t by = trace::remover_of(e)) {
+      const auto o = m.find_owner(s, by);
+      line += fmt::format(R"(,"by":{},"by_label":"{}")", by,
                           json_escape(o == analysis::kNoIndex ? "?" : m.owner_name(o)));
     } else if (e.actor) {
       line += fmt::format(R"(,"actor":{})", e.actor);
     }
     if (analysis::event_arg_is_string(e.kind)) {
-      line += fmt::format(R"(,"text":"{}")", json_escape(m.str(static_cast<uint32_t>(e.arg))));
+      line += fmt::format(R"(,"text":"{}")", json_escape(m.str(static_cast<uint32_t>(trace::string_arg(e)))));
     } else if (e.arg && e.kind != EventKind::kHookRemoved) {
       line += fmt::format(R"(,"arg":{})", e.arg);
     }

@@ -36,6 +36,16 @@ inline void emit(EventKind kind, uint8_t sub = 0, uint64_t node = 0,
   }
 }
 
+// The typed form every writer uses: emit(ev::MarkReady{...}) (Note [Typed
+// events]); packs the record only when something records.
+template <class View, EventKind = View::kKind>
+inline void emit(const View& view) noexcept {
+  if (__builtin_expect(recording(), 0)) {
+    const Event r = to_event(view);
+    detail::emit_slow(r.kind, r.sub, r.node, r.key, r.arg, r.owner, r.actor);
+  }
+}
+
 // Pause / resume an attached recorder. No effect without one.
 void set_recording(bool on) noexcept;
 

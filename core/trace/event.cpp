@@ -1,6 +1,8 @@
 #include "trace/event.h"
 
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 
 #include "trace/hook_key.h"
 
@@ -9,41 +11,53 @@ namespace hookscope::trace {
 std::string_view to_string(EventKind kind) {
   switch (kind) {
     case EventKind::kNone: return "none";
-    case EventKind::kNodeCreated: return "node_created";
-    case EventKind::kNodeEdge: return "node_edge";
-    case EventKind::kNodeLabel: return "node_label";
-    case EventKind::kNodeReleased: return "node_released";
-    case EventKind::kOwnerCreated: return "owner_created";
-    case EventKind::kOwnerDestroyed: return "owner_destroyed";
-    case EventKind::kHookAdded: return "hook_add";
-    case EventKind::kHookFired: return "hook_fire";
-    case EventKind::kHookRemoved: return "hook_remove";
-    case EventKind::kHookRemoveFailed: return "hook_remove_failed";
-    case EventKind::kBackwardBegin: return "backward_begin";
-    case EventKind::kBackwardEnd: return "backward_end";
-    case EventKind::kApplyBegin: return "apply_begin";
-    case EventKind::kApplyEnd: return "apply_end";
-    case EventKind::kReducerConstructed: return "reducer_constructed";
-    case EventKind::kReducerDestroyed: return "reducer_destroyed";
-    case EventKind::kPrepareForBackward: return "prepare_for_backward";
-    case EventKind::kAutogradHookNoop: return "autograd_hook_noop";
-    case EventKind::kMarkReady: return "mark_ready";
-    case EventKind::kMarkedTwice: return "marked_twice";
-    case EventKind::kUnusedParameter: return "unused_parameter";
-    case EventKind::kBucketReady: return "bucket_ready";
-    case EventKind::kCollectiveBegin: return "collective_begin";
-    case EventKind::kCollectiveEnd: return "collective_end";
-    case EventKind::kBucketsFinalized: return "buckets_finalized";
-    case EventKind::kFailure: return "failure";
-    case EventKind::kRecoveryStep: return "recovery_step";
-    case EventKind::kProcessGroupCreated: return "process_group_created";
-    case EventKind::kProcessGroupDestroyed: return "process_group_destroyed";
-    case EventKind::kTrainStep: return "train_step";
-    case EventKind::kSavedTensorPacked: return "saved_tensor_packed";
-    case EventKind::kSavedTensorUnpacked: return "saved_tensor_unpacked";
+#define HOOKSCOPE_EVENT_KIND_NAME(Name, value, text) \
+  case EventKind::k##Name: return #text;
+    HOOKSCOPE_EVENT_KINDS(HOOKSCOPE_EVENT_KIND_NAME)
+#undef HOOKSCOPE_EVENT_KIND_NAME
     default: return "unknown";
   }
 }
+
+const std::vector<EventKindInfo>& event_table() {
+#define HOOKSCOPE_EVENT_FIELD_REQ(type, name, slot) EventFieldInfo{#name, #type, #slot, true},
+#define HOOKSCOPE_EVENT_FIELD_OPT(type, name, slot) EventFieldInfo{#name, #type, #slot, false},
+#define HOOKSCOPE_EVENT_KIND_INFO(Name, value, text)                                            \
+  EventKindInfo{EventKind::k##Name, #text, #Name,                                               \
+                {HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_EVENT_FIELD_REQ, HOOKSCOPE_EVENT_FIELD_OPT)}},
+  static const std::vector<EventKindInfo> table = {HOOKSCOPE_EVENT_KINDS(HOOKSCOPE_EVENT_KIND_INFO)};
+#undef HOOKSCOPE_EVENT_KIND_INFO
+#undef HOOKSCOPE_EVENT_FIELD_OPT
+#undef HOOKSCOPE_EVENT_FIELD_REQ
+  return table;
+}
+
+const EventKindInfo* event_kind_info(EventKind kind) {
+  static const std::vector<const EventKindInfo*> by_kind = [] {
+    std::vector<const EventKindInfo*> v(256, nullptr);
+    for (const EventKindInfo& k : event_table()) v[static_cast<uint8_t>(k.kind)] = &k;
+    return v;
+  }();
+  return by_kind[static_cast<uint8_t>(kind)];
+}
+
+uint64_t slot_value(const Event& e, std::string_view slot) {
+  if (slot == "node") return e.node;
+  if (slot == "key") return e.key;
+  if (slot == "arg") return e.arg;
+  if (slot == "owner") return e.owner;
+  if (slot == "actor") return e.actor;
+  if (slot == "sub") return e.sub;
+  return 0;
+}
+
+namespace detail {
+void wrong_event_kind(EventKind have, EventKind want) {
+  std::fprintf(stderr, "hookscope: internal error: a %s event read as %s (Note [Typed events])\n",
+               std::string(to_string(have)).c_str(), std::string(to_string(want)).c_str());
+  std::abort();
+}
+}  // namespace detail
 
 std::string_view to_string(HookKind kind) {
   switch (kind) {

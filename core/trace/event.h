@@ -8,6 +8,8 @@
 #include <vector>
 #include <type_traits>
 
+#include "trace/event_table.h"
+
 namespace hookscope::trace {
 
 // Note [Event record]
@@ -19,91 +21,20 @@ namespace hookscope::trace {
 // by id in `arg`. Functions are referred to by their stable id, never by
 // pointer. The global sequence number is not stored: it is the event's index
 // in the merged stream (events are merged by timestamp, ties by thread, and
-// per-thread order is preserved). The meaning of node/key/arg/owner/actor per
-// kind is listed next to each EventKind below; unused fields are zero.
+// per-thread order is preserved). What node/key/arg/owner/actor/sub hold per
+// kind is declared once, in the table of trace/event_table.h (Note [Typed
+// events]); unused fields are zero.
 enum class EventKind : uint8_t {
   kNone = 0,
-  // node = Function id, arg = name string id, sub = flags (kNodeIsLeafAccumulator),
-  // key = the previous AccumulateGrad of the same leaf (0 if none; Note [Leaf
-  // hooks live on the tensor]), actor = PyTorch's sequence number + 1 in
-  // traces of the torch bridge (0: none; Note [Torch bridge node ids])
-  kNodeCreated = 1,
-  // node = Function id, arg = next Function id, actor = input_nr on the next Function
-  kNodeEdge = 2,
-  // node = Function id, arg = label string id (parameter name and shape for AccumulateGrad)
-  kNodeLabel = 3,
-  // node = Function id
-  kNodeReleased = 4,
-  // owner = owner id, sub = OwnerKind, arg = label string id, actor =
-  // kOwnerFromSnapshot when the owner predates the recording (announced at start)
-  kOwnerCreated = 5,
-  // owner = owner id
-  kOwnerDestroyed = 6,
-  // node, key, owner = hook's owner, sub = HookKind, arg = input_nr for tensor pre hooks,
-  // actor = kOwnerFromSnapshot when the hook predates the recording (Note [Hooks present at start])
-  kHookAdded = 7,
-  // node, key, owner, sub = HookKind
-  kHookFired = 8,
-  // node, key, owner = hook's owner, actor = who removed it, sub = HookKind,
-  // arg = RemoveCause
-  kHookRemoved = 9,
-  // node, key = the unknown key, actor = who asked, sub = HookKind asked for
-  kHookRemoveFailed = 10,
-  // arg = number of roots, sub = 1 for autograd::grad (AccumulateGrad does not run)
-  kBackwardBegin = 11,
-  // arg = number of Functions executed
-  kBackwardEnd = 12,
-  // node
-  kApplyBegin = 13,
-  // node
-  kApplyEnd = 14,
-  // Saved-tensor hooks (saved_tensors_hooks pack / unpack); format 1.1.
-  // node = the Function that saves (or unpacks) the tensor, arg = its saved
-  // slot index, owner = the owner of the saved_tensors_hooks context, key = 0
-  kSavedTensorPacked = 15,
-  kSavedTensorUnpacked = 16,
-
-  // ---- DDP runtime, collectives, failures (owner = the Reducer's owner id) ----
-  // arg = number of parameters, actor = number of buckets
-  kReducerConstructed = 32,
-  // arg = DestroyPolicy, actor = number of hooks it removed
-  kReducerDestroyed = 33,
-  // arg = backward index of this Reducer
-  kPrepareForBackward = 34,
-  // node = AccumulateGrad, key = hook key, sub = NoopReason, arg = parameter
-  // index: this Reducer's hook fired but the Reducer did not prepare for this
-  // backward, so it did nothing
-  kAutogradHookNoop = 35,
-  // node = AccumulateGrad, arg = parameter index, actor = bucket index
-  kMarkReady = 36,
-  // node = AccumulateGrad, arg = parameter name string id, actor = parameter index
-  kMarkedTwice = 37,
-  // node = AccumulateGrad (0 if none), arg = parameter name string id, actor = parameter index
-  kUnusedParameter = 38,
-  // arg = bucket index, actor = number of parameters in it, key = collective id
-  kBucketReady = 39,
-  // key = collective id, arg = bytes, actor = bucket index (UINT32_MAX: none),
-  // sub = CollectiveOp
-  kCollectiveBegin = 40,
-  // key = collective id, sub = CollectiveStatus, arg = duration ns measured by
-  // the backend, actor = where it ran (Note [Collective placement])
-  kCollectiveEnd = 41,
-  // all buckets reduced and averaged gradients written back; arg = backward index
-  kBucketsFinalized = 42,
-  // actor = the failed rank, sub = FailureMode, arg = description string id
-  kFailure = 43,
-  // sub = RecoveryStep, arg = description string id
-  kRecoveryStep = 44,
-  // arg = world size, actor = process group generation, key = group id
-  kProcessGroupCreated = 45,
-  // key = group id, sub = 1 when aborted
-  kProcessGroupDestroyed = 46,
-  // arg = training step, key = the loss as float bits
-  kTrainStep = 47,
+#define HOOKSCOPE_EVENT_KIND_VALUE(Name, value, text) k##Name = value,
+  HOOKSCOPE_EVENT_KINDS(HOOKSCOPE_EVENT_KIND_VALUE)
+#undef HOOKSCOPE_EVENT_KIND_VALUE
   kCount = 64,
 };
 
 enum class DestroyPolicy : uint8_t { kByKey = 0, kNone = 1, kByType = 2 };
+// How a backward pass ended (kBackwardEnd's ending).
+enum class BackwardEnding : uint8_t { kCompleted = 0, kThrew = 2 };
 // Why a Reducer's hook did nothing (kAutogradHookNoop's sub). kNoSync: the
 // DDP's last forward ran inside no_sync() (gradient accumulation; expected,
 // not an alarm: Note [Lingering owners] in analysis/owner_status.h). Traces
@@ -186,6 +117,8 @@ constexpr int placement_stream(uint32_t placement) {
   return static_cast<int>((placement >> 8) & 0xffffu);
 }
 
+// The bucket index of a collective that belongs to no bucket (a broadcast).
+constexpr uint32_t kNoBucket = UINT32_MAX;
 constexpr uint8_t kNodeIsLeafAccumulator = 1;
 constexpr uint32_t kOwnerFromSnapshot = 1;
 
@@ -200,9 +133,149 @@ struct Event {
   uint8_t sub = 0;     // HookKind for hook events, flags otherwise
   uint16_t rank = 0;
   uint32_t thread = 0; // small per-process thread index
+
+  // The fields of this event as its kind names them (Note [Typed events]):
+  // e.as<ev::MarkReady>().param. Stops the program when the event is of
+  // another kind (a reader's bug, never the file's): switch on `kind` first.
+  template <class View> View as() const;
+  template <class View> bool is() const { return kind == View::kKind; }
 };
 static_assert(sizeof(Event) == 48, "Event is written to disk as is");
 static_assert(std::is_trivially_copyable_v<Event>);
+
+// An interned string (trace/strings.h); in a Model, the Model's id (Model::str).
+using StringId = uint32_t;
+
+// ---- typed views, one struct per row of the table (Note [Typed events]) ----
+namespace ev {
+#define HOOKSCOPE_EVENT_FIELD_DECL(type, name, slot) type name{};
+#define HOOKSCOPE_EVENT_VIEW(Name, value, text)                        \
+  struct Name {                                                        \
+    static constexpr EventKind kKind = EventKind::k##Name;             \
+    HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_EVENT_FIELD_DECL, HOOKSCOPE_EVENT_FIELD_DECL) \
+  };
+HOOKSCOPE_EVENT_KINDS(HOOKSCOPE_EVENT_VIEW)
+#undef HOOKSCOPE_EVENT_VIEW
+#undef HOOKSCOPE_EVENT_FIELD_DECL
+}  // namespace ev
+
+namespace detail {
+// A slot's value as a field's type: integers saturate (a corrupt file's huge
+// value stays out of range instead of wrapping into range), enums saturate
+// to 0xff (no such value), bool is "not zero".
+template <class T>
+constexpr T from_slot(uint64_t raw) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return raw != 0;
+  } else if constexpr (std::is_enum_v<T>) {
+    return static_cast<T>(raw > 0xffu ? 0xffu : raw);
+  } else {
+    constexpr uint64_t kMax = static_cast<uint64_t>(static_cast<T>(~T{}));
+    return static_cast<T>(raw > kMax ? kMax : raw);
+  }
+}
+template <class Slot, class T>
+constexpr Slot to_slot(T value) {
+  static_assert(sizeof(T) <= sizeof(Slot), "a field is wider than its slot (trace/event_table.h)");
+  if constexpr (std::is_enum_v<T>) {
+    return static_cast<Slot>(static_cast<std::underlying_type_t<T>>(value));
+  } else {
+    return static_cast<Slot>(value);
+  }
+}
+[[noreturn]] void wrong_event_kind(EventKind have, EventKind want);
+}  // namespace detail
+
+// The record of a view, and a view of a record (no kind check: Event::as).
+#define HOOKSCOPE_EVENT_PACK(type, name, slot) r.slot = detail::to_slot<decltype(r.slot)>(v.name);
+#define HOOKSCOPE_EVENT_UNPACK(type, name, slot) v.name = detail::from_slot<type>(r.slot);
+#define HOOKSCOPE_EVENT_CODEC(Name, value, text)                                         \
+  constexpr Event to_event(const ev::Name& v) {                                          \
+    Event r;                                                                             \
+    r.kind = EventKind::k##Name;                                                         \
+    HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_EVENT_PACK, HOOKSCOPE_EVENT_PACK) return r;  \
+  }                                                                                      \
+  constexpr void from_event(const Event& r, ev::Name& v) {                               \
+    HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_EVENT_UNPACK, HOOKSCOPE_EVENT_UNPACK)        \
+  }
+HOOKSCOPE_EVENT_KINDS(HOOKSCOPE_EVENT_CODEC)
+#undef HOOKSCOPE_EVENT_CODEC
+#undef HOOKSCOPE_EVENT_UNPACK
+#undef HOOKSCOPE_EVENT_PACK
+
+template <class View>
+View Event::as() const {
+  if (__builtin_expect(kind != View::kKind, 0)) detail::wrong_event_kind(kind, View::kKind);
+  View v;
+  from_event(*this, v);
+  return v;
+}
+
+// The table as data, for checks and tools: each kind's fields, in order.
+struct EventFieldInfo {
+  std::string_view name;  // the view's member
+  std::string_view type;  // as written in the table
+  std::string_view slot;  // node, key, arg, owner, actor or sub
+  bool required;          // REQ: every writer fills it
+};
+struct EventKindInfo {
+  EventKind kind;
+  std::string_view name;  // to_string(kind)
+  std::string_view view;  // the struct in trace::ev
+  std::vector<EventFieldInfo> fields;
+};
+const std::vector<EventKindInfo>& event_table();
+// The row of a kind; nullptr for a kind this build does not define.
+const EventKindInfo* event_kind_info(EventKind kind);
+// The raw value of a field's slot (EventFieldInfo::slot), for generic views
+// that print every field by name (the Chrome exporter).
+uint64_t slot_value(const Event& e, std::string_view slot);
+
+// A kMarkedTwice or a kUnusedParameter: the two name a parameter alike.
+// (The helpers below are inline: readers call them per event, Note [Typed events].)
+inline ev::MarkedTwice parameter_named(const Event& e) {
+  if (e.kind != EventKind::kUnusedParameter) return e.as<ev::MarkedTwice>();
+  const auto unused = e.as<ev::UnusedParameter>();
+  return {.owner = unused.owner, .node = unused.node, .param_name = unused.param_name, .param = unused.param};
+}
+
+// Whether this build defines the kind (a row of the table).
+constexpr bool event_kind_defined(EventKind kind) {
+  switch (kind) {
+#define HOOKSCOPE_EVENT_KIND_CASE(Name, value, text) case EventKind::k##Name:
+    HOOKSCOPE_EVENT_KINDS(HOOKSCOPE_EVENT_KIND_CASE)
+#undef HOOKSCOPE_EVENT_KIND_CASE
+      return true;
+    default: return false;
+  }
+}
+
+// Fields every hook event (added, fired, removed, remove failed) has.
+inline bool is_hook_event(EventKind kind) {
+  return kind == EventKind::kHookAdded || kind == EventKind::kHookFired || kind == EventKind::kHookRemoved ||
+         kind == EventKind::kHookRemoveFailed;
+}
+// Only for a hook event.
+inline HookKind hook_kind_of(const Event& e) {
+  switch (e.kind) {
+    case EventKind::kHookAdded: return e.as<ev::HookAdded>().hook_kind;
+    case EventKind::kHookFired: return e.as<ev::HookFired>().hook_kind;
+    case EventKind::kHookRemoved: return e.as<ev::HookRemoved>().hook_kind;
+    case EventKind::kHookRemoveFailed: return e.as<ev::HookRemoveFailed>().hook_kind;
+    default: detail::wrong_event_kind(e.kind, EventKind::kHookAdded);
+  }
+}
+// Who removed a hook (kHookRemoved) or asked to (kHookRemoveFailed); 0 for
+// every other kind.
+inline uint32_t remover_of(const Event& e) {
+  if (e.kind == EventKind::kHookRemoved) return e.as<ev::HookRemoved>().remover;
+  if (e.kind == EventKind::kHookRemoveFailed) return e.as<ev::HookRemoveFailed>().remover;
+  return 0;
+}
+// hook_kind_of, a malformed trace's value wrapped into range (what views print).
+inline HookKind shown_hook_kind(const Event& e) {
+  return static_cast<HookKind>(static_cast<uint8_t>(hook_kind_of(e)) % kNumHookKinds);
+}
 
 std::string_view to_string(EventKind kind);
 std::string_view to_string(HookKind kind);

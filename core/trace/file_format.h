@@ -61,20 +61,26 @@ std::string_view to_string(BlockType type);  // "event chunk", ... ("block" when
 static_assert(std::endian::native == std::endian::little,
               "the trace file codecs assume a little-endian host (Note [Event record])");
 
-// Whether `arg` of an event of this kind is a string id (Note [Event record]);
-// the reader checks those ids against the string table.
+// Whether `arg` of an event of this kind is a string id (a StringId field
+// in the table: Note [Typed events]); the reader checks those ids against the
+// string table.
 constexpr bool event_arg_is_string(EventKind k) {
+#define HOOKSCOPE_ARG_IS_STRING(type, name, slot) \
+  || (std::string_view(#type) == "StringId" && std::string_view(#slot) == "arg")
+#define HOOKSCOPE_KIND_ARG_IS_STRING(Name, value, text) \
+  case EventKind::k##Name: return false HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_ARG_IS_STRING, HOOKSCOPE_ARG_IS_STRING);
   switch (k) {
-    case EventKind::kNodeCreated:
-    case EventKind::kNodeLabel:
-    case EventKind::kOwnerCreated:
-    case EventKind::kMarkedTwice:
-    case EventKind::kUnusedParameter:
-    case EventKind::kFailure:
-    case EventKind::kRecoveryStep: return true;
+    HOOKSCOPE_EVENT_KINDS(HOOKSCOPE_KIND_ARG_IS_STRING)
     default: return false;
   }
+#undef HOOKSCOPE_KIND_ARG_IS_STRING
+#undef HOOKSCOPE_ARG_IS_STRING
 }
+static_assert(event_arg_is_string(EventKind::kFailure) && !event_arg_is_string(EventKind::kMarkReady));
+// The string an event of such a kind names, whatever its field is called, and
+// setting it (the Model renumbers every trace's strings into its own).
+inline uint64_t string_arg(const Event& e) { return e.arg; }
+inline void set_string_arg(Event& e, uint64_t id) { e.arg = id; }
 
 // A file that is not a readable trace. The message names the file, the byte
 // offset and the reason, e.g. "t.hstrace: bad checksum in header at byte 12".

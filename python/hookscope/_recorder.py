@@ -169,7 +169,8 @@ class Recorder:
         _C.set_in_backward(False)
         if error is not None and self.record_failure(error):
             self.on_backward_error(error)
-        _C.emit(_C.EV_backward_end)
+        # ending (trace::BackwardEnding): kThrew = 2, kCompleted = 0; Functions run: not counted.
+        _C.emit(_C.EV_backward_end, sub=2 if error is not None else 0)
         _C.clear_prepared()
         _C.snapshot(self.owners.cpp, self.owners.cpp)
 

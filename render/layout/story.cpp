@@ -18,9 +18,9 @@ RunStory::RunStory(const analysis::Model& model) {
     if (std::find(ranks_.begin(), ranks_.end(), r) == ranks_.end()) ranks_.push_back(r);
   };
   for (EventIndex i : model.events_of_kind(EventKind::kFailure)) {
-    const trace::Event e = model.event(i);
-    const auto rank = static_cast<uint16_t>(e.actor);
-    const auto mode = static_cast<trace::FailureMode>(e.sub);
+    const auto failure = model.event(i).as<trace::ev::Failure>();
+    const auto rank = static_cast<uint16_t>(failure.failed_rank);
+    const auto mode = failure.mode;
     incidents_.push_back({i, rank, IncidentKind::kFailed, kNever, UINT32_MAX,
                           fmt::format("rank {} failed ({})", rank, trace::to_string(mode))});
     add_rank(rank);
@@ -39,7 +39,7 @@ RunStory::RunStory(const analysis::Model& model) {
       EventIndex at = last[s];
       for (EventIndex i : steps) {
         if (i <= last[s] || model.source(i) == s) continue;
-        if (static_cast<trace::RecoveryStep>(model.event(i).sub) == trace::RecoveryStep::kDetected) {
+        if (model.event(i).as<trace::ev::RecoveryStep>().step == trace::RecoveryStep::kDetected) {
           at = i;
           break;
         }
@@ -131,8 +131,9 @@ Generations::Generations(const analysis::Model& model) {
   for (EventIndex i : model.events_of_kind(EventKind::kProcessGroupCreated)) {
     const trace::Event e = model.event(i);
     if (groups.size() <= e.rank) groups.resize(static_cast<size_t>(e.rank) + 1);
-    groups[e.rank].push_back({i, static_cast<uint32_t>(e.actor)});
-    max_ = std::max(max_, static_cast<uint32_t>(e.actor));
+    const uint32_t generation = e.as<trace::ev::ProcessGroupCreated>().generation;
+    groups[e.rank].push_back({i, generation});
+    max_ = std::max(max_, generation);
   }
   auto gen_at = [&](uint16_t rank, EventIndex at) -> uint32_t {
     if (rank >= groups.size()) return 0;
@@ -226,7 +227,8 @@ Severity event_severity(const analysis::Model& model, size_t index) {
     case EventKind::kHookFired: return is_stale_fire(model, index) ? Severity::kStaleFire : Severity::kNone;
     case EventKind::kReducerDestroyed:
     case EventKind::kOwnerDestroyed: return Severity::kDestruction;
-    case EventKind::kProcessGroupDestroyed: return e.sub ? Severity::kDestruction : Severity::kNone;
+    case EventKind::kProcessGroupDestroyed:
+      return e.as<trace::ev::ProcessGroupDestroyed>().aborted ? Severity::kDestruction : Severity::kNone;
     case EventKind::kHookRemoveFailed: return Severity::kFailedRemoval;
     case EventKind::kReducerConstructed:
     case EventKind::kRecoveryStep: return Severity::kLifecycle;

@@ -327,17 +327,17 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
           }
           break;
         case EventKind::kCollectiveBegin: {
-          const trace::Event whole = model.event(i);
-          collectives[{source, e.rank, whole.key}] = {&b, open(SpanKind::kCollective, 0)};
-          b.spans.back().op = whole.sub;
+          const auto begin = model.event(i).as<trace::ev::CollectiveBegin>();
+          collectives[{source, e.rank, begin.collective_id}] = {&b, open(SpanKind::kCollective, 0)};
+          b.spans.back().op = static_cast<uint8_t>(begin.op);
           break;
         }
         case EventKind::kCollectiveEnd: {
-          const trace::Event whole = model.event(i);
-          auto it = collectives.find({source, e.rank, whole.key});
+          const auto end = model.event(i).as<trace::ev::CollectiveEnd>();
+          auto it = collectives.find({source, e.rank, end.collective_id});
           if (it != collectives.end()) {
             close(*it->second.first, it->second.second);
-            it->second.first->spans[it->second.second].failed = whole.sub != 0;
+            it->second.first->spans[it->second.second].failed = end.status != trace::CollectiveStatus::kOk;
             collectives.erase(it);
           }
           break;

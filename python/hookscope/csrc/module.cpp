@@ -30,9 +30,9 @@ std::unique_ptr<trace::FileRecorder> g_recorder;
 bool worth_a_trace(const trace::Event& e) {
   switch (e.kind) {
     case trace::EventKind::kHookAdded:
-      // actor kOwnerFromSnapshot: a hook present at start (Note [Hooks
-      // present at start], _present.py), not this run's doing.
-      return e.actor != trace::kOwnerFromSnapshot;
+      // A hook present at start (Note [Hooks present at start],
+      // _present.py) is not this run's doing.
+      return !e.as<trace::ev::HookAdded>().from_snapshot;
     case trace::EventKind::kBackwardBegin:
     case trace::EventKind::kHookFired:
     case trace::EventKind::kHookRemoved:

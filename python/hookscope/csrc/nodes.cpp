@@ -25,6 +25,7 @@
 #include "bridge.h"
 #include "nodes_state.h"
 #include "trace/emit.h"
+#include "trace/emitters_autograd.h"
 #include "trace/strings.h"
 
 namespace hookscope::bridge {
@@ -157,12 +158,15 @@ uint64_t ensure(const std::shared_ptr<Node>& root) {
     }
     // PyTorch's sequence number + 1 rides in actor (Note [Torch bridge node ids]);
     // no label, so that Functions match those of hookscope's runtime in a diff.
-    trace::emit(EventKind::kNodeCreated, flags, state->id, previous, name_id(*n), 0,
-                static_cast<uint32_t>(n->sequence_nr() + 1));
+    trace::emit(trace::ev::NodeCreated{.node = state->id,
+                                       .name = name_id(*n),
+                                       .flags = flags,
+                                       .previous_accumulator = previous,
+                                       .sequence_nr = static_cast<uint32_t>(n->sequence_nr() + 1)});
     for (const auto& edge : n->next_edges()) {
       if (!edge.function) continue;
       if (NodeState* c = find(edge.function.get())) {
-        trace::emit(EventKind::kNodeEdge, 0, state->id, 0, c->id, 0, edge.input_nr);
+        trace::emit_node_edge(state->id, c->id, edge.input_nr);
       }
     }
     n->add_pre_hook(std::make_unique<ObserverPre>(state));
@@ -205,9 +209,8 @@ size_t diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<F
     if (std::find(now.begin(), now.end(), it->addr) == now.end()) {
       ++removed;
       ++g_removed_of_owner[it->owner];
-      trace::emit(EventKind::kHookRemoved, static_cast<uint8_t>(it->kind), s.id, it->key,
-                  static_cast<uint64_t>(trace::RemoveCause::kByKey), it->owner,
-                  moved ? it->owner : remove_actor);
+      trace::emit_hook_removed(s.id, it->key, it->kind, it->owner, moved ? it->owner : remove_actor,
+                               trace::RemoveCause::kByKey);
       it = known.erase(it);
     } else {
       ++it;
@@ -223,7 +226,7 @@ size_t diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<F
     }
     Foreign f{addr, g_next_key++, owner, kind};
     known.push_back(f);
-    trace::emit(EventKind::kHookAdded, static_cast<uint8_t>(kind), s.id, f.key, 0, add_owner);
+    trace::emit_hook_added(s.id, f.key, kind, add_owner);
   }
   return removed;
 }

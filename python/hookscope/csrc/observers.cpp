@@ -9,6 +9,7 @@
 #include "bridge.h"
 #include "nodes_state.h"
 #include "trace/emit.h"
+#include "trace/emitters_autograd.h"
 #include "trace/emitters_ddp.h"
 
 namespace hookscope::bridge {
@@ -30,7 +31,7 @@ std::vector<uint32_t> g_prepared;
 std::vector<uint32_t> g_no_sync;  // their DDP ran forward inside no_sync() (NoopReason::kNoSync)
 
 void emit_fire(const NodeState& s, const Foreign& f) {
-  trace::emit(EventKind::kHookFired, static_cast<uint8_t>(HookKind::kPost), s.id, f.key, 0, f.owner);
+  trace::emit_hook_fired(s.id, f.key, HookKind::kPost, f.owner);
   auto r = g_reducers.find(f.owner);
   if (r == g_reducers.end()) return;
   const auto& params = r->second.param_of_node;
@@ -65,8 +66,7 @@ variable_list ObserverPre::operator()(const variable_list& grads) {
     const auto addr = reinterpret_cast<uintptr_t>(hook);
     for (const Foreign& f : known) {
       if (f.addr == addr) {
-        trace::emit(EventKind::kHookFired, static_cast<uint8_t>(f.kind), state->id, f.key, 0,
-                    f.owner);
+        trace::emit_hook_fired(state->id, f.key, f.kind, f.owner);
       }
     }
   };
@@ -81,13 +81,13 @@ variable_list ObserverPre::operator()(const variable_list& grads) {
     if (hook.get() == this) break;
     fired(state->pre, hook.get());
   }
-  trace::emit(EventKind::kApplyBegin, 0, state->id);
+  trace::emit_apply_begin(state->id);
   return grads;
 }
 
 ObserverPost::~ObserverPost() {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
-  if (live(*state)) trace::emit(EventKind::kNodeReleased, 0, state->id);
+  if (live(*state)) trace::emit_node_released(state->id);
   forget_node(*state);
 }
 
@@ -102,7 +102,7 @@ variable_list ObserverPost::operator()(const variable_list& outputs, const varia
       if (f.addr == addr) emit_fire(*state, f);
     }
   }
-  trace::emit(EventKind::kApplyEnd, 0, state->id);
+  trace::emit_apply_end(state->id);
   return outputs;
 }
 
