@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "test_util.h"
+#include "testing/test_util.h"
 #include "trace/emitters_autograd.h"
 #include "trace/emitters_ddp.h"
 #include "trace/file_format.h"
