@@ -21,6 +21,8 @@ import re
 import sys
 import tempfile
 
+from check_util import report, write
+
 SOURCE_DIRS = ("core", "render", "app", "tests", "bench", "scripts", "fuzz", "python", "cmake", "assets", ".ci")
 SOURCE_EXT = (".h", ".hpp", ".cpp", ".cu", ".py", ".sh", ".cmake", ".txt", ".supp")
 # Headers of libraries we build against, named bare in the docs.
@@ -305,18 +307,7 @@ def self_test():
     got = run("")
     if len(got) != 1 or "core/d.h:1: cites an issue number" not in got[0]:
         failed.append(f"a comment citing an issue: got {got}")
-    for f in failed:
-        print("self-test:", f)
-    total = len(cases) + 4
-    print(f"self-test: {total - len(failed)} of {total} cases right")
-    return 1 if failed else 0
-
-
-def write(root, rel, text):
-    path = os.path.join(root, rel)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
+    return report(failed, len(cases) + 4)
 
 
 def main():

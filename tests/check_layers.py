@@ -15,6 +15,8 @@ import re
 import sys
 import tempfile
 
+from check_util import report, write
+
 # core/<folder> may include its own folder and these (runtime -> trace -> analysis -> views).
 CORE = {
     "trace": set(),
@@ -155,17 +157,7 @@ def self_test():
         _, problems = scan(root)
         if problems:
             failed.append(f"a right tree was refused: {problems}")
-    for f in failed:
-        print("self-test:", f)
-    print(f"self-test: {len(cases) + 1 - len(failed)} of {len(cases) + 1} cases right")
-    return 1 if failed else 0
-
-
-def write(root, rel, text):
-    path = os.path.join(root, rel)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
+    return report(failed, len(cases) + 1)
 
 
 def main():
