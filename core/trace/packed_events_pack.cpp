@@ -122,8 +122,12 @@ bool build_dict(const Columns& c, size_t n, size_t limit, uint64_t* values, size
 }
 
 // target_clones needs ifunc (glibc); the columns are read as little-endian words.
+// Not under TSan: the ifunc resolver runs while the dynamic loader relocates,
+// before TSan's runtime is up, and its instrumented code crashes there (every
+// program of a TSan build died at start, even `hookscope-cli --version`).
 static_assert(std::endian::native == std::endian::little, "packing reads records as little-endian words");
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__) && \
+    !defined(__SANITIZE_THREAD__)
 #define HOOKSCOPE_COLUMN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define HOOKSCOPE_COLUMN_CLONES
