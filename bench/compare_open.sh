@@ -6,8 +6,7 @@
 #   bench/compare_open.sh            # 5 runs per order
 #   RUNS=3 HOOKS=300000 STEPS=200 bench/compare_open.sh
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 RUNS="${RUNS:-5}"
 HOOKS="${HOOKS:-100000}"
 STEPS="${STEPS:-500}"
@@ -15,10 +14,7 @@ TMP="${TMPDIR:-/tmp}"
 BIG="$TMP/hookscope_compare_${HOOKS}h_${STEPS}s.hstrace"
 SMALL="$TMP/hookscope_compare_small.hstrace"
 
-if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
-  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DHOOKSCOPE_BENCH=ON
-fi
-ninja -C "$BUILD_DIR" bench_compare_open make_lanes_trace hookscope-cli
+bench_build bench_compare_open make_lanes_trace hookscope-cli
 [[ -f "$BIG" ]] || "$BUILD_DIR/bench/make_lanes_trace" "$BIG" "$HOOKS" "$STEPS"
 [[ -f "$SMALL" ]] || "$BUILD_DIR/app/hookscope-cli" record autograd-demo --steps 1 -o "$SMALL" >/dev/null
 echo "A big, B small:"

@@ -7,18 +7,14 @@
 #   RUNS=3 FRAMES=200 bench/gui_frames.sh
 #   FUNCTIONS=5000 EVENTS=1000000 bench/gui_frames.sh
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 RUNS="${RUNS:-5}"
 FRAMES="${FRAMES:-300}"
 FUNCTIONS="${FUNCTIONS:-20000}"
 EVENTS="${EVENTS:-10000000}"
 TRACE="${TRACE:-${TMPDIR:-/tmp}/hookscope_gui_${FUNCTIONS}f_${EVENTS}e.hstrace}"
 
-if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
-  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DHOOKSCOPE_BENCH=ON
-fi
-ninja -C "$BUILD_DIR" hookscope make_gui_trace
+bench_build hookscope make_gui_trace
 [[ -f "$TRACE" ]] || "$BUILD_DIR/bench/make_gui_trace" "$TRACE" "$FUNCTIONS" "$EVENTS"
 
 medians=()

@@ -7,8 +7,7 @@
 #   SECONDS_IDLE=20 RUNS=5 bench/gui_idle_cpu.sh some.hstrace --at 120
 #   APP=/tmp/hookscope-before bench/gui_idle_cpu.sh   # another build's binary
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 APP="${APP:-$BUILD_DIR/app/hookscope}"
 RUNS="${RUNS:-3}"
 SECONDS_IDLE="${SECONDS_IDLE:-10}"

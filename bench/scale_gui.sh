@@ -10,13 +10,12 @@
 # whole State (Note [Lazy state]); state_at is the whole State.
 # Needs the GUI build and xvfb-run. Scratch goes to $SCALE_DIR (/tmp/hookscope_scale).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 EVENTS="${1:-100000000}"
 FUNCTIONS="${2:-1000000}"
 REPS="${REPS:-5}"
 DIR="${SCALE_DIR:-/tmp/hookscope_scale}"
-ninja -C "$BUILD_DIR" make_scale_trace bench_scale_open hookscope
+bench_build make_scale_trace bench_scale_open hookscope
 mkdir -p "$DIR"
 trace="$DIR/scale_${FUNCTIONS}_${EVENTS}.hstrace"
 [[ -f "$trace" ]] || "$BUILD_DIR/bench/make_scale_trace" "$trace" "$FUNCTIONS" "$EVENTS"

@@ -58,11 +58,40 @@ Tensor bucket_view(const Tensor& buffer, int64_t offset, const Shape& shape) {
 
 }  // namespace
 
+// Note [Reducer labels per recording]
+// A trace names Reducers "Reducer 1", "Reducer 2", ... per rank, in the order
+// they were built. The numbers restart when a new recording begins and no
+// Reducer of an earlier one is still alive: a second live run in the same
+// process (the GUI's re-run, in-process tests) reads "Reducer 1" again, as a
+// fresh process would. A Reducer alive across recordings keeps its label, and
+// the count goes on past it, so no two Reducers of one trace share a name.
+namespace {
+struct ReducerLabels {
+  std::mutex mutex;
+  std::map<uint16_t, int> per_rank;
+  uint64_t generation = 0;  // the recorder generation of the last label taken
+  int alive = 0;
+};
+ReducerLabels& reducer_labels() {
+  static ReducerLabels labels;
+  return labels;
+}
+}  // namespace
+
 std::string next_reducer_label() {
-  static std::mutex mutex;
-  static std::map<uint16_t, int> per_rank;
-  std::lock_guard<std::mutex> lock(mutex);
-  return "Reducer " + std::to_string(++per_rank[trace::thread_rank()]);
+  ReducerLabels& l = reducer_labels();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  const uint64_t generation = trace::recorder_generation();
+  if (l.alive == 0 && generation != l.generation) l.per_rank.clear();
+  l.generation = generation;
+  ++l.alive;
+  return "Reducer " + std::to_string(++l.per_rank[trace::thread_rank()]);
+}
+
+void release_reducer_label() {
+  ReducerLabels& l = reducer_labels();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  --l.alive;
 }
 
 struct Reducer::Core {
@@ -83,6 +112,13 @@ struct Reducer::Core {
   ReducerOptions options;
   OwnerId owner = 0;
   std::string label;
+  // Gives the label back when the Core goes, also when the constructor throws.
+  struct LabelHold {
+    bool held = false;
+    ~LabelHold() {
+      if (held) release_reducer_label();
+    }
+  } label_hold;
   std::vector<std::pair<HookKey, std::shared_ptr<Node>>> hooks;
   std::vector<Bucket> buckets;
   std::vector<size_t> bucket_of;
@@ -284,6 +320,7 @@ Reducer::Reducer(std::vector<nn::NamedParameter> params, std::shared_ptr<Process
   c.group = std::move(group);
   c.options = std::move(options);
   c.label = next_reducer_label();
+  c.label_hold.held = true;
   c.owner = create_owner(OwnerKind::kReducer, c.label);
   const Tensor& first = c.params.front().tensor;
   for (auto& p : c.params) {

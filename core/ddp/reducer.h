@@ -85,6 +85,8 @@ class Reducer {
 };
 
 // Owner-kind label for Reducers on this rank: "Reducer 1", "Reducer 2", ...
+// (Note [Reducer labels per recording]); each label taken is released once.
 std::string next_reducer_label();
+void release_reducer_label();
 
 }  // namespace hookscope::ddp

@@ -175,6 +175,10 @@ Recorder::~Recorder() {
   if (attached_) finish();
 }
 
+uint64_t recorder_generation() noexcept {
+  return g_generation.load();
+}
+
 void add_start_callback(void (*fn)()) {
   std::lock_guard<std::mutex> lock(g_mutex);
   start_callbacks().push_back(fn);

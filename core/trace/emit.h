@@ -58,6 +58,10 @@ uint16_t thread_rank() noexcept;
 // emit a snapshot of state that predates the recording (live hook owners).
 void add_start_callback(void (*fn)());
 
+// Changes each time a recorder attaches or detaches: tells per-process
+// counters that a new recording began (Note [Reducer labels per recording]).
+uint64_t recorder_generation() noexcept;
+
 // Small dense per-process index of the calling thread (0 = first thread seen).
 uint32_t thread_index() noexcept;
 

@@ -13,6 +13,7 @@
 #include "tensor/ops.h"
 #include "testing/test_util.h"
 #include "trace/emit.h"
+#include "trace/recorder.h"
 
 using namespace hookscope;
 
@@ -179,6 +180,38 @@ TEST_CASE("DDP runs the wrapped module's hooks, as PyTorch's DDP calls self.modu
     auto b = data.batch(0, 8);
     cross_entropy(d(b.x), b.y).backward();
     CHECK(order == std::vector<std::string>{"forward", "backward"});
+  });
+}
+
+// Note [Reducer labels per recording]
+TEST_CASE("Reducer labels restart with each recording once no Reducer of an earlier one is alive") {
+  run_ranks(1, [](int, std::shared_ptr<ddp::ProcessGroup> pg) {
+    auto model = nn::mlp({4, 8, 2}, 3);
+    auto record_two = [&](std::unique_ptr<ddp::DistributedDataParallel>* keep) {
+      trace::MemoryRecorder rec;
+      rec.start();
+      std::vector<std::string> labels;
+      {
+        ddp::DistributedDataParallel first(model, pg, {});
+        labels.push_back(first.reducer().label());
+      }
+      auto second = std::make_unique<ddp::DistributedDataParallel>(model, pg, ddp::DdpOptions{});
+      labels.push_back(second->reducer().label());
+      if (keep != nullptr) *keep = std::move(second);
+      rec.finish();
+      return labels;
+    };
+    // Within one recording the count goes on after a destruction; a second
+    // recording (a re-run in the same process) starts again at 1.
+    CHECK(record_two(nullptr) == std::vector<std::string>{"Reducer 1", "Reducer 2"});
+    std::unique_ptr<ddp::DistributedDataParallel> kept;
+    CHECK(record_two(&kept) == std::vector<std::string>{"Reducer 1", "Reducer 2"});
+    // One alive across recordings keeps its name; the next trace's names go
+    // on past it, so no two Reducers alive together share a name.
+    CHECK(record_two(nullptr) == std::vector<std::string>{"Reducer 3", "Reducer 4"});
+    CHECK(kept->reducer().label() == "Reducer 2");
+    kept.reset();
+    CHECK(record_two(nullptr) == std::vector<std::string>{"Reducer 1", "Reducer 2"});
   });
 }
 
