@@ -28,7 +28,7 @@ class RecordTest(unittest.TestCase):
         tu.expect(r.returncode == 3, f"the script's exit status comes through: {r.returncode} {r.stderr}")
         fired = json.load(open(report))
         code, info = tu.cli("info", out)
-        tu.expect(code == 0 and "v1.1" in info, f"info: {info}")
+        tu.expect(code == 0 and "v1.2" in info, f"info: {info}")
         ev = tu.events(out)
         created = [e for e in ev if e["kind"] == "node_created"]
         tu.expect(any(e.get("text") == "AccumulateGrad" for e in created), "AccumulateGrad Nodes")
