@@ -126,7 +126,10 @@ TEST_CASE("comm hook: recorded as one hook of the Reducer on no Function, one fi
     for (const auto& e : events) {
       if (e.rank != rank) continue;
       if (e.kind == EventKind::kReducerConstructed) reducer = e.as<ev::ReducerConstructed>().owner;
-      if (e.kind == EventKind::kCollectiveBegin && e.as<ev::CollectiveBegin>().owner == reducer) ++collectives;
+      // (DDP's broadcast at construction, owner 0, comes before the Reducer.)
+      if (e.kind == EventKind::kCollectiveBegin && reducer != 0 && e.as<ev::CollectiveBegin>().owner == reducer) {
+        ++collectives;
+      }
       if (!trace::is_hook_event(e.kind) || trace::hook_kind_of(e) != HookKind::kCommHook) continue;
       if (e.kind == EventKind::kHookAdded) {
         const auto add = e.as<ev::HookAdded>();
