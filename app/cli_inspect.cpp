@@ -185,7 +185,8 @@ int run_state(const std::vector<std::string>& files, const EventIndexArg& at_arg
       print_safe(line + "\n");
     }
   }
-  // Module hooks (Note [Module hooks in traces]): on no Function, by owner.
+  // Module hooks (Note [Module hooks in traces]) and Reducers' comm hooks
+  // (Note [Comm hooks in traces]): on no Function, by owner.
   std::map<analysis::OwnerIndex, std::vector<const analysis::HookAt*>> by_owner;
   for (const auto& h : st.module_hooks) {
     const auto& hi = m.hooks()[h.hook];
@@ -195,8 +196,10 @@ int run_state(const std::vector<std::string>& files, const EventIndexArg& at_arg
   for (const auto& [owner, hooks] : by_owner) {
     const std::string name = owner == analysis::kNoIndex ? "?" : m.owner_name(owner);
     const bool alive = owner == analysis::kNoIndex || live[owner];
-    nlohmann::json jm = {{"module", name}, {"owner_alive", alive}, {"hooks", nlohmann::json::array()}};
-    std::string line = fmt::format("  module {}{}", name, alive ? "" : " (DESTROYED)");
+    const bool module = owner == analysis::kNoIndex || m.owners()[owner].kind == trace::OwnerKind::kModule;
+    nlohmann::json jm = {{module ? "module" : "owner", name}, {"owner_alive", alive},
+                         {"hooks", nlohmann::json::array()}};
+    std::string line = fmt::format("  {}{}{}", module ? "module " : "", name, alive ? "" : " (DESTROYED)");
     for (const auto* h : hooks) {
       const auto& hi = m.hooks()[h->hook];
       jm["hooks"].push_back({{"kind", trace::to_string(hi.kind)}, {"key", hi.key}, {"fires", h->fires},

@@ -174,6 +174,20 @@ void reducer_backward(const analysis::ReducerInfo& info, const analysis::Reducer
   }
 }
 
+// Its comm hook, if any (Note [Comm hooks in traces]): on no Function, so
+// neither the graph nor the inspector shows it; this row does.
+void reducer_comm_hook(const analysis::Model& m, const analysis::State& st, const analysis::ReducerInfo& info) {
+  for (const analysis::HookAt& h : st.module_hooks) {
+    const analysis::HookInfo& hook = m.hooks()[h.hook];
+    if (hook.owner != info.owner || hook.kind != trace::HookKind::kCommHook) continue;
+    ImGui::Text("comm hook %s: %u bucket call%s", key_text(hook.key).c_str(), h.fires, h.fires == 1 ? "" : "s");
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("register_comm_hook: DDP hands each ready bucket to this hook instead of\n"
+                        "allreducing it; what the hook returns becomes the bucket's gradients");
+    }
+  }
+}
+
 // A destroyed Reducer: what its destructor removed and what it left attached.
 void reducer_destroyed(const analysis::ReducerInfo& info, const analysis::ReducerAt& at, uint32_t left, size_t now) {
   ImGui::TextUnformatted("Its destructor removed");
@@ -335,6 +349,7 @@ void App::reducer_section(analysis::ReducerIndex k, const analysis::ReducerAt& a
     event_link(m.owners()[info.owner].replaced_at);
   } else {
     reducer_backward(info, at);
+    reducer_comm_hook(m, session_.state(), info);
     reducer_buckets(m, info, at);
     reducer_ready_order(info, at);
   }

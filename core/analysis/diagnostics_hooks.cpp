@@ -127,10 +127,12 @@ void Diagnoser::leaks_and_stale_fires() {
                                  ? "its " + hook_words(g.hooks.front())
                                  : fmt::format("{} of its hooks", g.hooks.size());
     if (g.hooks.size() == 1) out.key = m_.hooks()[g.hooks.front()].key;
+    // A hook on no Function (a module's, a Reducer's comm hook) is named by its owner alone.
+    const std::string on = f == kNoIndex ? std::string() : " on " + m_.function_name(f);
     out.message = fmt::format(
-        "{} was destroyed at event #{} but {} on {} fired {} time(s) after that, first at "
+        "{} was destroyed at event #{} but {}{} fired {} time(s) after that, first at "
         "event #{}",
-        m_.owner_name(o), owner.destroyed_at, what, m_.function_name(f), g.fires, g.first_fire);
+        m_.owner_name(o), owner.destroyed_at, what, on, g.fires, g.first_fire);
     finish_evidence(out);
     emit(std::move(out));
   });

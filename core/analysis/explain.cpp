@@ -202,10 +202,18 @@ Explanation explain_fire(const Model& m, size_t index) {
                                          e.rank)});
   }
   const uint32_t nth = m.fires_until(out.hook, index);
-  out.steps.push_back({out.fire, fmt::format("the hook fired on {} (its fire #{})", on, nth)});
+  const bool comm = hook.kind == trace::HookKind::kCommHook;  // Note [Comm hooks in traces]
+  if (comm) {
+    const auto fire = e.as<ev::HookFired>();
+    out.steps.push_back({out.fire, fmt::format("{} handed bucket {} ({} bytes) to its comm hook (its fire #{}): "
+                                               "what the hook returns replaces DDP's allreduce of it",
+                                               owner, fire.bucket, fire.bytes, nth)});
+  } else {
+    out.steps.push_back({out.fire, fmt::format("the hook fired on {} (its fire #{})", on, nth)});
+  }
   const std::string unproven = unproven_reason(m, hook, bad);
   if (bad) out.steps.push_back({out.fire, unproven});
-  if (hook.owner != kNoIndex) reducer_outcome(m, index, hook, out);
+  if (hook.owner != kNoIndex && !comm) reducer_outcome(m, index, hook, out);
   // in event order; a missing add (no event) stays first, where the add would be
   const auto from = out.steps.begin() + (out.steps.front().at == kNever ? 1 : 0);
   std::stable_sort(from, out.steps.end(), [](const ExplainStep& a, const ExplainStep& b) { return a.at < b.at; });

@@ -197,6 +197,10 @@ std::string Model::describe(size_t index) const {
       // [Module hooks in traces]); full backward ones fire on a BackwardHookFunction.
       if (e.node) out += " on " + fn(e.node);
       if (e.owner) out += fmt::format(" of {}", owner(e.owner));
+      if (e.kind == EventKind::kHookFired && trace::hook_kind_of(e) == trace::HookKind::kCommHook) {
+        const auto fire = e.as<ev::HookFired>();  // Note [Comm hooks in traces]
+        out += fmt::format(" for bucket {} ({} bytes)", fire.bucket, fire.bytes);
+      }
       if (e.kind == EventKind::kHookRemoved) {
         out += fmt::format(" ({})", trace::to_string(e.as<ev::HookRemoved>().cause));
       }

@@ -1,5 +1,6 @@
 #include "autograd/multi_grad_hook.h"
 
+#include <atomic>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -8,6 +9,7 @@
 #include "autograd/engine.h"
 #include "autograd/hooks.h"
 #include "autograd/node.h"
+#include "trace/emitters_autograd.h"
 
 namespace hookscope::autograd {
 
@@ -25,9 +27,22 @@ namespace hookscope::autograd {
 //  * "any": the first hook to fire in a pass calls fn with its gradient; the
 //    others do nothing in that pass.
 // The hooks never change a gradient. In the trace they are tensor_pre hooks
-// (add/fire/remove) owned by the multi-grad hook's owner.
+// owned by the multi-grad hook's owner, added and removed together; a fire is
+// written per call of fn, not per tensor hook call (as the torch bridge
+// writes PyTorch's): on the Node of the tensor whose hook calls fn, under
+// that hook's key. The Node firing the tensor hooks skips their fires
+// (fire_written_by_hook).
 
 namespace {
+
+// The keys of every multi-grad hook's tensor hooks (never reused: Note [Hook
+// keys]); `g_quiet_count` lets the firing path skip the lock while there are none.
+std::atomic<size_t> g_quiet_count{0};
+std::mutex g_quiet_mutex;
+std::unordered_set<uint64_t>& quiet_keys() {
+  static auto* keys = new std::unordered_set<uint64_t>();
+  return *keys;
+}
 
 // A tensor's Node, found when a pass asks: a leaf's AccumulateGrad is held
 // weakly by its leaf and may be made anew, so it is looked up, not kept.
@@ -75,17 +90,49 @@ void check_tensors(const variable_list& tensors) {
   }
 }
 
+// What a tensor hook needs to write the fire of fn's call: its key (known
+// once registered), its tensor's Node, and the owner.
+struct Fires {
+  std::vector<uint64_t> keys;
+  std::vector<Target> targets;
+  OwnerId owner = 0;
+  void write(size_t idx) const {
+    auto node = targets[idx].node();
+    trace::emit_hook_fired(node ? node->id() : 0, keys[idx], HookKind::kTensorPre, owner);
+  }
+};
+
+std::shared_ptr<Fires> fires_for(const variable_list& tensors, OwnerId owner) {
+  auto f = std::make_shared<Fires>();
+  f->owner = owner;
+  for (const Tensor& t : tensors) {
+    f->targets.push_back(t.is_leaf() ? Target{t.impl_ptr(), {}} : Target{{}, t.grad_fn()});
+  }
+  return f;
+}
+
 template <class MakeHook>
-MultiGradHookHandle register_each(const variable_list& tensors, OwnerId owner, MakeHook make) {
+MultiGradHookHandle register_each(const variable_list& tensors, Fires& fires, MakeHook make) {
   std::vector<std::pair<std::weak_ptr<TensorImpl>, HookKey>> hooks;
+  std::lock_guard<std::mutex> lock(g_quiet_mutex);  // quiet before any can fire
   for (size_t i = 0; i < tensors.size(); ++i) {
     Tensor t = tensors[i];
-    hooks.emplace_back(t.impl_ptr(), t.register_hook(make(i), owner));
+    const HookKey key = t.register_hook(make(i), fires.owner);
+    hooks.emplace_back(t.impl_ptr(), key);
+    fires.keys.push_back(key.value);
+    quiet_keys().insert(key.value);
   }
-  return MultiGradHookHandle(std::move(hooks), owner);
+  g_quiet_count.store(quiet_keys().size(), std::memory_order_relaxed);
+  return MultiGradHookHandle(std::move(hooks), fires.owner);
 }
 
 }  // namespace
+
+bool fire_written_by_hook(uint64_t key) noexcept {
+  if (g_quiet_count.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard<std::mutex> lock(g_quiet_mutex);
+  return quiet_keys().count(key) != 0;
+}
 
 bool MultiGradHookHandle::remove() {
   if (removed_) return false;
@@ -94,6 +141,9 @@ bool MultiGradHookHandle::remove() {
   for (auto& [impl, key] : hooks_) {
     if (auto p = impl.lock()) any = Tensor(p).remove_hook(key, owner_) || any;
   }
+  std::lock_guard<std::mutex> lock(g_quiet_mutex);
+  for (auto& [impl, key] : hooks_) quiet_keys().erase(key.value);
+  g_quiet_count.store(quiet_keys().size(), std::memory_order_relaxed);
   return any;
 }
 
@@ -107,12 +157,11 @@ MultiGradHookHandle register_multi_grad_hook(const variable_list& tensors, Multi
   check_tensors(tensors);
   auto state = std::make_shared<AllState>();
   state->fn = std::move(fn);
-  for (const Tensor& t : tensors) {
-    state->targets.push_back(t.is_leaf() ? Target{t.impl_ptr(), {}} : Target{{}, t.grad_fn()});
-  }
+  auto fires = fires_for(tensors, owner_for(owner, "multi_grad_hook (all)"));
+  state->targets = fires->targets;
   const size_t n = tensors.size();
-  return register_each(tensors, owner_for(owner, "multi_grad_hook (all)"), [state, n](size_t idx) {
-    return [state, n, idx](const Tensor& grad) -> Tensor {
+  return register_each(tensors, *fires, [state, fires, n](size_t idx) {
+    return [state, fires, n, idx](const Tensor& grad) -> Tensor {
       const int64_t id = task_id();
       MultiGradAllFn call;
       variable_list grads;
@@ -136,7 +185,10 @@ MultiGradHookHandle register_multi_grad_hook(const variable_list& tensors, Multi
           call = state->fn;
         }
       }
-      if (call) call(grads);
+      if (call) {
+        fires->write(idx);
+        call(grads);
+      }
       return Tensor();
     };
   });
@@ -152,13 +204,15 @@ MultiGradHookHandle register_multi_grad_hook(const variable_list& tensors, Multi
   check_tensors(tensors);
   auto state = std::make_shared<AnyState>();
   state->fn = std::move(fn);
-  return register_each(tensors, owner_for(owner, "multi_grad_hook (any)"), [state](size_t) {
-    return [state](const Tensor& grad) -> Tensor {
+  auto fires = fires_for(tensors, owner_for(owner, "multi_grad_hook (any)"));
+  return register_each(tensors, *fires, [state, fires](size_t idx) {
+    return [state, fires, idx](const Tensor& grad) -> Tensor {
       const int64_t id = task_id();
       {
         std::lock_guard<std::mutex> lock(state->mu);
         if (!state->ran.insert(id).second) return Tensor();
       }
+      fires->write(idx);
       state->fn(grad);
       return Tensor();
     };

@@ -48,4 +48,9 @@ MultiGradHookHandle register_multi_grad_hook(const variable_list& tensors, Multi
 MultiGradHookHandle register_multi_grad_hook(const variable_list& tensors, MultiGradAnyFn fn,
                                              MultiGradMode mode, OwnerId owner = kDefaultHookOwner);
 
+// True for the tensor hooks of a multi-grad hook: the hook writes their
+// fires itself, one per call of its function (Note [Multi-grad hooks]), so
+// the Node firing them does not. One relaxed load while none exists.
+bool fire_written_by_hook(uint64_t key) noexcept;
+
 }  // namespace hookscope::autograd

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "autograd/multi_grad_hook.h"
 #include "trace/emitters_autograd.h"
 #include "trace/strings.h"
 
@@ -235,7 +236,10 @@ void fire_tensor_hooks(Node& node, HookList<TensorPreHookFn>& list, HookKind kin
                              std::to_string(e.input_nr) + " of " +
                              std::to_string(grads.size()));
     }
-    trace::emit_hook_fired(node.id(), e.key.value, kind, e.owner);
+    // A multi-grad hook's tensor hooks: their function's calls are the fires (Note [Multi-grad hooks]).
+    if (!autograd::fire_written_by_hook(e.key.value)) {
+      trace::emit_hook_fired(node.id(), e.key.value, kind, e.owner);
+    }
     Tensor& grad = grads[e.input_nr];
     Tensor replaced = fn(grad);
     if (!replaced.defined()) return;  // an undefined result keeps the gradient (Python: None)

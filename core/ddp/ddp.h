@@ -26,6 +26,9 @@ class DistributedDataParallel {
   Tensor forward(const Tensor& x);
   Tensor operator()(const Tensor& x) { return forward(x); }
 
+  // Replaces the allreduce of each bucket (Note [Comm hooks] in ddp/reducer.h).
+  HookKey register_comm_hook(CommHook hook) { return reducer_->register_comm_hook(std::move(hook)); }
+
   nn::Module& module() { return *module_; }
   Reducer& reducer() { return *reducer_; }
   ProcessGroup& process_group() { return *group_; }

@@ -7,9 +7,11 @@
 #include <unordered_set>
 
 #include "autograd/engine.h"
+#include "autograd/hooks_list.h"
 #include "autograd/node.h"
 #include "autograd/variable.h"
 #include "tensor/kernels.h"
+#include "trace/emitters_autograd.h"
 #include "trace/emitters_ddp.h"
 #include "trace/strings.h"
 
@@ -105,6 +107,7 @@ struct Reducer::Core {
     size_t pending = 0;
     std::shared_ptr<Work> work;
     uint64_t collective = 0;
+    Tensor hook_result;  // what the comm hook returned (Note [Comm hooks])
   };
 
   std::vector<nn::NamedParameter> params;
@@ -131,6 +134,8 @@ struct Reducer::Core {
   bool finalize_queued = false;
   size_t next_bucket = 0;
   size_t backward_index = 0;
+  CommHook comm_hook;  // Note [Comm hooks]
+  HookKey comm_hook_key{};
 
   // Every parameter is on this device (checked by the constructor).
   Device device() const { return params.front().tensor.device(); }
@@ -172,6 +177,7 @@ struct Reducer::Core {
     for (Bucket& b : buckets) {
       b.pending = b.params.size();
       b.work.reset();
+      b.hook_result = Tensor();
     }
     next_bucket = 0;
     finalize_queued = false;
@@ -239,11 +245,40 @@ struct Reducer::Core {
       bucket.collective = g_next_collective.fetch_add(1);
       trace::emit_bucket_ready(owner, bucket.collective, next_bucket,
                                static_cast<uint32_t>(bucket.params.size()));
+      if (comm_hook) {
+        run_comm_hook(bucket);
+        ++next_bucket;
+        continue;
+      }
       trace::emit_collective_begin(owner, trace::CollectiveOp::kAllreduce, bucket.collective,
                                    bucket.numel * sizeof(float), static_cast<uint32_t>(next_bucket));
       bucket.work = group->allreduce_registered(bucket.registered);
       ++next_bucket;
     }
+  }
+
+  // The hook's collectives are its own: the Reducer writes no collective
+  // events for a bucket it hands over, only the fire.
+  void run_comm_hook(Bucket& bucket) {
+    GradBucket view{next_bucket, bucket.buffer, bucket.params, next_bucket + 1 == buckets.size()};
+    trace::emit_comm_hook_fired(owner, comm_hook_key.value, static_cast<uint32_t>(next_bucket), view.bytes());
+    Tensor out = comm_hook(view);
+    if (!out.defined() || out.numel() != bucket.buffer.numel() || out.device() != bucket.buffer.device()) {
+      throw std::invalid_argument(
+          label + ": its comm hook returned " +
+          (out.defined() ? std::to_string(out.numel()) + " values on " + out.device_str() : "an undefined tensor") +
+          " for bucket " + std::to_string(next_bucket) + ", which holds " + std::to_string(bucket.buffer.numel()) +
+          " on " + bucket.buffer.device_str() +
+          ": return the bucket's gradients reduced (bucket.buffer itself, or a tensor of its size and device)");
+    }
+    bucket.hook_result = std::move(out);
+  }
+
+  // A comm hook's result becomes the bucket's gradients, not averaged.
+  void take_hook_result(Bucket& bucket) {
+    if (bucket.hook_result.impl() == bucket.buffer.impl()) return;
+    kernels_for(bucket.buffer.device())
+        .copy_range(bucket.hook_result, 0, bucket.buffer, 0, static_cast<int64_t>(bucket.buffer.numel()));
   }
 
   void finalize_backward() {
@@ -262,6 +297,11 @@ struct Reducer::Core {
     }
     const float scale = 1.f / static_cast<float>(group->size());
     for (Bucket& bucket : buckets) {
+      if (comm_hook) {
+        take_hook_result(bucket);
+        point_grads_at(bucket);
+        continue;
+      }
       try {
         bucket.work->wait();
       } catch (const CollectiveError& e) {
@@ -273,13 +313,17 @@ struct Reducer::Core {
                                  bucket.work->duration_ns(), bucket.work->placement());
       Kernels& k = kernels_for(bucket.buffer.device());
       k.scale(bucket.buffer, scale, bucket.buffer);
-      for (size_t s = 0; s < bucket.params.size(); ++s) {
-        Tensor& p = params[bucket.params[s]].tensor;
-        AutogradMeta& meta = p.materialize_autograd_meta();
-        if (meta.grad != bucket.views[s].impl_ptr()) meta.grad = bucket.views[s].impl_ptr();
-      }
+      point_grads_at(bucket);
     }
     trace::emit_buckets_finalized(owner, backward_index);
+  }
+
+  void point_grads_at(Bucket& bucket) {
+    for (size_t s = 0; s < bucket.params.size(); ++s) {
+      Tensor& p = params[bucket.params[s]].tensor;
+      AutogradMeta& meta = p.materialize_autograd_meta();
+      if (meta.grad != bucket.views[s].impl_ptr()) meta.grad = bucket.views[s].impl_ptr();
+    }
   }
 
   void remove_hooks() {
@@ -306,6 +350,10 @@ struct Reducer::Core {
         }
         break;
       }
+    }
+    if (comm_hook) {  // it dies with the Reducer whatever the policy (Note [Comm hooks])
+      trace::emit_hook_removed(0, comm_hook_key.value, HookKind::kCommHook, owner, owner,
+                               trace::RemoveCause::kByKey);
     }
     trace::emit_reducer_destroyed(owner, options.policy, static_cast<uint32_t>(removed));
   }
@@ -395,6 +443,20 @@ void Reducer::prepare_for_backward(const variable_list& outputs) {
                                  static_cast<uint32_t>(i));
     c.mark_variable_ready(i);
   }
+}
+
+HookKey Reducer::register_comm_hook(CommHook hook) {
+  Core& c = *core_;
+  if (!hook) throw std::invalid_argument(c.label + ": register_comm_hook needs a callable hook, got an empty one");
+  if (c.comm_hook) {
+    throw std::logic_error(c.label + ": register_comm_hook can only be called once (it has comm hook " +
+                           trace::format_hook_key(c.comm_hook_key.value) +
+                           "); build the DDP again to use another hook");
+  }
+  c.comm_hook = std::move(hook);
+  c.comm_hook_key = next_hook_key_for_slot(0);
+  trace::emit_hook_added(0, c.comm_hook_key.value, HookKind::kCommHook, c.owner);
+  return c.comm_hook_key;
 }
 
 OwnerId Reducer::owner() const { return core_->owner; }

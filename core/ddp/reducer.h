@@ -33,6 +33,32 @@ struct ReducerOptions {
   std::function<void(FaultPoint, size_t backward_index)> fault;
 };
 
+// Note [Comm hooks]
+// ~~~~~~~~~~~~~~~~~
+// As PyTorch's Reducer::register_comm_hook (reducer.cpp, CommHookInterface in
+// comm.hpp): a comm hook replaces the Reducer's allreduce of each bucket. It
+// gets the bucket (its index, its flat gradients, its parameters) when the
+// bucket is ready, in bucket order, and returns the reduced gradients; the
+// Reducer writes them back as it does its own allreduce's result, but does
+// not divide by the world size (the hook does what it wants: average,
+// compress, skip). One hook per Reducer (a second register_comm_hook is a
+// user error, as in PyTorch). PyTorch's hook returns a Future; here it returns
+// the tensor (waiting for its own collectives). Recorded as a hook of kind
+// kCommHook on no Function, owned by the Reducer, fired once per bucket with
+// the bucket's index and bytes, removed by the Reducer's destructor whatever
+// its policy: it lives in the Reducer, not on a Function, so nothing keeps it
+// (Note [Comm hooks in traces] in trace/event.h).
+struct GradBucket {
+  size_t index = 0;            // in reduction order
+  Tensor buffer;               // the bucket's gradients, flat, on the parameters' device
+  std::vector<size_t> params;  // parameter indices, in buffer order
+  bool is_last = false;        // the last bucket of this backward
+  size_t bytes() const { return static_cast<size_t>(buffer.numel()) * sizeof(float); }
+};
+// Returns the reduced gradients: `bucket.buffer` itself (reduced in place) or
+// a tensor of its size on its device.
+using CommHook = std::function<Tensor(GradBucket& bucket)>;
+
 // Note [Reducer destruction]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The Reducer keeps a (HookKey, AccumulateGrad) pair per parameter; holding
@@ -77,6 +103,8 @@ class Reducer {
   // Parameter indices per bucket, in reduction order.
   std::vector<std::vector<size_t>> bucket_assignment() const;
   size_t hooks_added() const;
+  // Note [Comm hooks]. Throws std::logic_error when one is registered already.
+  HookKey register_comm_hook(CommHook hook);
 
   struct Core;  // shared with the hooks through weak references
 

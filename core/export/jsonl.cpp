@@ -32,6 +32,10 @@ std::string jsonl_line(const analysis::Model& m, size_t i) {
     if (e.kind == EventKind::kHookRemoved) {
       line += fmt::format(R"(,"cause":"{}")", trace::to_string(e.as<trace::ev::HookRemoved>().cause));
     }
+    if (e.kind == EventKind::kHookFired && trace::hook_kind_of(e) == trace::HookKind::kCommHook) {
+      const auto fire = e.as<trace::ev::HookFired>();  // bucket 0 too, which "actor" leaves out
+      line += fmt::format(R"(,"bucket":{},"bytes":{})", fire.bucket, fire.bytes);
+    }
     // Beside the named keys, a line keeps the record's raw arg/actor/sub (the
     // JSON Lines format scripts and tests read); the one exporter that may.
     if (const uint32_t by = trace::remover_of(e)) {

@@ -26,6 +26,17 @@ inline void emit_buckets_finalized(uint32_t owner, uint64_t backward_index) noex
   emit(ev::BucketsFinalized{.owner = owner, .backward_index = backward_index});
 }
 
+// ---- a Reducer's comm hook (Note [Comm hooks in traces]) ----
+// The Reducer hands bucket `bucket_index` (`bytes` of gradients) to its comm
+// hook `hook_key`, now. Added and removed through emit_hook_added/_removed
+// (emitters_autograd.h) with node 0 and HookKind::kCommHook.
+inline void emit_comm_hook_fired(uint32_t owner, uint64_t hook_key, uint32_t bucket_index,
+                                 uint64_t bytes) noexcept {
+  emit(ev::HookFired{
+      .node = 0, .key = hook_key, .owner = owner, .hook_kind = HookKind::kCommHook, .bucket = bucket_index,
+      .bytes = bytes});
+}
+
 // ---- a Reducer's autograd hook ----
 // The Reducer's hook on `accumulate_grad` fired and it did nothing; `reason`
 // says why (not prepared for this backward, inside no_sync, owner gone).

@@ -71,6 +71,7 @@ std::string_view to_string(HookKind kind) {
     case HookKind::kModuleBackwardPre: return "module_backward_pre";
     case HookKind::kModuleBackward: return "module_backward";
     case HookKind::kModuleLegacyBackward: return "module_legacy_backward";
+    case HookKind::kCommHook: return "comm_hook";
   }
   return "unknown";
 }

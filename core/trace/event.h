@@ -64,10 +64,12 @@ enum class HookKind : uint8_t {
   kModuleBackwardPre = 7,  // Module::register_full_backward_pre_hook
   kModuleBackward = 8,     // Module::register_full_backward_hook
   kModuleLegacyBackward = 9,  // PyTorch's deprecated Module.register_backward_hook (torch bridge)
+  kCommHook = 10,  // DistributedDataParallel::register_comm_hook (format 1.2; Note [Comm hooks in traces])
 };
-constexpr int kNumHookKinds = 10;
+constexpr int kNumHookKinds = 11;
 constexpr bool is_module_hook(HookKind kind) {
-  return static_cast<uint8_t>(kind) >= static_cast<uint8_t>(HookKind::kModuleForwardPre);
+  return static_cast<uint8_t>(kind) >= static_cast<uint8_t>(HookKind::kModuleForwardPre) &&
+         static_cast<uint8_t>(kind) <= static_cast<uint8_t>(HookKind::kModuleLegacyBackward);
 }
 
 // Note [Module hooks in traces]
@@ -82,6 +84,19 @@ constexpr bool is_module_hook(HookKind kind) {
 // is a real event (PyTorch snapshots hook lists, Note [Extend Hook Lifetime]
 // in python_hook.cpp; issue #25723): analysis reports it as a fire after
 // removal, never as a malformed trace.
+
+// Note [Comm hooks in traces]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A DDP comm hook (register_comm_hook: it gets each bucket and returns the
+// reduced gradient in place of DDP's allreduce) belongs to the Reducer, not
+// to a Function: its events carry node = 0 and owner = the Reducer's owner,
+// like a module hook but it is not one (is_module_hook is false, so nothing
+// anchors it to a module's Functions). It fires once per bucket the Reducer
+// hands it, with the bucket's index and bytes (HookFired's `bucket`, `bytes`).
+// It is attached as long as its Reducer lives: the Reducer's destructor
+// removes it with its other hooks, and a kept (lingering) Reducer keeps it.
+// The runtime (core/ddp/comm_hook.h) and the torch bridge
+// (python/hookscope/_ddp.py) write the same events.
 
 enum class OwnerKind : uint8_t {
   kUser = 0,

@@ -97,7 +97,8 @@
   OPT(bool, from_snapshot, actor) /* it predates the recording (announced at \
     start); written as kOwnerFromSnapshot */
 #define HOOKSCOPE_EVENT_FIELDS_OwnerDestroyed(REQ, OPT) REQ(uint32_t, owner, owner)
-// node: 0 for a module hook (Note [Module hooks in traces]).
+// node: 0 for a module hook (Note [Module hooks in traces]) and a comm hook
+// (Note [Comm hooks in traces]).
 #define HOOKSCOPE_EVENT_FIELDS_HookAdded(REQ, OPT)                                         \
   REQ(uint64_t, node, node)                                                                \
   REQ(uint64_t, key, key)                                                                  \
@@ -106,11 +107,15 @@
   OPT(uint32_t, input_nr, arg) /* the gradient a tensor pre hook sees; 0 for other kinds */ \
   OPT(bool, from_snapshot, actor) /* it predates the recording (Note [Hooks present at start]) */
 // Emitted right before the call (Note [Hook fire events]).
-#define HOOKSCOPE_EVENT_FIELDS_HookFired(REQ, OPT) \
-  REQ(uint64_t, node, node)                        \
-  REQ(uint64_t, key, key)                          \
-  REQ(uint32_t, owner, owner)                      \
-  REQ(HookKind, hook_kind, sub)
+// node: 0 for a module hook's forward fires and for a comm hook.
+#define HOOKSCOPE_EVENT_FIELDS_HookFired(REQ, OPT)                                          \
+  REQ(uint64_t, node, node)                                                                 \
+  REQ(uint64_t, key, key)                                                                   \
+  REQ(uint32_t, owner, owner)                                                               \
+  REQ(HookKind, hook_kind, sub)                                                             \
+  OPT(uint32_t, bucket, actor) /* a comm hook's bucket index (Note [Comm hooks in traces]); \
+    0 for other kinds */                                                                    \
+  OPT(uint64_t, bytes, arg) /* a comm hook's bucket size in bytes; 0 for other kinds */
 #define HOOKSCOPE_EVENT_FIELDS_HookRemoved(REQ, OPT)  \
   REQ(uint64_t, node, node)                           \
   REQ(uint64_t, key, key)                             \

@@ -35,7 +35,7 @@ namespace hookscope::trace {
 inline constexpr char kFileMagic[8] = {'\x89', 'H', 'S', 'T', 'R', 'A', 'C', 'E'};
 inline constexpr char kTrailerMagic[8] = {'H', 'S', 'I', 'N', 'D', 'E', 'X', '\x1a'};
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 1;  // 1.1: module hook kinds, saved-tensor events
+inline constexpr uint16_t kFormatMinor = 2;  // 1.1: module hook kinds, saved-tensor events; 1.2: comm hooks
 inline constexpr size_t kPrefixBytes = 12;       // magic + u16 major + u16 minor
 inline constexpr size_t kBlockHeaderBytes = 12;  // type, length, crc
 inline constexpr size_t kTrailerBytes = 16;      // u64 footer offset + magic

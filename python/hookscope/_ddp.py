@@ -13,6 +13,7 @@ from torch.nn.parallel import DistributedDataParallel
 from . import _C, _children
 
 _DESTROY_BY_KEY = 0
+_REMOVED_BY_KEY = 0   # RemoveCause::kByKey
 
 
 class _ReducerSentinel:
@@ -25,6 +26,7 @@ class _ReducerSentinel:
 
     def __init__(self, owner, nparams, reducer):
         self.owner, self.nparams = owner, nparams
+        self.comm_hook = 0   # its comm hook's key, once registered
         try:
             self.reducer = weakref.ref(reducer) if reducer is not None else None
         except TypeError:
@@ -33,22 +35,40 @@ class _ReducerSentinel:
     def __del__(self):
         reducer = self.reducer() if self.reducer is not None else None
         if reducer is not None:
-            weakref.finalize(reducer, _reducer_destroyed, self.owner)
+            weakref.finalize(reducer, _reducer_destroyed, self.owner, self.comm_hook)
             return
-        _reducer_destroyed(self.owner)
+        _reducer_destroyed(self.owner, self.comm_hook)
 
 
-def _reducer_destroyed(owner):
+def _reducer_destroyed(owner, comm_hook=0):
     from ._recorder import running
     rec = running()
     if rec is None or not _C.is_running():
         return
     _C.snapshot(rec.owners.cpp, owner)
     _C.set_reducer(owner, [])
+    if comm_hook:  # it lives in the Reducer: gone with it, as the runtime writes it
+        _C.emit(_C.EV_hook_remove, sub=_C.HOOK_comm_hook, node=0, key=comm_hook, owner=owner,
+                actor=owner, arg=_REMOVED_BY_KEY)
     # actor: the hooks its destructor removed, as the runtime writes it
     _C.emit(_C.EV_reducer_destroyed, arg=_DESTROY_BY_KEY, owner=owner,
             actor=_C.removed_hooks_of(owner))
     _C.emit(_C.EV_owner_destroyed, owner=owner)
+
+
+def _recorded_comm_hook(hook, key, owner):
+    """`hook` writing its fire first. functools.wraps keeps what DDP reads
+    of the hook (its name and, through __wrapped__, its signature)."""
+    import functools
+
+    @functools.wraps(hook)
+    def comm_hook(state, bucket):
+        if _C.is_running():
+            buf = bucket.buffer()
+            _C.emit(_C.EV_hook_fire, sub=_C.HOOK_comm_hook, node=0, key=key, owner=owner,
+                    actor=bucket.index(), arg=buf.numel() * buf.element_size())
+        return hook(state, bucket)
+    return comm_hook
 
 
 def install(rec):
@@ -142,20 +162,23 @@ def install(rec):
         return result
 
     orig_comm = DistributedDataParallel.register_comm_hook
-    said_comm_hook = []   # the warning below, once per recording
 
     def register_comm_hook(self, state, hook):
-        # A Python comm hook (DDP calls it with each bucket, in place of its
-        # allreduce) is one hook of the Reducer fired per bucket call; the
-        # trace format has no hook kind for it yet (a kind needs the table in
-        # core/trace/event_table.h and a minor format version), so its calls
-        # are said once, not guessed under another kind.
-        if self.__dict__.get("_hookscope_reducer") and _C.recording() and not said_comm_hook:
-            said_comm_hook.append(True)
-            import warnings
-            warnings.warn("hookscope: DDP comm hook calls are not recorded (this trace format "
-                          "has no comm hook kind)", stacklevel=2)
-        return orig_comm(self, state, hook)
+        # A Python comm hook: DDP calls it with each bucket in place of its
+        # allreduce. One hook of the Reducer (node 0), one fire per bucket
+        # call with the bucket's index and bytes (Note [Comm hooks in traces]
+        # in core/trace/event.h). DDP's built-in C++ hooks
+        # (_register_builtin_comm_hook) never reach Python: not recorded.
+        owner = self.__dict__.get("_hookscope_reducer")
+        if not owner or not _C.recording() or not callable(hook):
+            return orig_comm(self, state, hook)
+        key = _C.new_key()
+        result = orig_comm(self, state, _recorded_comm_hook(hook, key, owner))
+        # Added once DDP took it (it refuses a second hook, or one of the wrong shape).
+        _C.emit(_C.EV_hook_add, sub=_C.HOOK_comm_hook, node=0, key=key, owner=owner)
+        object.__setattr__(self, "_hookscope_comm_hook", key)
+        self.__dict__["_hookscope_sentinel"].comm_hook = key
+        return result
 
     rec._patch(DistributedDataParallel, "__init__", init)
     rec._patch(DistributedDataParallel, "register_comm_hook", register_comm_hook)

@@ -78,6 +78,7 @@ std::string_view hook_kind_tag(trace::HookKind kind) {
     case trace::HookKind::kModuleBackwardPre: return "bwd-pre";
     case trace::HookKind::kModuleBackward: return "bwd";
     case trace::HookKind::kModuleLegacyBackward: return "bwd-legacy";
+    case trace::HookKind::kCommHook: return "comm";
   }
   return "?";
 }

@@ -116,18 +116,21 @@ class DdpHandling(unittest.TestCase):
         path, ran = run(True)
         calls = [tuple(c) for c in ran["comm_hook_calls"]]
         self.assertGreaterEqual(len({i for i, _ in calls}), 2, f"2+ buckets: {calls}")
-        import hookscope._C as C
-        if not hasattr(C, "HOOK_comm_hook"):
-            # The trace format has no comm hook kind yet: said, not guessed.
-            self.assertIn("hookscope: DDP comm hook calls are not recorded", ran["warnings"])
-            self.skipTest("the trace format has no comm hook kind (HookKind) yet")
+        self.assertNotIn("hookscope", ran["warnings"], "recorded, so nothing to warn about")
         ev = tu.events(path)
         adds = [e for e in ev if e["kind"] == "hook_add" and e.get("hook_kind") == "comm_hook"]
         self.assertEqual(len(adds), 1, adds)
         self.assertEqual(adds[0].get("owner_label"), "Reducer 3")
+        self.assertNotIn("node", adds[0], "a hook of the Reducer, on no Function")
         fires = [e for e in ev if e["kind"] == "hook_fire" and e.get("hook_kind") == "comm_hook"]
-        self.assertEqual([(e["actor"], e["arg"]) for e in fires], calls)
+        self.assertEqual([(e["bucket"], e["bytes"]) for e in fires], calls)
         self.assertTrue(all(e["key"] == adds[0]["key"] for e in fires))
+        # It dies with its Reducer (del ddp3), removed by it: no leak, no stale fire.
+        gone = [e for e in ev if e["kind"] == "hook_remove" and e.get("hook_kind") == "comm_hook"]
+        self.assertEqual([(e["key"], e.get("by_label")) for e in gone], [(adds[0]["key"], "Reducer 3")])
+        code, out = tu.cli("explain", "--event", fires[0]["index"], path)
+        self.assertIn("handed bucket", out)
+        self.assertIn("normal fire", out)
         i, size = calls[0]
         self.assertTrue(fires[0]["describe"].endswith(f"of Reducer 3 for bucket {i} ({size} bytes)"),
                         fires[0]["describe"])

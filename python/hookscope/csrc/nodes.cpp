@@ -226,7 +226,9 @@ size_t diff_hooks(NodeState& s, const std::vector<uintptr_t>& now, std::vector<F
     }
     Foreign f{addr, g_next_key++, owner, kind};
     known.push_back(f);
-    trace::emit_hook_added(s.id, f.key, kind, add_owner);
+    // The owner it is recorded under (a moved retain_grad hook keeps its
+    // tensor's), so its add, fires and removal name one owner.
+    trace::emit_hook_added(s.id, f.key, kind, f.owner);
   }
   return removed;
 }

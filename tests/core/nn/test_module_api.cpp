@@ -267,6 +267,8 @@ TEST_CASE("multi-grad hook 'all': once per backward, undefined for what the pass
   Tensor a = vec(1.f, 2.f, true), b = vec(3.f, 4.f, true);
   Tensor c = mul(a, b), d = mul(a, b);
   std::vector<std::vector<bool>> calls;
+  trace::MemoryRecorder rec;
+  rec.start();
   auto handle = autograd::register_multi_grad_hook({a, b, c, d}, [&](const variable_list& grads) {
     std::vector<bool> defined;
     for (const Tensor& g : grads) defined.push_back(g.defined());
@@ -278,7 +280,18 @@ TEST_CASE("multi-grad hook 'all': once per backward, undefined for what the pass
   CHECK(handle.remove());
   CHECK_FALSE(handle.remove());
   sum(c).backward();
+  rec.finish();
   CHECK(calls.size() == 2);
+  // One fire per call of the function, as PyTorch's user sees it and the
+  // torch bridge records it, not one per tensor hook (3 + 2 ran).
+  int fired = 0;
+  for (const auto& e : testing::recorded(rec)) {
+    if (e.kind != trace::EventKind::kHookFired || e.as<trace::ev::HookFired>().owner != handle.owner()) continue;
+    CHECK(e.as<trace::ev::HookFired>().hook_kind == trace::HookKind::kTensorPre);
+    CHECK(e.as<trace::ev::HookFired>().node != 0);
+    ++fired;
+  }
+  CHECK(fired == 2);
 }
 
 TEST_CASE("multi-grad hook 'any': once per backward, with the first gradient") {
@@ -303,6 +316,15 @@ TEST_CASE("multi-grad hook 'any': once per backward, with the first gradient") {
     }
   }
   CHECK(added == 3);
+  // The first hook of each pass calls the function: one fire each, on c's Node.
+  std::vector<uint64_t> fired_on;
+  for (const auto& e : testing::recorded(rec)) {
+    if (e.kind == trace::EventKind::kHookFired && e.as<trace::ev::HookFired>().owner == handle.owner()) {
+      fired_on.push_back(e.as<trace::ev::HookFired>().node);
+    }
+  }
+  REQUIRE(fired_on.size() == 2);
+  CHECK(fired_on[0] == c.grad_fn()->id());
   CHECK(owner_info(handle.owner()).label == "multi_grad_hook (any)");
   CHECK_THROWS_WITH(autograd::register_multi_grad_hook({a, vec(0, 0, false)}, [](const Tensor&) {},
                                                        autograd::MultiGradMode::kAny),
