@@ -246,6 +246,39 @@ TEST_CASE("gui compare: A at after rebuild 1 puts B at its own, hooks only in A 
   }
 }
 
+// The Hook order tab, picked with --compare-tab: from the first step where A
+// and B differ, each Function's adds and fires, those that differ in A's and
+// B's colours; rows of up to 9 lines each, only those in view drawn (its
+// clipper: a long list costs the rows on screen).
+TEST_CASE("gui compare: --compare-tab order shows the Hook order tab, the rows in view, differing steps coloured" *
+          doctest::test_suite("gui")) {
+  if (!have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed");
+    return;
+  }
+  const std::string none = record("recovery", "--policy none --recoveries 2");
+  const std::string by_key = record("recovery", "--policy by-key --recoveries 2");
+  const analysis::Model a(trace::read_trace(none)), b(trace::read_trace(by_key));
+  const size_t at = a.num_events() - 1;  // the end: every rebuild's leftovers in A
+  const Shot s = shoot(none, "--compare " + by_key + " --compare-tab order --at " + std::to_string(at), "compare_order",
+                       "HOOKSCOPE_COMPARE_REPORT");
+  INFO(s.report.dump());
+  CHECK(s.report["tab"] == "order");
+  // What the analysis says differs at the matching point, row for row.
+  const std::vector<analysis::OrderDiff> order =
+      analysis::hook_order_diff(a, s.report["a"].get<size_t>(), b, s.report["b"].get<size_t>());
+  REQUIRE(order.size() >= 6);
+  CHECK(s.report["order_rows"].get<size_t>() == order.size());
+  CHECK(s.report["order_first"].get<std::string>() == order.front().function);  // scrolled to the top
+  // The clipper: some rows, not all (each row is several lines; the panel holds a few).
+  const size_t drawn = s.report["order_rows_drawn"].get<size_t>();
+  CHECK(drawn >= 1);
+  CHECK(drawn < order.size());
+  // Differing steps are written in A's colour (and B's), inside the panel.
+  CHECK(s.count("window", app::kCompareOnlyA, 10) > 30);
+  CHECK(s.count("window", app::kCompareOnlyB, 10) > 30);
+}
+
 TEST_CASE("gui export: the graph as SVG and PNG (view and whole), the lanes as PNG" * doctest::test_suite("gui")) {
   if (!have_xvfb()) {
     MESSAGE("skipping: xvfb-run is not installed");
