@@ -176,6 +176,13 @@ testing::CommandResult export_run(const std::string& trace, const std::string& a
                               " --size 1280x800 " + trace + " " + args);
 }
 
+// The recovery story recorded with policy none (A) and by-key (B), two rebuilds each.
+struct RecoveryPair {
+  std::string none = record("recovery", "--policy none --recoveries 2");
+  std::string by_key = record("recovery", "--policy by-key --recoveries 2");
+  analysis::Model a{trace::read_trace(none)}, b{trace::read_trace(by_key)};
+};
+
 }  // namespace
 
 TEST_CASE("gui compare: A at after rebuild 1 puts B at its own, hooks only in A outlined on A's graph" *
@@ -184,9 +191,9 @@ TEST_CASE("gui compare: A at after rebuild 1 puts B at its own, hooks only in A 
     MESSAGE("skipping: xvfb-run is not installed");
     return;
   }
-  const std::string none = record("recovery", "--policy none --recoveries 2");
-  const std::string by_key = record("recovery", "--policy by-key --recoveries 2");
-  const analysis::Model a(trace::read_trace(none)), b(trace::read_trace(by_key));
+  const RecoveryPair pair;
+  const std::string &none = pair.none, &by_key = pair.by_key;
+  const analysis::Model &a = pair.a, &b = pair.b;
   const size_t at = analysis::resolve_point(a, "rebuild:1").index;
   const Shot s = shoot(none, "--compare " + by_key + " --panel compare --at " + std::to_string(at), "compare",
                        "HOOKSCOPE_COMPARE_REPORT");
@@ -256,17 +263,14 @@ TEST_CASE("gui compare: --compare-tab order shows the Hook order tab, the rows i
     MESSAGE("skipping: xvfb-run is not installed");
     return;
   }
-  const std::string none = record("recovery", "--policy none --recoveries 2");
-  const std::string by_key = record("recovery", "--policy by-key --recoveries 2");
-  const analysis::Model a(trace::read_trace(none)), b(trace::read_trace(by_key));
-  const size_t at = a.num_events() - 1;  // the end: every rebuild's leftovers in A
-  const Shot s = shoot(none, "--compare " + by_key + " --compare-tab order --at " + std::to_string(at), "compare_order",
-                       "HOOKSCOPE_COMPARE_REPORT");
+  const RecoveryPair p;  // A at its end: every rebuild's leftovers
+  const Shot s = shoot(p.none, "--compare " + p.by_key + " --compare-tab order --at " + std::to_string(p.a.num_events() - 1),
+                       "compare_order", "HOOKSCOPE_COMPARE_REPORT");
   INFO(s.report.dump());
   CHECK(s.report["tab"] == "order");
   // What the analysis says differs at the matching point, row for row.
   const std::vector<analysis::OrderDiff> order =
-      analysis::hook_order_diff(a, s.report["a"].get<size_t>(), b, s.report["b"].get<size_t>());
+      analysis::hook_order_diff(p.a, s.report["a"].get<size_t>(), p.b, s.report["b"].get<size_t>());
   REQUIRE(order.size() >= 6);
   CHECK(s.report["order_rows"].get<size_t>() == order.size());
   CHECK(s.report["order_first"].get<std::string>() == order.front().function);  // scrolled to the top
