@@ -205,8 +205,10 @@ bool builds_graph(EventKind kind) {
 }
 
 // Note [Start-up band]: the first step's forward begins where a walk back
-// from the first backward_begin over graph-building events stops (never
-// across an idle gap); before it, the start-up. `gaps` are in time order.
+// from the first backward_begin over graph-building events stops: at another
+// kind, an idle gap, or a pause longer than the forward walked so far (a
+// transformer's rank 0 prepared for backward, then waited 421 ms for rank 1
+// before a 0.24 ms forward); before it, the start-up. `gaps` are in time order.
 void add_startup_band(const analysis::Model& model, double first_time, double last_time, std::vector<IdleGap>& gaps) {
   const auto& backwards = model.events_of_kind(EventKind::kBackwardBegin);
   if (backwards.empty()) return;
@@ -216,7 +218,13 @@ void add_startup_band(const analysis::Model& model, double first_time, double la
   for (const IdleGap& g : gaps) {
     if (g.end <= t_backward) floor = std::max(floor, g.end);
   }
-  while (work > 0 && builds_graph(model.event(work - 1).kind) && model.time_ns(work - 1) >= floor) --work;
+  constexpr int64_t kPauseFloorNs = 1'000'000;  // pauses shorter than this never end the walk
+  while (work > 0 && builds_graph(model.event(work - 1).kind) && model.time_ns(work - 1) >= floor) {
+    const double pause = static_cast<double>(model.time_ns(work)) - static_cast<double>(model.time_ns(work - 1));
+    const double walked = static_cast<double>(t_backward) - static_cast<double>(model.time_ns(work));
+    if (pause > std::max(walked, static_cast<double>(kPauseFloorNs))) break;
+    --work;
+  }
   const int64_t t_work = model.time_ns(work);
   if (work == 0 || static_cast<double>(t_work) <= first_time) return;
   double idle = 0.0, idle_before = 0.0;
