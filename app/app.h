@@ -205,6 +205,7 @@ class App {
   // Its sections: panel_compare.cpp (counts at the end, findings) and
   // panel_compare_graphs.cpp (graphs synchronised on matching points, hook order).
   bool compare_waiting(const analysis::Model* m);
+  int compare_tab_asked() const;  // --compare-tab as the panel's tab number, or -1
   bool compare_findings_ready() const;  // B's, diagnosed off the UI thread (app_model.cpp)
   bool compare_header(const std::string& name_a, const std::string& name_b);
   void compare_counts_table(const analysis::ModelDiff& diff);
@@ -260,6 +261,7 @@ class App {
   bool show_browser_ = false;
   bool browser_for_compare_ = false;
   bool show_compare_ = false;
+  bool compare_tab_shown_ = false;  // --compare-tab's tab was selected once (panel_compare.cpp)
   bool goto_focus_ = false;
   bool focus_filter_ = false;       // Ctrl+F: put the cursor in the filter box
   bool reset_layout_ = false;       // View > Reset layout: place windows again

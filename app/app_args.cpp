@@ -69,6 +69,9 @@ int parse_args(int argc, char** argv, Args& a) {
                  "reducers, timeline, events, diagnostics, compare")
       ->check(CLI::IsMember({"lanes", "readiness", "explain", "graph", "function", "reducers", "timeline", "events",
                              "diagnostics", "compare"}));
+  app.add_option("--compare-tab", a.compare_tab, "with --compare: the Compare panel's tab at open: graphs (at "
+                 "matching points), order (hook order), end (hooks at the end), findings")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kCompareTabs), std::end(kCompareTabs))));
   app.add_option("--export-graph", a.export_graph, "write the graph as SVG or PNG (by the name's extension) "
                  "once laid out, then exit");
   app.add_flag("--whole", a.export_whole, "--export-graph: the whole graph, not the current view");
@@ -86,6 +89,14 @@ int parse_args(int argc, char** argv, Args& a) {
   if (!a.export_graph.empty() && export_format(a.export_graph).empty()) {
     fmt::print(stderr, "hookscope: --export-graph {}: the name must end in .svg or .png\n", a.export_graph);
     return 2;
+  }
+  if (!a.compare_tab.empty()) {
+    if (a.compare.empty()) {
+      fmt::print(stderr, "hookscope: --compare-tab {} picks a tab of the Compare panel: give the second trace "
+                 "with --compare FILE\n", a.compare_tab);
+      return 2;
+    }
+    if (a.panel.empty()) a.panel = "compare";  // the tab is what the user asked to see
   }
   if (!a.export_lanes.empty() && export_format(a.export_lanes) != "png") {
     fmt::print(stderr, "hookscope: --export-lanes {}: the name must end in .png\n", a.export_lanes);

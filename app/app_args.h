@@ -9,6 +9,9 @@
 
 namespace hookscope::app {
 
+// --compare-tab's names, in the order of the Compare panel's tabs (panel_compare.cpp).
+inline constexpr const char* kCompareTabs[] = {"graphs", "order", "end", "findings"};
+
 struct Args {
   std::vector<std::string> files;  // traces to open (several = the ranks of one run)
   std::vector<std::string> compare;  // --compare FILE...: a second trace beside the first
@@ -25,6 +28,7 @@ struct Args {
   int bench_frames = 0;            // --bench-frames N: print the median CPU frame time
   bool light = false;              // --light: light theme
   std::string panel;               // --panel NAME: show that panel in front (lanes, readiness, explain, ...)
+  std::string compare_tab;         // --compare-tab NAME: the Compare panel's tab at open (kCompareTabs)
   double play = 0.0;               // --play SPEED: start playing at SPEED events/s once open
   std::string export_graph;        // --export-graph FILE.svg|png: write the graph once laid out, exit
   bool export_whole = false;       // --whole: the whole graph, else the current view

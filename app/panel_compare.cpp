@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <iterator>
 
 #include "app.h"
 #include "panel_common.h"
@@ -45,6 +46,10 @@ void App::draw_compare_panel() {
     ImGui::End();
     return;
   }
+  {
+    const ImVec2 at = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
+    compare_graphs_.stats.window = {at.x, at.y, at.x + size.x, at.y + size.y};
+  }
   const analysis::Model* m = session_.model();
   if (compare_waiting(m)) {
     ImGui::End();
@@ -58,31 +63,42 @@ void App::draw_compare_panel() {
   }
   compare_sync();
   const analysis::ModelDiff& diff = *compare_.diff;
+  // --compare-tab: selected in the first frames (ImGui applies it a frame later), then the user's.
+  const int asked = compare_tab_asked();
+  auto pick = [&](int tab) { return !compare_tab_shown_ && tab == asked ? ImGuiTabItemFlags_SetSelected : 0; };
   if (ImGui::BeginTabBar("compare tabs")) {
-    if (ImGui::BeginTabItem("Graphs at matching points")) {
+    if (ImGui::BeginTabItem("Graphs at matching points", nullptr, pick(0))) {
       compare_graphs_.tab = 0;
       compare_graphs();
       ImGui::EndTabItem();
     }
-    if (ImGui::BeginTabItem("Hook order")) {
+    if (ImGui::BeginTabItem("Hook order", nullptr, pick(1))) {
       compare_graphs_.tab = 1;
       compare_order_table();
       ImGui::EndTabItem();
     }
-    if (ImGui::BeginTabItem("Hooks at the end")) {
+    if (ImGui::BeginTabItem("Hooks at the end", nullptr, pick(2))) {
       compare_graphs_.tab = 2;
       compare_counts_table(diff);
       ImGui::EndTabItem();
     }
     const std::string findings = fmt::format("Findings only in A / B ({} / {})###findings", diff.only_a.size(), diff.only_b.size());
-    if (ImGui::BeginTabItem(findings.c_str())) {
+    if (ImGui::BeginTabItem(findings.c_str(), nullptr, pick(3))) {
       compare_graphs_.tab = 3;
       compare_findings(diff);
       ImGui::EndTabItem();
     }
     ImGui::EndTabBar();
   }
+  compare_tab_shown_ |= compare_graphs_.tab == asked;
   ImGui::End();
+}
+
+int App::compare_tab_asked() const {
+  for (int k = 0; k < static_cast<int>(std::size(kCompareTabs)); ++k) {
+    if (args_.compare_tab == kCompareTabs[k]) return k;
+  }
+  return -1;
 }
 
 // True (and says why) while there is nothing to compare yet.

@@ -34,6 +34,8 @@ struct CompareDrawStats {
   uint32_t marked_a = 0, marked_b = 0;  // boxes outlined on each graph
   uint32_t order_rows = 0;
   uint32_t order_rows_drawn = 0;  // of them drawn by the Hook order tab's last frame (the rows in view)
+  std::string order_first;        // the Function of the first row drawn there
+  render::GraphDrawStats::Rect window;  // the Compare panel on screen
   uint32_t boxes_a = 0, boxes_b = 0;
   // Note [Compare tags]: each side's "+N only in" tags as drawn, and those
   // with no free place (their boxes are outlined and listed below).

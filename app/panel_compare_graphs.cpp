@@ -83,19 +83,21 @@ std::optional<Rect> place_tag(const render::GraphView& view, Rect box, float w, 
 
 void write_report(const CompareGraphs& g, const char* path) {
   const CompareDrawStats& s = g.stats;
-  std::string label = s.label;
+  std::string label = s.label, first = s.order_first;
   std::replace(label.begin(), label.end(), '"', '\'');
+  std::replace(first.begin(), first.end(), '"', '\'');
+  std::replace(first.begin(), first.end(), '\\', '/');
   const std::string json = fmt::format(
       "{{\"label\":\"{}\",\"a\":{},\"b\":{},\"found\":{},\"differing\":{},\"only_a\":{},\"only_b\":{},"
       "\"marked_a\":{},\"marked_b\":{},\"order_rows\":{},\"order_rows_drawn\":{},\"boxes_a\":{},\"boxes_b\":{},\"graph_a\":{},\"graph_b\":{},"
       "\"tags_a\":{},\"tags_b\":{},\"untagged_a\":{},\"untagged_b\":{},\"box_rects_a\":{},\"box_rects_b\":{},"
-      "\"banners_a\":{},\"banners_b\":{}}}\n",
+      "\"banners_a\":{},\"banners_b\":{},\"tab\":\"{}\",\"order_first\":\"{}\",\"window\":{}}}\n",
       label, s.a, s.b, s.found, s.differing, s.only_a, s.only_b, s.marked_a, s.marked_b, s.order_rows, s.order_rows_drawn, s.boxes_a,
       s.boxes_b, g.view_a ? rect_json(g.view_a->stats().content) : "[0,0,0,0]",
       g.view_b ? rect_json(g.view_b->stats().content) : "[0,0,0,0]", rects_json(s.tags_a), rects_json(s.tags_b),
       s.untagged_a, s.untagged_b, rects_json(g.view_a ? g.view_a->stats().box_rects : std::vector<Rect>{}),
       rects_json(g.view_b ? g.view_b->stats().box_rects : std::vector<Rect>{}), banners_json(g.view_a.get()),
-      banners_json(g.view_b.get()));
+      banners_json(g.view_b.get()), kCompareTabs[std::clamp(g.tab, 0, 3)], first, rect_json(s.window));
   if (std::FILE* out = std::fopen(path, "w")) {
     std::fwrite(json.data(), 1, json.size(), out);
     std::fclose(out);
@@ -183,6 +185,7 @@ bool App::compare_settled() const {
   if (!compare_.model || !show_compare_ || !session_.model()) return true;
   const CompareGraphs& g = compare_graphs_;
   if (!compare_.diff || !g.view_a || g.pending) return false;
+  if (compare_tab_asked() >= 0 && !compare_tab_shown_) return false;  // --compare-tab: not on screen yet
   if (g.tab != 0) return true;  // the graphs are not on screen
   return g.view_a->layout_ready() && !g.view_a->layout_pending() && g.view_b->layout_ready() &&
          !g.view_b->layout_pending();
@@ -363,10 +366,12 @@ void App::compare_differences() {
 // vs B, from the first step where they differ.
 void App::compare_order_table() {
   CompareGraphs& g = compare_graphs_;
+  ImGui::PushTextWrapPos(0.f);  // wrapped, never cut at the panel's edge
   ImGui::TextDisabled("Up to A #%zu and B #%zu (%s): the add/fire sequence of each Function, from the first "
                       "step that differs. Hooks are named by kind and registration order, owners by kind and "
                       "order on their rank (keys differ between runs).",
                       g.shown ? g.shown->at_a : g.stats.a, g.shown ? g.shown->at_b : g.stats.b, g.point.label.c_str());
+  ImGui::PopTextWrapPos();
   if (g.order().empty()) {
     ImGui::TextColored(col(render::rgba(110, 200, 120)), "Every Function's hooks were added and fired in the same order.");
     return;
@@ -417,6 +422,7 @@ void App::compare_order_table() {
   }
   if (skipped > 0.f) ImGui::TableNextRow(ImGuiTableRowFlags_None, skipped);
   compare_graphs_.stats.order_rows_drawn = 0;
+  compare_graphs_.stats.order_first = r < order.size() ? order[r].function : std::string();
   for (; r < order.size() && y <= view_bottom; ++r) {
     const analysis::OrderDiff& d = order[r];
     y += row_height(d);

@@ -1,5 +1,6 @@
 // The timeline's time <-> x mapping (Note [Timeline time mapping]), its fit,
-// and idle gaps drawn collapsed or expanded (Note [Idle gaps]).
+// and idle gaps and the start-up band drawn collapsed or expanded (Note [Idle
+// gaps], Note [Start-up band]).
 
 #include <imgui.h>
 
@@ -112,6 +113,7 @@ void TimelineView::draw_gaps(TimelineFrame& f, float top, float bottom) {
     d.x0 = x0;
     d.x1 = x1;
     d.collapsed = collapsed;
+    d.events = g.events;
     d.label = std::string(dur) + " " + g.what;
     const float band0 = std::max(x0, f.plot_x), band1 = std::min(x1, f.max.x);
     if (collapsed) {
@@ -144,8 +146,13 @@ void TimelineView::draw_gaps(TimelineFrame& f, float top, float bottom) {
     if (over) {
       f.hover_event = UINT32_MAX;
       f.hover_span = nullptr;
-      ImGui::SetTooltip("%s: no event on any rank from #%u to #%u.\nClick to %s.", d.label.c_str(), g.before, g.after,
-                        collapsed ? "draw it to scale" : "collapse it");
+      if (g.events > 0) {  // Note [Start-up band]
+        ImGui::SetTooltip("%s: %u events before the first step's forward (#%u).\nClick to %s.", d.label.c_str(),
+                          g.events, g.after, collapsed ? "draw it to scale" : "collapse it");
+      } else {
+        ImGui::SetTooltip("%s: no event on any rank from #%u to #%u.\nClick to %s.", d.label.c_str(), g.before,
+                          g.after, collapsed ? "draw it to scale" : "collapse it");
+      }
       if (f.clicked) {
         f.gap_clicked = true;
         set_gap_collapsed(k, !collapsed);

@@ -159,6 +159,10 @@ TimelineResult TimelineView::draw(size_t current_event) {
     f.dl->AddLine({a, f.min.y}, {a, f.max.y}, with_alpha(ink, 90));
     f.dl->AddLine({b, f.min.y}, {b, f.max.y}, with_alpha(ink, 90));
   }
+  if (model_ && model_->num_events() > 0 && !model_->events_of_kind(trace::EventKind::kBackwardBegin).empty()) {
+    stats_.first_backward_x = x_of(static_cast<double>(model_->time_ns(model_->events_of_kind(trace::EventKind::kBackwardBegin)[0])));
+    stats_.last_event_x = x_of(static_cast<double>(model_->time_ns(model_->num_events() - 1)));
+  }
   if (model_) {
     for (size_t b : bookmarks_) {
       if (b >= model_->num_events()) continue;

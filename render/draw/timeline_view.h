@@ -60,6 +60,7 @@ struct TimelineGapDraw {
   float x0 = 0.f, x1 = 0.f;                            // the band
   float lx0 = 0.f, ly0 = 0.f, lx1 = 0.f, ly1 = 0.f;    // its label
   bool collapsed = true;
+  uint32_t events = 0;                                 // inside it: a start-up band's (Note [Start-up band])
   std::string label;                                   // "4.5 s start-up"
 };
 
@@ -73,6 +74,9 @@ struct TimelineDrawStats {
   std::vector<std::pair<float, float>> track_y;  // each track's rows on screen, top and bottom
   std::vector<TimelineGapDraw> gaps;             // idle gaps in view (Note [Idle gaps])
   float plot_x0 = 0.f, plot_x1 = 0.f;            // where time is drawn
+  // Note [Start-up band]: the x of the first backward_begin and of the last
+  // event (a model with a backward only): the training's width on screen.
+  float first_backward_x = 0.f, last_event_x = 0.f;
 };
 
 class TimelineView {

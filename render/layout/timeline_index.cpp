@@ -188,6 +188,63 @@ std::string idle_what(const trace::CollectiveOp* open_collective, int open_backw
   return "idle";
 }
 
+// Note [Start-up band]: events that build the graph a backward runs (the
+// forward) or prepare for it.
+bool builds_graph(EventKind kind) {
+  switch (kind) {
+    case EventKind::kNodeCreated:
+    case EventKind::kNodeEdge:
+    case EventKind::kNodeLabel:
+    case EventKind::kSavedTensorPacked:
+    case EventKind::kHookAdded:  // module hooks are registered per forward
+    case EventKind::kPrepareForBackward:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Note [Start-up band]: the first step's forward begins where a walk back
+// from the first backward_begin over graph-building events stops: at another
+// kind, an idle gap, or a pause longer than the forward walked so far (a
+// transformer's rank 0 prepared for backward, then waited 421 ms for rank 1
+// before a 0.24 ms forward); before it, the start-up. `gaps` are in time order.
+void add_startup_band(const analysis::Model& model, double first_time, double last_time, std::vector<IdleGap>& gaps) {
+  const auto& backwards = model.events_of_kind(EventKind::kBackwardBegin);
+  if (backwards.empty()) return;
+  size_t work = backwards.front();
+  const int64_t t_backward = model.time_ns(work);
+  int64_t floor = INT64_MIN;  // the end of the last idle gap before it
+  for (const IdleGap& g : gaps) {
+    if (g.end <= t_backward) floor = std::max(floor, g.end);
+  }
+  constexpr int64_t kPauseFloorNs = 1'000'000;  // pauses shorter than this never end the walk
+  while (work > 0 && builds_graph(model.event(work - 1).kind) && model.time_ns(work - 1) >= floor) {
+    const double pause = static_cast<double>(model.time_ns(work)) - static_cast<double>(model.time_ns(work - 1));
+    const double walked = static_cast<double>(t_backward) - static_cast<double>(model.time_ns(work));
+    if (pause > std::max(walked, static_cast<double>(kPauseFloorNs))) break;
+    --work;
+  }
+  const int64_t t_work = model.time_ns(work);
+  if (work == 0 || static_cast<double>(t_work) <= first_time) return;
+  double idle = 0.0, idle_before = 0.0;
+  size_t inside = 0;  // gaps before the work: a prefix
+  for (const IdleGap& g : gaps) {
+    const double len = static_cast<double>(g.end) - static_cast<double>(g.begin);
+    idle += len;
+    if (g.end <= t_work) {
+      idle_before += len;
+      ++inside;
+    }
+  }
+  const double active = last_time - first_time - idle;
+  const double startup = static_cast<double>(t_work) - first_time - idle_before;
+  if (inside == 0 && startup < kStartupShare * active) return;
+  gaps.erase(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(inside));
+  gaps.insert(gaps.begin(), IdleGap{model.time_ns(0), t_work, 0, static_cast<uint32_t>(work), "start-up",
+                                    static_cast<uint32_t>(work)});
+}
+
 }  // namespace
 
 TimelineTrack& TimelineIndex::add_track(std::string name, std::vector<int64_t> time,
@@ -422,6 +479,7 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
   // Note [Idle gaps]: only stretches that matter at the trace's scale.
   const double span = n == 0 ? 0.0 : static_cast<double>(latest) - static_cast<double>(first_time);
   std::erase_if(gaps_, [&](const IdleGap& g) { return static_cast<double>(g.end) - static_cast<double>(g.begin) < kIdleGapShare * span; });
+  if (n > 0) add_startup_band(model, static_cast<double>(first_time), static_cast<double>(latest), gaps_);
 }
 
 }  // namespace hookscope::render

@@ -176,6 +176,13 @@ testing::CommandResult export_run(const std::string& trace, const std::string& a
                               " --size 1280x800 " + trace + " " + args);
 }
 
+// The recovery story recorded with policy none (A) and by-key (B), two rebuilds each.
+struct RecoveryPair {
+  std::string none = record("recovery", "--policy none --recoveries 2");
+  std::string by_key = record("recovery", "--policy by-key --recoveries 2");
+  analysis::Model a{trace::read_trace(none)}, b{trace::read_trace(by_key)};
+};
+
 }  // namespace
 
 TEST_CASE("gui compare: A at after rebuild 1 puts B at its own, hooks only in A outlined on A's graph" *
@@ -184,9 +191,9 @@ TEST_CASE("gui compare: A at after rebuild 1 puts B at its own, hooks only in A 
     MESSAGE("skipping: xvfb-run is not installed");
     return;
   }
-  const std::string none = record("recovery", "--policy none --recoveries 2");
-  const std::string by_key = record("recovery", "--policy by-key --recoveries 2");
-  const analysis::Model a(trace::read_trace(none)), b(trace::read_trace(by_key));
+  const RecoveryPair pair;
+  const std::string &none = pair.none, &by_key = pair.by_key;
+  const analysis::Model &a = pair.a, &b = pair.b;
   const size_t at = analysis::resolve_point(a, "rebuild:1").index;
   const Shot s = shoot(none, "--compare " + by_key + " --panel compare --at " + std::to_string(at), "compare",
                        "HOOKSCOPE_COMPARE_REPORT");
@@ -244,6 +251,36 @@ TEST_CASE("gui compare: A at after rebuild 1 puts B at its own, hooks only in A 
       for (const auto& banner : s.report[std::string("banners_") + side]) CHECK_FALSE(overlap(tags[i], banner));
     }
   }
+}
+
+// The Hook order tab, picked with --compare-tab: from the first step where A
+// and B differ, each Function's adds and fires, those that differ in A's and
+// B's colours; rows of up to 9 lines each, only those in view drawn (its
+// clipper: a long list costs the rows on screen).
+TEST_CASE("gui compare: --compare-tab order shows the Hook order tab, the rows in view, differing steps coloured" *
+          doctest::test_suite("gui")) {
+  if (!have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed");
+    return;
+  }
+  const RecoveryPair p;  // A at its end: every rebuild's leftovers
+  const Shot s = shoot(p.none, "--compare " + p.by_key + " --compare-tab order --at " + std::to_string(p.a.num_events() - 1),
+                       "compare_order", "HOOKSCOPE_COMPARE_REPORT");
+  INFO(s.report.dump());
+  CHECK(s.report["tab"] == "order");
+  // What the analysis says differs at the matching point, row for row.
+  const std::vector<analysis::OrderDiff> order =
+      analysis::hook_order_diff(p.a, s.report["a"].get<size_t>(), p.b, s.report["b"].get<size_t>());
+  REQUIRE(order.size() >= 6);
+  CHECK(s.report["order_rows"].get<size_t>() == order.size());
+  CHECK(s.report["order_first"].get<std::string>() == order.front().function);  // scrolled to the top
+  // The clipper: some rows, not all (each row is several lines; the panel holds a few).
+  const size_t drawn = s.report["order_rows_drawn"].get<size_t>();
+  CHECK(drawn >= 1);
+  CHECK(drawn < order.size());
+  // Differing steps are written in A's colour (and B's), inside the panel.
+  CHECK(s.count("window", app::kCompareOnlyA, 10) > 30);
+  CHECK(s.count("window", app::kCompareOnlyB, 10) > 30);
 }
 
 TEST_CASE("gui export: the graph as SVG and PNG (view and whole), the lanes as PNG" * doctest::test_suite("gui")) {

@@ -1,10 +1,15 @@
 """The GUI opens traces recorded from real PyTorch programs (under Xvfb):
 the DDP rebuild (#21344, both ranks merged), the module hook of #25723 and a
 program with every Python hook kind. Each screenshot is non-blank and the
-view it describes has Functions with hook chips. Skipped (exit 77) when the
-GUI is not built or xvfb-run is missing."""
+view it describes has Functions with hook chips. A 2-rank DDP program's
+timeline (ranks by hand, mp.spawn, a rank killed) gives the training most of
+its width (Note [Start-up band]). Skipped (exit 77) when the GUI is not
+built or xvfb-run is missing."""
 
+import glob
+import json
 import os
+import sys
 import shutil
 import subprocess
 import unittest
@@ -97,6 +102,63 @@ def check_view(traces, name, want_hooks=True):
     tu.expect(distinct_colours(png) > 50, f"{name}: the screenshot looks blank")
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+DDP_STEPS = os.path.join(HERE, "programs", "ddp_steps.py")
+
+
+def record_ddp_steps(name, by_hand=True, **env):
+    """Records programs/ddp_steps.py on 2 ranks through `python -m
+    hookscope.record`; returns its rank traces."""
+    out = os.path.join(tu.OUT, f"{name}.hstrace")
+    for old in glob.glob(os.path.join(tu.OUT, f"{name}.*hstrace")):
+        os.remove(old)
+    base = dict(os.environ, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(tu.free_port()),
+                USE_LIBUV="0", **{k: str(v) for k, v in env.items()})
+    cmd = [sys.executable, "-m", "hookscope.record", "-o", out, DDP_STEPS]
+    if by_hand:
+        procs = [subprocess.Popen(cmd, env=dict(base, RANK=str(r)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True) for r in range(2)]
+        said = [procs[0].communicate(timeout=240)[0]]
+        if env.get("HANG_RANK1_AT") is not None:
+            procs[1].kill()  # stopped (SIGSTOP) since its step; rank 0 is done with it
+        said.append(procs[1].communicate(timeout=240)[0])
+    else:
+        r = subprocess.run(cmd, env=dict(base, SPAWN="1"), capture_output=True, text=True, timeout=240)
+        said = [r.stdout + r.stderr]
+    traces = sorted(glob.glob(os.path.join(tu.OUT, f"{name}.rank*.hstrace")))  # mp.spawn's parent writes one too
+    tu.expect(len(traces) == 2, f"{name}: two rank traces expected, got {traces}: {said}")
+    return traces
+
+
+def timeline_report(traces, name):
+    """The GUI's draw report (Note [Draw report]) at 1280x800 after opening `traces`."""
+    png, rep = os.path.join(tu.OUT, f"{name}.png"), os.path.join(tu.OUT, f"{name}.json")
+    r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", GUI, "--size", "1280x800", *traces,
+                        "--screenshot", png], capture_output=True, text=True, timeout=180,
+                       env=dict(os.environ, HOOKSCOPE_DRAW_REPORT=rep))
+    tu.expect(r.returncode == 0, f"GUI failed: {r.stdout}{r.stderr}")
+    with open(rep) as f:
+        return json.load(f)
+
+
+def check_training_width(report, name, waits=()):
+    """Note [Start-up band]: from the first backward to the last event, the
+    training takes 60% of the timeline or more; a start-up band (events
+    inside) is collapsed and labelled; `waits`: labels other bands must have."""
+    x0, x1 = report["timeline_plot"]
+    t0, t1 = report["timeline_training"]
+    share = (t1 - t0) / (x1 - x0)
+    gaps = report["timeline_gaps"]
+    tu.expect(share >= 0.6, f"{name}: the training gets {share:.0%} of the timeline; gaps {gaps}")
+    for g in gaps:
+        tu.expect(g["collapsed"] and g["x1"] - g["x0"] <= 0.1 * (x1 - x0), f"{name}: a narrow collapsed band: {g}")
+        if g["events"] > 0:
+            tu.expect(g["label"].endswith(" start-up") and g["x1"] <= t0 + 0.5, f"{name}: start-up band {g}")
+    for want in waits:
+        tu.expect(any(want in g["label"] for g in gaps), f"{name}: no band says '{want}': {gaps}")
+    return share
+
+
 def setUpModule():
     if not GUI or not os.path.exists(GUI) or shutil.which("xvfb-run") is None:
         raise unittest.SkipTest("the GUI is not built or xvfb-run is missing")
@@ -121,6 +183,25 @@ class GuiTest(unittest.TestCase):
                                os.path.join(tu.OUT, "gui_hooks.json"))
         tu.expect(r.returncode == 3, r.stderr)
         check_view([out], "gui_hooks.png")
+
+    def test_timeline_ranks_by_hand(self):
+        traces = record_ddp_steps("timeline_hand")
+        check_training_width(timeline_report(traces, "timeline_hand"), "ranks by hand")
+
+    def test_timeline_spawn(self):
+        traces = record_ddp_steps("timeline_spawn", by_hand=False)
+        check_training_width(timeline_report(traces, "timeline_spawn"), "mp.spawn")
+
+    def test_timeline_failed_run(self):
+        # Rank 1 killed at step 2: rank 0's allreduce fails at once (connection reset).
+        traces = record_ddp_steps("timeline_failed", KILL_RANK1_AT=2, TIMEOUT_S=3)
+        check_training_width(timeline_report(traces, "timeline_failed"), "a rank killed")
+
+    def test_timeline_hung_rank(self):
+        # Rank 1 stopped at step 2: rank 0 waits gloo's 3 s timeout in its allreduce.
+        traces = record_ddp_steps("timeline_hung", HANG_RANK1_AT=2, TIMEOUT_S=3)
+        check_training_width(timeline_report(traces, "timeline_hung"), "a rank hung",
+                             waits=("waiting in allreduce",))
 
 
 if __name__ == "__main__":
