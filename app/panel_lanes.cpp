@@ -252,13 +252,24 @@ void lanes_group_bar(const BarPlace& at, const LaneGroup& g, float canvas_x0, fl
   }
 }
 
+// Where a lane's hook sits: its Function, or for a hook on no Function
+// (a module's forward hooks, a DDP comm hook: node 0 in the trace) what it
+// is attached to instead, never a bare "?".
+std::string lane_place(const analysis::Model& m, const HookLane& l) {
+  if (l.function < m.functions().size()) return m.function_name(l.function);
+  const trace::HookKind kind = m.hooks()[l.hook].kind;
+  if (kind == trace::HookKind::kCommHook) return "the Reducer's buckets (no Function)";
+  if (trace::is_module_hook(kind)) return "the module (no Function)";
+  return "no Function";
+}
+
 // A hook lane's tooltip; a click goes to event `near`.
 void lane_tooltip(const analysis::Model& m, const HookLane& l, EventIndex near) {
   const analysis::HookInfo& h = m.hooks()[l.hook];
   ImGui::BeginTooltip();
   ImGui::Text("%s hook %s of %s", std::string(trace::to_string(h.kind)).c_str(), trace::format_hook_key(h.key).c_str(),
               m.owner_name(l.owner).c_str());
-  ImGui::Text("on %s", l.function < m.functions().size() ? m.function_name(l.function).c_str() : "?");
+  ImGui::Text("on %s", lane_place(m, l).c_str());
   ImGui::Text("attached %s", event_range(l).c_str());
   if (l.owner_died_at != kNever) {
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(l.outlives_owner() ? palette().alarm : palette().text_dim),
@@ -392,7 +403,7 @@ void App::lanes_row_label(const LanesFrame& f, int r, ImDrawList* dl) {
     label = v.grouping == LaneGrouping::kFunction
                 ? fmt::format("   {} {} · {}", trace::to_string(h.kind), trace::format_hook_key(h.key), m->owner_name(l.owner))
                 : fmt::format("   {} {} · {}", trace::to_string(h.kind), trace::format_hook_key(h.key),
-                              l.function < m->functions().size() ? m->function_name(l.function) : "?");
+                              lane_place(*m, l));
     if (label_clicked && l.function != kNoIndex) select_function(l.function);
     if (label_hovered) ImGui::SetTooltip("click: select its Function");
   }
