@@ -4,7 +4,9 @@
 // GraphDrawStats (the draw report). A refactor of render/draw must leave
 // every line as it was: run it on the build before and after and diff
 // (bench/graph_draw_digest.sh; Note [One graph drawing path]).
-//   graph_draw_digest [TRACE[+TRACE...]]...   (no argument: the test models)
+//   graph_draw_digest [TRACE[+TRACE...]]...
+// (No argument: the tests' models, recorded in this process: their timings
+// differ run to run, so only traces on disk compare between builds.)
 // A trace joined with '+' is one run's ranks. Ways of drawing: the full
 // State; the StateView while the State is pending (Note [Graph while the
 // state is pending]); the full State read through the LiveIndex (Note
@@ -103,8 +105,8 @@ void digest(const std::string& name, const analysis::Model& model, float width, 
     const analysis::OwnerIndex sel_o = model.owners().empty() || e % 3 ? analysis::kNoIndex : 0;
     for (float z : zooms) {
       const float dx = static_cast<float>(rng() % 200) - 100.f, dy = static_cast<float>(rng() % 200) - 100.f;
-      view.set_view({fitted.x + (z > 1.f ? dx : 0.f), fitted.y + (z > 1.f ? dy : 0.f)}, fit_zoom * z);
-      for (int i = 0; i < 2; ++i) {
+      const render::Vec2 at{fitted.x + (z > 1.f ? dx : 0.f), fitted.y + (z > 1.f ? dy : 0.f)};
+      auto frame = [&] {
         imgui.frame([&] {
           if (way == Way::kPending) {
             view.draw(sv, sel_f, sel_o);
@@ -112,7 +114,17 @@ void digest(const std::string& name, const analysis::Model& model, float width, 
             view.draw(full, sel_f, sel_o);
           }
         });
-      }
+      };
+      // A compact layout of a new live set, and its LiveIndex, land off the
+      // UI thread: wait for them, so that what is drawn does not depend on
+      // the threads' timing; then the view asked for (a landing may fit).
+      view.set_view(at, fit_zoom * z);
+      frame();
+      view.wait_for_layout();
+      view.wait_for_live_index();
+      frame();
+      view.set_view(at, fit_zoom * z);
+      for (int i = 0; i < 2; ++i) frame();
       const std::string report = report_of(view.stats());
       std::printf("%s %gx%g %s %s event %zu zoom %g: picture %016llx report %016llx (%u boxes, %u cells, %u alarms)\n",
                   name.c_str(), width, height, compact ? "compact" : "full-boxes", name_of(way), e, z,

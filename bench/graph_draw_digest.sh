@@ -3,8 +3,8 @@
 # proved to change nothing (Note [One graph drawing path]): the app's
 # screenshots and draw reports (HOOKSCOPE_DRAW_REPORT) at several events of
 # each trace at 1280x800 and 1920x1080, and graph_draw_digest's hashes of
-# every way of drawing (full, pending, indexed) on the test models and the
-# traces. Run it on the build before and after, then compare:
+# every way of drawing (full, pending, indexed) on the traces. Traces on
+# disk, recorded once: a recording's timings differ run to run. Run it on the build before and after, then compare:
 #   bench/graph_draw_digest.sh OUT_DIR [BUILD_DIR=build] TRACE[+RANK_TRACE...]...
 #   diff -r BEFORE_DIR AFTER_DIR && echo same
 # Needs the GUI build and xvfb-run.
@@ -14,7 +14,6 @@ OUT="${1:?usage: bench/graph_draw_digest.sh OUT_DIR [BUILD_DIR] TRACE...}"
 BUILD_DIR="${2:-$ROOT/build}"
 shift $(( $# < 2 ? $# : 2 ))
 mkdir -p "$OUT"
-"$BUILD_DIR/bench/graph_draw_digest" > "$OUT/digest-test-models.txt"
 for t in "$@"; do
   name="$(basename "${t%%+*}" .hstrace)"
   "$BUILD_DIR/bench/graph_draw_digest" "$t" > "$OUT/digest-$name.txt"
