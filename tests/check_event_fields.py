@@ -22,43 +22,14 @@ import re
 import sys
 import unittest
 
+from check_util import strip_comments_and_strings
+
 SCANNED = ("core", "render", "app", "python/hookscope/csrc")
 SLOT_ALLOWED = ("core/trace/", "core/export/jsonl.cpp")
 EMIT_ALLOWED = ("core/trace/", "python/hookscope/csrc/module.cpp")
 
 RAW_SLOT = re.compile(r"(?:\.|->)\s*(arg|actor|sub)\b(?!\s*\()")
 POSITIONAL_EMIT = re.compile(r"\bemit\s*\(\s*(?:trace::)?(?:EventKind::|static_cast<(?:trace::)?EventKind>)")
-
-
-def strip_comments_and_strings(text):
-    """Code only: comments and string literals blanked, line numbers kept."""
-    out = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("\n" * text.count("\n", i, j))
-            i = j
-        elif text.startswith('R"(', i):
-            j = text.find(')"', i + 3)
-            j = n if j < 0 else j + 2
-            out.append('""' + "\n" * text.count("\n", i, j))
-            i = j
-        elif c == '"' or c == "'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            out.append(c + c)
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
 
 
 def check_text(text, rel):

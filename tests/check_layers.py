@@ -15,7 +15,7 @@ import re
 import sys
 import tempfile
 
-from check_util import report, write
+from check_util import report, run_checker, write
 
 # core/<folder> may include its own folder and these (runtime -> trace -> analysis -> views).
 CORE = {
@@ -161,16 +161,8 @@ def self_test():
 
 
 def main():
-    if sys.argv[1:] == ["--self-test"]:
-        return self_test()
-    if len(sys.argv) != 2:
-        print(__doc__)
-        return 2
-    count, problems = scan(sys.argv[1])
-    for p in problems:
-        print(p)
-    print(f"check_layers: {count} files, {len(problems)} include(s) against the layering")
-    return 1 if problems else 0
+    return run_checker(__doc__, self_test, scan,
+                       lambda count, n: f"check_layers: {count} files, {n} include(s) against the layering")
 
 
 if __name__ == "__main__":

@@ -56,9 +56,9 @@ void GraphView::set_compact(bool compact) {
 void GraphView::switch_metrics(bool compact) {
   if (metrics_.compact == compact) return;
   metrics_ = compact ? compact_metrics(options_.metrics) : options_.metrics;
-  if (compact && !frame_->indexed) {  // the live slots of the last frame (all before one)
-    layout_keep_ = frame_->keep;
-    layout_keep_at_ = frame_->keep.empty() ? analysis::kNever : drawn_at_;
+  if (compact && !keep_from_index_) {  // the live slots of the last frame walked (all before one)
+    layout_keep_ = *state_source_->keep();
+    layout_keep_at_ = layout_keep_.empty() ? analysis::kNever : drawn_at_;
   }
   // Positions of the other box shape mean nothing for this one: from scratch, then fit.
   std::fill(node_layer_.begin(), node_layer_.end(), -1);
@@ -78,10 +78,9 @@ void GraphView::chip_row(uint32_t unit, float* left, float* right, float* top) c
   if (m.compact) {  // after the title, on its line
     const Frame& f = *frame_;
     const uint32_t slot = folded_->node_of_unit[unit];
-    const uint32_t live = slot < f.slot_live.size() ? f.slot_live_of(slot) : 0;
-    const std::string title = scene_->unit_compact_title(
-        *folded_, unit, live && f.state ? f.live_function(live - 1) : analysis::kNoIndex,
-        f.state ? f.state->index : analysis::kNever);
+    const analysis::FunctionAt* fa = f.src && slot < scene_->nodes().size() ? f.src->function_at(slot) : nullptr;
+    const std::string title = scene_->unit_compact_title(*folded_, unit, fa && f.state ? fa->function : analysis::kNoIndex,
+                                                         f.state ? f.state->index : analysis::kNever);
     *left += text_width(m.line_height, title.c_str()) + m.kind_gap;
     *top = c.y - m.chip_height * 0.5f;
   }
@@ -97,9 +96,9 @@ void GraphView::select_owner(analysis::OwnerIndex owner) { selected_owner_ = own
 // the minimap shows where it is.
 void GraphView::fit_now(const Frame& f) {
   const Layout& l = *layout_;
-  // The live boxes' bounds (refresh_liveness; pending too).
-  Vec2 lo = f.live_min, hi = f.live_max;
-  if (f.live_count == 0) {
+  // The live boxes' bounds (the source's, whichever it is).
+  Vec2 lo = f.src->shown_min(), hi = f.src->shown_max();
+  if (f.src->shown_count() == 0) {
     lo = l.min;
     hi = l.max;
   }
@@ -116,7 +115,7 @@ void GraphView::fit_now(const Frame& f) {
   zoom_ = std::clamp(zoom_, 1e-6f, 1.5f);
   center_ = {(lo.x + hi.x) * 0.5f, (lo.y + hi.y) * 0.5f};
   const float readable = options_.min_text_px / chip_font(metrics_);
-  if (zoom_ >= readable || f.live_count == 0) return;
+  if (zoom_ >= readable || f.src->shown_count() == 0) return;
   if (!metrics_.compact && auto_compact_) {  // Note [Compact boxes]: one-line boxes, then fit again
     switch_metrics(true);
     return;
@@ -165,7 +164,8 @@ void GraphView::note_off_canvas(const Frame& f) {
   off_canvas_.clear();
   stats_.off_canvas.clear();
   stats_.focus_on_canvas = true;
-  if (!layout_ || f.view || f.live_count == 0) return;  // pending or indexed: no list of live boxes
+  // Counted by the LiveIndex (pending, indexed): no list of the live boxes to measure.
+  if (!layout_ || !f.src->listed() || f.src->shown_count() == 0) return;
   const Layout& l = *layout_;
   const FoldedGraph& fg = *folded_;
   auto inside = [&](Vec2 lo, Vec2 hi) {
@@ -174,7 +174,7 @@ void GraphView::note_off_canvas(const Frame& f) {
            b.y <= f.canvas_max.y + 0.5f;
   };
   std::vector<std::pair<uint16_t, std::pair<uint32_t, uint32_t>>> ranks;  // rank -> (off, live)
-  for (uint32_t u : f.live_units) {
+  for (uint32_t u : f.src->shown_units()) {
     if (u >= l.center.size()) continue;
     const uint32_t g = fg.group_of_unit[u];
     const uint16_t rank = g == kNoGroup ? scene_->nodes()[fg.node_of_unit[u]].rank : scene_->groups()[g].rank;
@@ -278,13 +278,7 @@ void GraphView::draw_minimap(Frame& f) {
   if (!(key == f.minimap_key) || cells.size() != static_cast<size_t>(cols) * static_cast<size_t>(rows)) {
     f.minimap_key = key;
     cells.assign(static_cast<size_t>(cols) * static_cast<size_t>(rows), 0);
-    for (uint32_t u : f.live_units) {
-      const int cx = std::clamp(static_cast<int>((l.center[u].x - l.min.x) * scale / kCell), 0, cols - 1);
-      const int cy = std::clamp(static_cast<int>((l.center[u].y - l.min.y) * scale / kCell), 0, rows - 1);
-      cells[static_cast<size_t>(cy) * cols + cx] = 1;
-    }
-    // Note [Graph while the state is pending]: from the LiveIndex's grid.
-    if (f.view) pending_cells(f, l.min, scale, kCell, cols, rows, true, cells);
+    f.src->minimap_cells(l.min, scale, kCell, cols, rows, cells);
   }
   for (int y = 0; y < rows; ++y) {
     for (int x = 0; x < cols; ++x) {

@@ -85,7 +85,7 @@ void GraphView::draw_rank_captions(Frame& f) {
       if (rank != b.rank) continue;
       ++sources;
       // Note [Frame caches]: the (rank, source) pairs with live Functions.
-      if (std::binary_search(f.live_sources.begin(), f.live_sources.end(), std::make_pair(rank, source))) {
+      if (std::binary_search(f.src->live_sources().begin(), f.src->live_sources().end(), std::make_pair(rank, source))) {
         live_source = sources - 1;
       }
     }
@@ -169,24 +169,24 @@ void GraphView::draw_banners(Frame& f) {
 // but alive: Note [Lingering owners]) and its tag; hover for the full name. Entries
 // wrap onto a second line; what does not fit then is "+N more" (hover
 // lists them): the legend never runs past the panel's edge.
-void GraphView::draw_legend(const analysis::State& state) {
+// One entry per owner identity (Note [Owner colours]): "Reducer 1" of every rank together.
+struct GraphView::LegendEntry {
+  std::string tag, name;
+  uint32_t color = 0;
+  uint32_t live = 0, dead = 0, lingering = 0, hooks = 0;  // lingering: of the live
+  std::string ranks;
+  std::vector<uint32_t> gens;  // Note [Module generations]: only on a rank holding copies
+};
+
+std::vector<GraphView::LegendEntry> GraphView::legend_entries(const analysis::State& state) const {
   const analysis::Model& model = *model_;
-  const Palette& pal = palette();
-  // One entry per owner identity (Note [Owner colours]): "Reducer 1" of every rank together.
-  struct Entry {
-    std::string tag, name;
-    uint32_t color = 0;
-    uint32_t live = 0, dead = 0, lingering = 0, hooks = 0;  // lingering: of the live
-    std::string ranks;
-    std::vector<uint32_t> gens;  // Note [Module generations]: only on a rank holding copies
-  };
-  std::vector<Entry> entries;
+  std::vector<LegendEntry> entries;
   const Generations& gens = scene_->generations();
   const auto at = static_cast<analysis::EventIndex>(state.index);
   for (const analysis::OwnerAt& o : state.owners) {
     if (!o.live && o.hooks == 0) continue;
     const std::string name = model.owner_name(o.owner);
-    auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; });
+    auto it = std::find_if(entries.begin(), entries.end(), [&](const LegendEntry& e) { return e.name == name; });
     if (it == entries.end()) {  // Note [Owner legend labels]
       it = entries.insert(entries.end(), {owner_legend_label(model, o.owner, scene_->owner_tag(o.owner)), name,
                                           scene_->owner_color(o.owner)});
@@ -200,11 +200,16 @@ void GraphView::draw_legend(const analysis::State& state) {
       it->gens.push_back(gens.of_owner(o.owner));
     }
   }
+  return entries;
+}
+
+void GraphView::draw_legend(const analysis::State& state) {
+  const std::vector<LegendEntry> entries = legend_entries(state);
   if (entries.empty()) {
     ImGui::TextDisabled("no hook owners");
     return;
   }
-  auto label_of = [](const Entry& e) {
+  auto label_of = [](const LegendEntry& e) {
     std::string gen;
     for (uint32_t g : e.gens) gen += fmt::format("{}{}", gen.empty() ? " gen " : "/", g);
     return e.tag + gen +
@@ -220,7 +225,7 @@ void GraphView::draw_legend(const analysis::State& state) {
   int line = 1;
   size_t shown = 0;
   for (; shown < entries.size(); ++shown) {
-    const Entry& e = entries[shown];
+    const LegendEntry& e = entries[shown];
     const std::string label = label_of(e);
     const float w = side + 3.f + 2.f + ImGui::CalcTextSize(label.c_str()).x;
     // On the last line, room for "+N more" after it unless it is the last entry.
@@ -241,29 +246,7 @@ void GraphView::draw_legend(const analysis::State& state) {
       ImGui::NewLine();
       ++line;
     }
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    const ImVec2 q = ImGui::GetCursorScreenPos();
-    const ImVec2 a{q.x + 1.f, q.y + (h - side) * 0.5f + 1.f}, b{a.x + side, a.y + side};
-    const bool dead = e.live == 0, lingering = !dead && e.lingering > 0;  // of some rank
-    if (dead || lingering) {
-      dl->AddRectFilled({a.x - 2.f, a.y - 2.f}, {b.x + 2.f, b.y + 2.f}, dead ? pal.alarm : pal.lingering);
-    }
-    dl->AddRectFilled(a, b, e.color);
-    ImGui::Dummy({side + 3.f, h});
-    ImGui::SameLine(0.f, 2.f);
-    stats_.legend_lingering += lingering;
-    if (dead || lingering) {
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(dead ? pal.alarm : pal.lingering), "%s", label.c_str());
-    } else {
-      ImGui::TextUnformatted(label.c_str());
-    }
-    stats_.legend_right = std::max(stats_.legend_right, ImGui::GetItemRectMax().x);
-    stats_.legend_gens += e.gens.empty() ? 0 : 1;
-    if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip("%s on rank%s %s: %u alive (%u of them replaced, still alive: lingering), %u destroyed; "
-                        "%u hook%s attached", e.name.c_str(), e.live + e.dead == 1 ? "" : "s", e.ranks.c_str(), e.live,
-                        e.lingering, e.dead, e.hooks, e.hooks == 1 ? "" : "s");
-    }
+    draw_legend_entry(e, label);
   }
   stats_.legend_entries = static_cast<uint32_t>(shown);
   stats_.legend_more = static_cast<uint32_t>(entries.size() - shown);
@@ -282,6 +265,35 @@ void GraphView::draw_legend(const analysis::State& state) {
   }
 }
 
+// A square of the owner's colour (ringed once destroyed or lingering), its label, its tooltip.
+void GraphView::draw_legend_entry(const LegendEntry& e, const std::string& label) {
+  const Palette& pal = palette();
+  const float h = ImGui::GetTextLineHeight(), side = h * 0.75f;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 q = ImGui::GetCursorScreenPos();
+  const ImVec2 a{q.x + 1.f, q.y + (h - side) * 0.5f + 1.f}, b{a.x + side, a.y + side};
+  const bool dead = e.live == 0, lingering = !dead && e.lingering > 0;  // of some rank
+  if (dead || lingering) {
+    dl->AddRectFilled({a.x - 2.f, a.y - 2.f}, {b.x + 2.f, b.y + 2.f}, dead ? pal.alarm : pal.lingering);
+  }
+  dl->AddRectFilled(a, b, e.color);
+  ImGui::Dummy({side + 3.f, h});
+  ImGui::SameLine(0.f, 2.f);
+  stats_.legend_lingering += lingering;
+  if (dead || lingering) {
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(dead ? pal.alarm : pal.lingering), "%s", label.c_str());
+  } else {
+    ImGui::TextUnformatted(label.c_str());
+  }
+  stats_.legend_right = std::max(stats_.legend_right, ImGui::GetItemRectMax().x);
+  stats_.legend_gens += e.gens.empty() ? 0 : 1;
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("%s on rank%s %s: %u alive (%u of them replaced, still alive: lingering), %u destroyed; "
+                      "%u hook%s attached", e.name.c_str(), e.live + e.dead == 1 ? "" : "s", e.ranks.c_str(), e.live,
+                      e.lingering, e.dead, e.hooks, e.hooks == 1 ? "" : "s");
+  }
+}
+
 // Where fit looks when everything does not fit readably: the selection,
 // else the boxes holding leaked hooks, else the current event's box, else
 // the top of the graph (the loss, where backward starts).
@@ -296,7 +308,7 @@ bool GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
     *hi = {std::max(hi->x, l.center[u].x + l.size[u].x * 0.5f), std::max(hi->y, l.center[u].y + l.size[u].y * 0.5f)};
   };
   const size_t nf = model_->functions().size();
-  if (selected_function_ < nf && f.slot_live_of(scene_->slot_of(selected_function_))) {
+  if (selected_function_ < nf && f.src->function_at(scene_->slot_of(selected_function_))) {
     take(fg.unit_of_node[scene_->slot_of(selected_function_)]);
     return false;
   }
@@ -305,35 +317,14 @@ bool GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
     take(fg.unit_of_node[scene_->slot_of(f.removing < nf ? f.removing : f.running)]);
     return false;
   }
-  // A rank failing or lost at this event: its live boxes. Indexed or
-  // pending there is no list of them (Note [Graph while the state is
-  // pending]): the rank's units the LiveIndex shows at this event, a walk of
-  // the units, at an incident only.
-  auto rank_of = [&](uint32_t u) {
-    const uint32_t g = fg.group_of_unit[u];
-    return g == kNoGroup ? scene_->nodes()[fg.node_of_unit[u]].rank : scene_->groups()[g].rank;
-  };
+  // A rank failing or lost at this event: its live boxes.
   const auto at = static_cast<analysis::EventIndex>(f.state->index);
   for (const RankIncident& inc : story_.incidents()) {
-    if (inc.at != at || inc.kind == IncidentKind::kRebuilt) continue;
-    if (!f.view) {
-      for (uint32_t u : f.live_units) {
-        if (rank_of(u) == inc.rank) take(u);
-      }
-      continue;
-    }
-    if (!f.live_index) continue;
-    const auto units = static_cast<uint32_t>(std::min(fg.group_of_unit.size(), l.center.size()));
-    for (uint32_t u = 0; u < units; ++u) {
-      if (rank_of(u) == inc.rank && f.live_index->shown(u, at)) take(u);
-    }
+    if (inc.at == at && inc.kind != IncidentKind::kRebuilt) f.src->take_rank_boxes(inc.rank, lo, hi);
   }
   if (std::isfinite(lo->x)) return false;
-  std::vector<Chip> chips;
-  for (uint32_t u : f.live_units) {
-    if (box_alarm(f, u, chips)) take(u);
-  }
-  if (f.view) take_alarm_boxes(f, lo, hi);  // Note [Alarms by intervals]
+  std::vector<Chip> chips;  // Note [Alarms by intervals]
+  f.src->take_alarm_boxes([&](uint32_t u) { return box_alarm(f, u, chips); }, lo, hi);
   if (std::isfinite(lo->x)) return true;
   for (analysis::FunctionIndex fn : {f.running, f.removing}) {
     if (fn < nf) {
@@ -341,10 +332,9 @@ bool GraphView::focus_region(const Frame& f, Vec2* lo, Vec2* hi) const {
       return false;
     }
   }
-  for (uint32_t u : f.live_units) take(u);
-  if (f.view && f.live_count > 0) {  // pending: no list of the live boxes, their bounds
-    *lo = f.live_min;
-    *hi = f.live_max;
+  if (f.src->shown_count() > 0) {  // the live boxes' bounds
+    *lo = f.src->shown_min();
+    *hi = f.src->shown_max();
   }
   hi->y = lo->y;  // the top
   return false;

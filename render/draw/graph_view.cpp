@@ -18,7 +18,11 @@ namespace hookscope::render {
 using analysis::kNoIndex;
 
 GraphView::GraphView(GraphViewOptions options)
-    : options_(options), metrics_(options.metrics), frame_(std::make_unique<Frame>()) {}
+    : options_(options),
+      metrics_(options.metrics),
+      frame_(std::make_unique<Frame>()),
+      state_source_(std::make_unique<StateSource>()),
+      indexed_source_(std::make_unique<IndexedSource>()) {}
 
 GraphView::~GraphView() {
   stop_live_index();
@@ -69,26 +73,71 @@ GraphViewResult GraphView::draw(const analysis::State& state, analysis::Function
   return draw(state);
 }
 
-GraphViewResult GraphView::draw(const analysis::State& state) {
+GraphViewResult GraphView::draw(const analysis::State& state) { return draw_frame(state, nullptr); }
+
+GraphViewResult GraphView::draw_frame(const analysis::State& state, const analysis::StateView* pending) {
   poll_layout();
   Frame& f = *frame_;
-  f.result = {};
-  f.state = &state;
-  f.full = !lazy_;
-  f.view = lazy_ ? &lazy_view_ : nullptr;
-  f.live_index = f.view ? live_index() : nullptr;
-  // Note [Graph at a million Functions]: the full State read as while
-  // pending, once the layout's LiveIndex is there.
-  f.indexed = false;
-  if (!lazy_ && model_ && layout_ && model_->functions().size() > options_.indexed_functions &&
+  const Pick pick = pick_source(state, pending);
+  begin_frame(f, state);
+  stats_.state_pending = pick.pending;
+  stats_.indexed = pick.view != nullptr;
+  draw_toolbar(state, pick.pending);
+  const bool minimap = place_canvas(f);
+  // Note [Graph while the state is pending]: nothing until the layout's
+  // LiveIndex is built.
+  if (!layout_ || !model_ || (pick.view && !pick.index)) {
+    f.result.selected_function = selected_function_;
+    f.result.selected_owner = selected_owner_;
+    return f.result;
+  }
+  refresh_liveness(f, state, pick);
+  note_event(f);
+  follow_commands(f);
+  handle_input(f);
+  const Layout& l = *layout_;
+  stats_.live_units = static_cast<uint32_t>(f.src->shown_count());
+  stats_.layout_units = static_cast<uint32_t>(l.center.size());
+  stats_.layout_w = l.max.x - l.min.x;
+  stats_.layout_h = l.max.y - l.min.y;
+  f.zoom = zoom_;
+  const float w = f.canvas_max.x - f.canvas_min.x, h = f.canvas_max.y - f.canvas_min.y;
+  f.view_min = {center_.x - w * 0.5f / zoom_, center_.y - h * 0.5f / zoom_};
+  f.view_max = {center_.x + w * 0.5f / zoom_, center_.y + h * 0.5f / zoom_};
+  draw_content(f, minimap);
+  note_off_canvas(f);
+  hover_and_click(f);
+  context_menu(f);
+  f.result.selected_function = selected_function_;
+  f.result.selected_owner = selected_owner_;
+  return f.result;
+}
+
+// The one place that knows a frame may read its event two ways (Note [One
+// graph drawing path]): pending, the StateView; above indexed_functions
+// (Note [Graph at a million Functions]) the full State through the
+// LiveIndex, once it is built; else the full State walked.
+GraphView::Pick GraphView::pick_source(const analysis::State& state, const analysis::StateView* pending) {
+  Pick p;
+  keep_from_index_ = false;
+  if (pending) {
+    lazy_view_ = *pending;
+    return {&lazy_view_, live_index(), true};
+  }
+  if (model_ && layout_ && model_->functions().size() > options_.indexed_functions &&
       state.index < model_->num_events()) {
     if (const LiveIndex* x = live_index()) {
       indexed_view_ = analysis::StateView(*model_, state.index);
-      f.view = &indexed_view_;
-      f.live_index = x;
-      f.indexed = true;
+      p = {&indexed_view_, x, false};
+      keep_from_index_ = true;
     }
   }
+  return p;
+}
+
+void GraphView::begin_frame(Frame& f, const analysis::State& state) {
+  f.result = {};
+  f.state = &state;
   f.time = ImGui::GetTime();
   if (drawn_at_ != state.index || event_since_ == 0.0) event_since_ = f.time;
   f.since_event = f.time - event_since_;
@@ -96,10 +145,10 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   f.dl = ImGui::GetWindowDrawList();
   stats_ = {};
   f.tagged_owners.clear();
-  stats_.state_pending = lazy_;
-  stats_.indexed = f.view != nullptr;
+}
 
-  // Toolbar above the canvas: commands, then the owners' legend.
+// Above the canvas: commands, then the owners' legend.
+void GraphView::draw_toolbar(const analysis::State& state, bool pending) {
   if (ImGui::SmallButton("Fit")) fit_pending_ = true;
   ImGui::SameLine();
   if (ImGui::SmallButton("Re-layout")) relayout();
@@ -113,7 +162,7 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     ImGui::TextDisabled("no trace");
   } else if (!layout_) {
     ImGui::TextDisabled("laying out %zu Functions...", scene_->nodes().size());
-  } else if (lazy_) {
+  } else if (pending) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     ImGui::Text("state pending at #%zu: no legend yet", state.index);
     ImGui::PopStyleColor();
@@ -124,6 +173,10 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     draw_legend(state);
     draw_off_canvas_note(off_canvas_);  // Note [Fit shows every rank]
   }
+}
+
+// Note [Graph canvas]: the header strip, the content, the minimap's column.
+bool GraphView::place_canvas(Frame& f) {
   f.panel_min = ImGui::GetCursorScreenPos();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   f.panel_max = {f.panel_min.x + std::max(avail.x, 50.f), f.panel_min.y + std::max(avail.y, 50.f)};
@@ -142,45 +195,40 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   if (f.canvas_max.y < f.canvas_min.y + 20.f) f.canvas_min.y = f.canvas_max.y - 20.f;
   stats_.content = {f.canvas_min.x, f.canvas_min.y, f.canvas_max.x, f.canvas_max.y};
   stats_.minimap_shown = minimap;
-  // Note [Graph while the state is pending]: nothing until the layout's
-  // LiveIndex is built.
-  if (!layout_ || !model_ || (f.view && !f.live_index)) {
-    f.result.selected_function = selected_function_;
-    f.result.selected_owner = selected_owner_;
-    return f.result;
-  }
-  const Layout& l = *layout_;
-  const FoldedGraph& fg = *folded_;
-  const analysis::Model& model = *model_;
+  return minimap;
+}
 
-  refresh_liveness(f, state);
+void GraphView::note_event(Frame& f) {
+  const analysis::Model& model = *model_;
+  const size_t at = f.state->index;
   f.firing_hook = kNoIndex;
   f.running = kNoIndex;
   f.firing_stale = false;
   f.removing = kNoIndex;
-  if (state.index < model.num_events()) {
-    const trace::Event e = model.event(state.index);
-    const uint32_t source = model.source(state.index);
-    if (e.kind == trace::EventKind::kHookFired) {
-      f.firing_hook = model.find_hook(source, e.key);
-      f.firing_stale = is_stale_fire(model, state.index);
-    }
-    if (e.kind == trace::EventKind::kHookRemoved && e.node != 0) f.removing = model.find_function(source, e.node);
-    if (e.kind == trace::EventKind::kApplyBegin || e.kind == trace::EventKind::kApplyEnd ||
-        e.kind == trace::EventKind::kHookFired) {
-      f.running = model.find_function(source, e.node);
-    }
+  if (at >= model.num_events()) return;
+  const trace::Event e = model.event(at);
+  const uint32_t source = model.source(at);
+  if (e.kind == trace::EventKind::kHookFired) {
+    f.firing_hook = model.find_hook(source, e.key);
+    f.firing_stale = is_stale_fire(model, at);
   }
+  if (e.kind == trace::EventKind::kHookRemoved && e.node != 0) f.removing = model.find_function(source, e.node);
+  if (e.kind == trace::EventKind::kApplyBegin || e.kind == trace::EventKind::kApplyEnd ||
+      e.kind == trace::EventKind::kHookFired) {
+    f.running = model.find_function(source, e.node);
+  }
+}
 
+void GraphView::follow_commands(Frame& f) {
   // Note [Compact boxes]: the live set changed, lay it out again (one job at
-  // a time: the frames in between draw the last layout's live boxes).
-  if (metrics_.compact && !job_ && !f.view && f.keep != layout_keep_) {
-    layout_keep_ = f.keep;
-    layout_keep_at_ = drawn_at_;
-    fit_on_layout_ = fit_on_layout_ || at_fit_;
-    start_layout(false);
-  } else if (metrics_.compact && !job_ && f.indexed && f.live_index->keep_changed(layout_keep_at_, drawn_at_)) {
-    // Note [Graph at a million Functions]: the job works the live slots out.
+  // a time: the frames in between draw the last layout's live boxes). Note
+  // [Graph at a million Functions]: read through the LiveIndex, the job
+  // works the live slots out.
+  if (metrics_.compact && !job_ && f.src->live_set_changed(layout_keep_, layout_keep_at_, drawn_at_)) {
+    if (const std::vector<uint8_t>* keep = f.src->keep()) {
+      layout_keep_ = *keep;
+      layout_keep_at_ = drawn_at_;
+    }
     fit_on_layout_ = fit_on_layout_ || at_fit_;
     start_layout(false);
   }
@@ -191,42 +239,37 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     stats_.fit = true;
   }
   // A focus waits for the pending layout (and the fit that comes with it).
-  if (focus_pending_ < model.functions().size() && !job_) {
-    const uint32_t u = fg.unit_of_node[scene_->slot_of(focus_pending_)];
-    if (u != kNoSlot) {
-      // Zoom in only as far as text is readable, and move only when the box is not in view
-      // (a fit that shows it stays).
-      const float readable = options_.min_text_px / chip_font(metrics_);
-      if (zoom_ < readable) zoom_ = readable;
-      const Vec2 c = l.center[u], s = l.size[u];
-      const float half_w = (f.canvas_max.x - f.canvas_min.x) * 0.5f / zoom_;
-      const float half_h = (f.canvas_max.y - f.canvas_min.y) * 0.5f / zoom_;
-      if (std::abs(c.x - center_.x) + s.x * 0.5f > half_w || std::abs(c.y - center_.y) + s.y * 0.5f > half_h) {
-        center_ = c;
-        at_fit_ = false;
-      }
-    }
-    focus_pending_ = kNoIndex;
-  }
-  handle_input(f);
-  stats_.live_units = static_cast<uint32_t>(f.live_count);
-  stats_.layout_units = static_cast<uint32_t>(l.center.size());
-  stats_.layout_w = l.max.x - l.min.x;
-  stats_.layout_h = l.max.y - l.min.y;
-  f.zoom = zoom_;
-  const float w = f.canvas_max.x - f.canvas_min.x, h = f.canvas_max.y - f.canvas_min.y;
-  f.view_min = {center_.x - w * 0.5f / zoom_, center_.y - h * 0.5f / zoom_};
-  f.view_max = {center_.x + w * 0.5f / zoom_, center_.y + h * 0.5f / zoom_};
+  if (focus_pending_ < model_->functions().size() && !job_) focus_now(f);
+}
 
-  // Note [Graph level of detail]
-  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-  // Text while its smallest line (chip tags) is at least min_text_px tall
-  // (Note [Readable text]). Below that, plain boxes:
-  // quads with no outline to tessellate, badges as owner-coloured squares,
-  // edges as straight thin lines through their joints, while the narrowest
-  // box is still 11 px wide. Below that every live box is a cell of a 3 px
-  // grid whose brightness counts the boxes in it: vertices are bounded by
-  // the canvas area, not by the graph.
+void GraphView::focus_now(Frame& f) {
+  const Layout& l = *layout_;
+  const uint32_t u = folded_->unit_of_node[scene_->slot_of(focus_pending_)];
+  focus_pending_ = kNoIndex;
+  if (u == kNoSlot) return;
+  // Zoom in only as far as text is readable, and move only when the box is not in view
+  // (a fit that shows it stays).
+  const float readable = options_.min_text_px / chip_font(metrics_);
+  if (zoom_ < readable) zoom_ = readable;
+  const Vec2 c = l.center[u], s = l.size[u];
+  const float half_w = (f.canvas_max.x - f.canvas_min.x) * 0.5f / zoom_;
+  const float half_h = (f.canvas_max.y - f.canvas_min.y) * 0.5f / zoom_;
+  if (std::abs(c.x - center_.x) + s.x * 0.5f > half_w || std::abs(c.y - center_.y) + s.y * 0.5f > half_h) {
+    center_ = c;
+    at_fit_ = false;
+  }
+}
+
+// Note [Graph level of detail]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Text while its smallest line (chip tags) is at least min_text_px tall
+// (Note [Readable text]). Below that, plain boxes:
+// quads with no outline to tessellate, badges as owner-coloured squares,
+// edges as straight thin lines through their joints, while the narrowest
+// box is still 11 px wide. Below that every live box is a cell of a 3 px
+// grid whose brightness counts the boxes in it: vertices are bounded by
+// the canvas area, not by the graph.
+void GraphView::draw_content(Frame& f, bool minimap) {
   const BoxMetrics& m = metrics_;
   if (chip_font(m) * zoom_ >= options_.min_text_px) {
     f.detail = GraphDetail::kFull;
@@ -236,7 +279,6 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
     f.detail = GraphDetail::kCells;
   }
   stats_.detail = f.detail;
-
   f.dl->PushClipRect(f.canvas_min, f.canvas_max, true);
   if (f.detail == GraphDetail::kCells) {
     draw_cells(f);
@@ -254,17 +296,12 @@ GraphViewResult GraphView::draw(const analysis::State& state) {
   // confirm themselves (shown, the narrower canvas leaves a box out; hidden,
   // all fit), and which one a view got depended on the frames before it.
   const float full_half_w = std::max(f.panel_max.x - f.panel_min.x, 1.f) * 0.5f / zoom_;
-  minimap_needed_ = f.live_count > 0 &&
-                    !(f.live_min.x >= center_.x - full_half_w && f.live_max.x <= center_.x + full_half_w &&
-                      f.live_min.y >= f.view_min.y && f.live_max.y <= f.view_max.y);
+  const Vec2 lo = f.src->shown_min(), hi = f.src->shown_max();
+  minimap_needed_ = f.src->shown_count() > 0 &&
+                    !(lo.x >= center_.x - full_half_w && hi.x <= center_.x + full_half_w && lo.y >= f.view_min.y &&
+                      hi.y <= f.view_max.y);
   if (minimap) draw_minimap(f);
   f.dl->PopClipRect();
-  note_off_canvas(f);
-  hover_and_click(f);
-  context_menu(f);
-  f.result.selected_function = selected_function_;
-  f.result.selected_owner = selected_owner_;
-  return f.result;
 }
 
 void GraphView::handle_input(Frame& f) {
@@ -324,7 +361,7 @@ void GraphView::handle_input(Frame& f) {
       for (; it != last && l.center[*it].x <= p.x + reach; ++it) {
         const int u = *it;
         if (std::abs(p.x - l.center[u].x) <= l.size[u].x * 0.5f &&
-            std::abs(p.y - l.center[u].y) <= l.size[u].y * 0.5f && f.live(static_cast<uint32_t>(u))) {
+            std::abs(p.y - l.center[u].y) <= l.size[u].y * 0.5f && f.src->shown(static_cast<uint32_t>(u))) {
           f.hovered_unit = static_cast<uint32_t>(u);
           break;
         }

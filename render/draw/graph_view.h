@@ -26,7 +26,10 @@ struct ImDrawList;
 
 namespace hookscope::render {
 
-class LiveIndex;  // graph_view_live.h
+class LiveIndex;      // graph_view_live.h
+class GraphSource;    // graph_source.h (Note [One graph drawing path])
+class StateSource;
+class IndexedSource;
 
 struct GraphViewOptions {
   BoxMetrics metrics;
@@ -197,9 +200,14 @@ class GraphView {
 
  private:
   struct Frame;  // per-frame scratch, graph_view_internal.h
-  friend void pending_cells(const Frame& f, Vec2 origin, float scale, float cell, int cols, int rows, bool mark,
-                            std::vector<uint32_t>& out);
   struct Chip;
+  // Where a frame reads the event from (Note [One graph drawing path]): a
+  // StateView and the LiveIndex, or neither (the full State walked).
+  struct Pick {
+    const analysis::StateView* view = nullptr;
+    const LiveIndex* index = nullptr;
+    bool pending = false;
+  };
 
   // keep_at_open: a compact layout of the slots live at drawn_at_ (Note [One layout at open]).
   void start_layout(bool seeded, bool keep_at_open = false);
@@ -217,9 +225,20 @@ class GraphView {
   void adopt_scene(const analysis::Model& model, std::shared_ptr<GraphScene> scene,
                    std::shared_ptr<const RunStory> story);  // takes the finished job's layout
   void index_edges();  // graph_edges.cpp
-  void refresh_liveness(Frame& f, const analysis::State& state);  // graph_view_live.cpp
-  // Note [Graph while the state is pending], graph_view_pending.cpp.
-  void refresh_pending(Frame& f);
+  // The frame at `state`'s event; `pending`: its StateView while the State is
+  // being built (Note [Graph while the state is pending]), `state` empty.
+  GraphViewResult draw_frame(const analysis::State& state, const analysis::StateView* pending);
+  Pick pick_source(const analysis::State& state, const analysis::StateView* pending);
+  void begin_frame(Frame& f, const analysis::State& state);
+  void draw_toolbar(const analysis::State& state, bool pending);
+  bool place_canvas(Frame& f);  // true when the minimap's column is reserved
+  void note_event(Frame& f);    // the hook firing, the Function running or losing a hook
+  void follow_commands(Frame& f);  // a compact re-layout, fit, focus
+  void focus_now(Frame& f);
+  void draw_content(Frame& f, bool minimap);
+  // Sets f.src to the source of `state`'s event, refreshed when the event,
+  // scene or layout changed (Note [Frame caches]; graph_view_live.cpp).
+  void refresh_liveness(Frame& f, const analysis::State& state, const Pick& pick);
   void stop_live_index();
   const LiveIndex* live_index(bool wait = false);  // null until built
   void handle_input(Frame& f);
@@ -232,8 +251,29 @@ class GraphView {
   void draw_rank_captions(Frame& f);
   void draw_banners(Frame& f);
   void draw_legend(const analysis::State& state);
+  struct LegendEntry;  // graph_story.cpp
+  std::vector<LegendEntry> legend_entries(const analysis::State& state) const;
+  void draw_legend_entry(const LegendEntry& e, const std::string& label);
   // False when `yield` and it would overlap a tag drawn already (then it is not drawn).
   bool draw_tag(Frame& f, uint32_t unit, const char* text, uint32_t color, bool yield = false);
+  // The parts of a box (graph_draw.cpp, Note [Box contents]).
+  struct BoxLook;
+  BoxLook look_of(Frame& f, uint32_t unit);
+  void draw_box_frame(Frame& f, const BoxLook& b);
+  void draw_box_tags(Frame& f, const BoxLook& b);
+  void draw_box_text(Frame& f, const BoxLook& b);
+  void draw_compact_title(Frame& f, const BoxLook& b, float fs, const float* clip);
+  void draw_chips(Frame& f, const BoxLook& b);
+  void draw_chip(Frame& f, const Chip& chip, float x0, float x1, float y0, float y1, bool text_on, bool pulsing, double pulse);
+  // Edges (graph_edges.cpp): those to draw this frame into f.edge_order, then drawn.
+  size_t live_next_edges(const Frame& f, size_t cap) const;
+  size_t tiles_in_view(const Frame& f, int* x0, int* x1, int* y0, int* y1) const;
+  void list_walked_edges(Frame& f);
+  void list_tiled_edges(Frame& f, int x0, int x1, int y0, int y1);
+  void draw_edge(Frame& f, uint32_t le, uint32_t color, float thick, float arrow);
+  // Hover (graph_badges.cpp): the tooltip of unit u, its hooks' table.
+  void box_tooltip(const Frame& f, uint32_t u, const Chip* hovered_chip);
+  void hooks_table(const Frame& f, const std::vector<std::pair<uint8_t, const analysis::HookAt*>>& hooks);
   bool minimap_rect(const Frame& f, float* x0, float* y0, float* x1, float* y1, float* scale) const;
   float minimap_column(const Frame& f) const;  // the minimap column's width (graph_fit.cpp)
   // Text through here, so that stats know the smallest size drawn.
@@ -243,17 +283,18 @@ class GraphView {
   bool focus_region(const Frame& f, Vec2* lo, Vec2* hi) const;
   // Note [Fit shows every rank]: off_canvas_ and the stats, after the boxes are drawn (graph_fit.cpp).
   void note_off_canvas(const Frame& f);
-  // Note [Alarms by intervals]: whether `unit` is an alarm for the density
-  // cells, for fit (graph_view_alarms.cpp).
-  bool cell_alarm(const Frame& f, uint32_t unit) const;
+  // Note [Alarms by intervals]: fit's rule for an alarm box (graph_view_alarms.cpp).
   bool box_alarm(const Frame& f, uint32_t unit, std::vector<Chip>& scratch) const;
-  // Indexed or pending: the alarm bit on the density cells of `cols` x
-  // `rows` cells of `cell` px (draw_cells); the alarm boxes' bounds into lo, hi.
-  void mark_alarm_cells(Frame& f, float cell, int cols, int rows);
-  void take_alarm_boxes(const Frame& f, Vec2* lo, Vec2* hi) const;
   void hover_and_click(Frame& f);
   void context_menu(Frame& f);
+  // A unit's badges (graph_badges.cpp, Note [Box contents]).
   void chips_of(const Frame& f, uint32_t unit, std::vector<Chip>& out) const;
+  void slot_chips(const Frame& f, uint32_t slot, std::vector<Chip>& out) const;
+  Chip hook_chip(const Frame& f, uint8_t kind, const analysis::HookAt& h) const;
+  void ghost_chips(const Frame& f, analysis::FunctionIndex function, std::vector<Chip>& out) const;
+  static bool same_chip(const Chip& a, const Chip& b);
+  static void push_chip(std::vector<Chip>& out, const Chip& c);
+  static void merge_group_chips(std::vector<Chip>& out);
   // Chips left to right after their kind's tag (world x); those that do not
   // fit get NAN and the returned x is where "+N" goes (NAN when all fit).
   static float place_chips(std::vector<Chip>& chips, const GraphScene& scene, float left,
@@ -327,11 +368,16 @@ class GraphView {
   // Note [Graph while the state is pending]: the view drawn from, and the
   // empty State at its event that stands in for the full one.
   analysis::StateView lazy_view_;
-  bool lazy_ = false;
   // Note [Graph at a million Functions]: a StateView at the full State's
   // event, and the event the compact layout's live slots are of (kNever:
   // not known, lay out again).
   analysis::StateView indexed_view_;
+  // The last frame read the full State through the LiveIndex: a compact
+  // layout works its live slots out from the model (keep_at).
+  bool keep_from_index_ = false;
+  // Note [One graph drawing path]: the two sources a frame may draw from.
+  std::unique_ptr<StateSource> state_source_;
+  std::unique_ptr<IndexedSource> indexed_source_;
   analysis::EventIndex layout_keep_at_ = analysis::kNever;
   std::shared_ptr<std::vector<uint8_t>> pending_keep_;  // the job's live slots, filled by its prepare
   analysis::State lazy_state_;

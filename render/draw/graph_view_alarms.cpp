@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "analysis/owner_status.h"
+#include "render/draw/graph_source.h"
 #include "render/draw/graph_view_internal.h"
 #include "render/draw/graph_view_live.h"
 
@@ -39,22 +40,20 @@ size_t count_until(const analysis::EventIndex* begin, const analysis::EventIndex
 // Function (no folded group) with no leaked tensor hook is an alarm by both
 // rules exactly then; for the others (a Function's leaked hook while
 // another Function of its slot is the one drawn, a tensor hook while the
-// slot is live) the frame checks the rule the walk uses (cell_alarm,
-// box_alarm; kAlarmCheck), so the marks and the focus are the walk's.
+// slot is live) the frame checks the rule the walk uses
+// (GraphSource::cell_alarm, GraphView::box_alarm; kAlarmCheck), so the marks and the focus are the walk's.
 // A cell with more than kExactAlarms alarm units at e (a Reducer destroyed
 // with every parameter's hook left: hundreds of thousands of boxes) is
 // crowded: a frame walks the crowded cells in view unit by unit while
 // kWalkAlarms units last (zoomed in a little, few are in view), else marks
-// every density cell its alarm units' centres span (as pending_cells spreads
+// every density cell its alarm units' centres span (as IndexedSource::index_cells spreads
 // counts; zoomed all the way out a grid cell is a density cell or two), and
 // fit takes their boxes' bounds. A frame asks for the alarms only when it
-// draws density cells or fits (Frame::resolve_alarms) and keeps them while
+// draws density cells or fits (IndexedSource::resolve_alarms) and keeps them while
 // no interval, Function or tensor hook starts or ends (alarms_changed):
 // playing through fires costs nothing, and neither does a leak-free trace.
 bool LiveIndex::index_alarms(const analysis::Model& model, const FoldedGraph& fg, const std::vector<uint32_t>& cell_of,
                              const std::atomic<bool>& cancel) {
-  const auto& owners = model.owners();
-  const auto& hooks = model.hooks();
   struct Entry {
     uint32_t cell, unit, begin, end;  // its intervals: merged[begin, end)
   };
@@ -62,28 +61,7 @@ bool LiveIndex::index_alarms(const analysis::Model& model, const FoldedGraph& fg
   std::vector<std::pair<EventIndex, EventIndex>> scratch, merged;
   for (uint32_t u = 0; u < cell_of.size(); ++u) {
     if ((u & 0xffff) == 0 && cancel) return false;
-    scratch.clear();
-    // One Function, no folded group, no tensor hook: its intervals are
-    // exactly when both rules hold (a leaked hook on the live Function drawn).
-    bool exact = fg.group_of_unit[u] == kNoGroup && slots_of_unit(u).size() == 1 &&
-                 functions_of_slot(slots_of_unit(u)[0]).size() == 1;
-    for (uint32_t s : slots_of_unit(u)) {
-      for (uint32_t fn : functions_of_slot(s)) {
-        const analysis::FunctionInfo& info = model.functions()[fn];
-        for (uint32_t si : model.segments_of(fn)) {
-          const analysis::HookSegment& seg = model.segments()[si];
-          const analysis::OwnerIndex o = hooks[seg.hook].owner;
-          if (o >= owners.size() || analysis::alarm_from(owners[o]) == analysis::kNever) continue;
-          EventIndex from = std::max(seg.from, analysis::alarm_from(owners[o])), to = seg.to;
-          if (!seg.on_tensor) {
-            from = std::max(from, info.created_at);
-            to = std::min(to, info.released_at);
-          }
-          if (from < to) scratch.push_back({from, to});
-          exact = exact && !(seg.on_tensor && from < to);
-        }
-      }
-    }
+    const bool exact = alarm_intervals(model, fg, u, scratch);
     if (scratch.empty()) continue;
     std::sort(scratch.begin(), scratch.end());
     const auto begin = static_cast<uint32_t>(merged.size());
@@ -115,6 +93,42 @@ bool LiveIndex::index_alarms(const analysis::Model& model, const FoldedGraph& fg
   alarm_cell_iv_.push_back(static_cast<uint32_t>(alarm_starts_.size()));
   alarm_cell_unit_.push_back(static_cast<uint32_t>(alarm_unit_.size()));
   alarm_unit_iv_.push_back(static_cast<uint32_t>(alarm_iv_.size()));
+  finish_alarms();
+  return true;
+}
+
+// Unit u's alarm intervals (unsorted) into out; true when they are exactly
+// when both rules hold (one Function, no folded group, no tensor hook: a
+// leaked hook on the live Function drawn).
+bool LiveIndex::alarm_intervals(const analysis::Model& model, const FoldedGraph& fg, uint32_t u,
+                                std::vector<std::pair<EventIndex, EventIndex>>& out) const {
+  const auto& owners = model.owners();
+  const auto& hooks = model.hooks();
+  out.clear();
+  bool exact = fg.group_of_unit[u] == kNoGroup && slots_of_unit(u).size() == 1 &&
+               functions_of_slot(slots_of_unit(u)[0]).size() == 1;
+  for (uint32_t s : slots_of_unit(u)) {
+    for (uint32_t fn : functions_of_slot(s)) {
+      const analysis::FunctionInfo& info = model.functions()[fn];
+      for (uint32_t si : model.segments_of(fn)) {
+        const analysis::HookSegment& seg = model.segments()[si];
+        const analysis::OwnerIndex o = hooks[seg.hook].owner;
+        if (o >= owners.size() || analysis::alarm_from(owners[o]) == analysis::kNever) continue;
+        EventIndex from = std::max(seg.from, analysis::alarm_from(owners[o])), to = seg.to;
+        if (!seg.on_tensor) {
+          from = std::max(from, info.created_at);
+          to = std::min(to, info.released_at);
+        }
+        if (from < to) out.push_back({from, to});
+        exact = exact && !(seg.on_tensor && from < to);
+      }
+    }
+  }
+  return exact;
+}
+
+// Per alarm cell: its units' centres' and boxes' bounds; every event where an alarm interval starts or ends.
+void LiveIndex::finish_alarms() {
   alarm_cell_bounds_.resize(4 * alarm_cells_.size());
   for (size_t c = 0; c < alarm_cells_.size(); ++c) {
     std::sort(alarm_starts_.begin() + alarm_cell_iv_[c], alarm_starts_.begin() + alarm_cell_iv_[c + 1]);
@@ -137,7 +151,6 @@ bool LiveIndex::index_alarms(const analysis::Model& model, const FoldedGraph& fg
   }
   std::sort(alarm_changes_.begin(), alarm_changes_.end());
   alarm_changes_.erase(std::unique(alarm_changes_.begin(), alarm_changes_.end()), alarm_changes_.end());
-  return true;
 }
 
 bool LiveIndex::alarms_changed(EventIndex a, EventIndex b) const {
@@ -176,24 +189,6 @@ void LiveIndex::alarm_units_of_cell(uint32_t c, EventIndex e, std::vector<uint32
   }
 }
 
-// The density cells' rule: a box of one Function (not a folded group)
-// whose live Function holds a hook of a destroyed owner.
-bool GraphView::cell_alarm(const Frame& f, uint32_t unit) const {
-  const FoldedGraph& fg = *folded_;
-  if (fg.group_of_unit[unit] != kNoGroup) return false;
-  const uint32_t slot = fg.node_of_unit[unit];
-  if (slot == kNoSlot) return false;
-  const uint32_t live = f.slot_live_of(slot);
-  if (!live) return false;
-  for (const auto& hooks : f.function_at(live - 1).hooks) {
-    for (const analysis::HookAt& h : hooks) {
-      const analysis::OwnerIndex o = model_->hooks()[h.hook].owner;
-      if (o < f.owner_status.size() && f.owner_status[o]) return true;
-    }
-  }
-  return false;
-}
-
 // Fit's rule (focus_region): a box with a chip of a destroyed owner's hook
 // still attached (on a Function or on a leaf's tensor; not a removed one's ghost).
 bool GraphView::box_alarm(const Frame& f, uint32_t unit, std::vector<Chip>& scratch) const {
@@ -201,78 +196,82 @@ bool GraphView::box_alarm(const Frame& f, uint32_t unit, std::vector<Chip>& scra
   return std::any_of(scratch.begin(), scratch.end(), [](const Chip& c) { return c.alarm() && !c.removed; });
 }
 
-void GraphView::Frame::resolve_alarms() const {
-  const auto e = static_cast<analysis::EventIndex>(view->index());
-  if (alarms_at != analysis::kNever && alarms_index == live_index && alarms_generation == live_key.generation &&
-      !live_index->alarms_changed(alarms_at, e)) {
+// The alarm units at the event, asked for only by density cells and fit.
+void IndexedSource::resolve_alarms() const {
+  const analysis::EventIndex e = event();
+  if (alarms_at_ != analysis::kNever && alarms_index_ == index_ && alarms_generation_ == s_.generation &&
+      !index_->alarms_changed(alarms_at_, e)) {
     return;
   }
-  live_index->alarm_units(e, alarm_units, alarm_crowded);
-  alarms_at = e;
-  alarms_index = live_index;
-  alarms_generation = live_key.generation;
+  index_->alarm_units(e, alarm_units_, alarm_crowded_);
+  alarms_at_ = e;
+  alarms_index_ = index_;
+  alarms_generation_ = s_.generation;
 }
 
-void GraphView::mark_alarm_cells(Frame& f, float cell, int cols, int rows) {
-  const Layout& l = *layout_;
-  f.resolve_alarms();
-  auto mark = [&](int x, int y) { f.density[static_cast<size_t>(y) * cols + x] |= 0x80000000u; };
-  // As draw_cells does for the live boxes: the cell of its centre.
+void IndexedSource::mark_alarm_cells(const ScreenGrid& g, std::vector<uint32_t>& out) const {
+  const Layout& l = *s_.layout;
+  resolve_alarms();
+  auto mark = [&](int x, int y) { out[static_cast<size_t>(y) * g.cols + x] |= 0x80000000u; };
+  // On screen, as the full State's density cells: the cell of its centre.
+  auto cell_of = [&](Vec2 w, float* x, float* y) {
+    *x = (g.canvas_x + (w.x - g.view_x) * g.zoom - g.canvas_x) / g.cell;
+    *y = (g.canvas_y + (w.y - g.view_y) * g.zoom - g.canvas_y) / g.cell;
+  };
   auto mark_units = [&](const std::vector<uint32_t>& units) {
     for (const uint32_t a : units) {
       const uint32_t u = a & ~LiveIndex::kAlarmCheck;
       if (u >= l.center.size()) continue;
-      const ImVec2 p = f.to_screen(l.center[u]);
-      const int x = static_cast<int>((p.x - f.canvas_min.x) / cell), y = static_cast<int>((p.y - f.canvas_min.y) / cell);
-      if (x < 0 || y < 0 || x >= cols || y >= rows) continue;
-      if ((a & LiveIndex::kAlarmCheck) && !cell_alarm(f, u)) continue;
+      float fx, fy;
+      cell_of(l.center[u], &fx, &fy);
+      const int x = static_cast<int>(fx), y = static_cast<int>(fy);
+      if (x < 0 || y < 0 || x >= g.cols || y >= g.rows) continue;
+      if ((a & LiveIndex::kAlarmCheck) && !cell_alarm(u)) continue;
       mark(x, y);
     }
   };
-  mark_units(f.alarm_units);
+  mark_units(alarm_units_);
   // A crowded cell in view: its units one by one while kWalkAlarms lasts
-  // (zoomed in a little, a few cells are in view), else, as pending_cells
+  // (zoomed in a little, a few cells are in view), else, as index_cells
   // spreads its count, every cell its alarm units' centres span.
   constexpr uint32_t kWalkAlarms = 16384;
   uint32_t walk = kWalkAlarms;
-  const LiveIndex& x = *f.live_index;
-  const auto e = static_cast<analysis::EventIndex>(f.view->index());
-  for (uint32_t c : f.alarm_crowded) {
-    const ImVec2 a = f.to_screen(x.alarm_cell_min(c)), b = f.to_screen(x.alarm_cell_max(c));
-    const int x0 = static_cast<int>(std::floor((a.x - f.canvas_min.x) / cell));
-    const int y0 = static_cast<int>(std::floor((a.y - f.canvas_min.y) / cell));
-    const int x1 = static_cast<int>(std::floor((b.x - f.canvas_min.x) / cell));
-    const int y1 = static_cast<int>(std::floor((b.y - f.canvas_min.y) / cell));
-    if (x1 < 0 || y1 < 0 || x0 >= cols || y0 >= rows) continue;
+  const LiveIndex& x = *index_;
+  for (uint32_t c : alarm_crowded_) {
+    float ax, ay, bx, by;
+    cell_of(x.alarm_cell_min(c), &ax, &ay);
+    cell_of(x.alarm_cell_max(c), &bx, &by);
+    const int x0 = static_cast<int>(std::floor(ax)), y0 = static_cast<int>(std::floor(ay));
+    const int x1 = static_cast<int>(std::floor(bx)), y1 = static_cast<int>(std::floor(by));
+    if (x1 < 0 || y1 < 0 || x0 >= g.cols || y0 >= g.rows) continue;
     if (x.alarm_cell_size(c) <= walk) {
       walk -= x.alarm_cell_size(c);
-      f.alarm_scratch.clear();
-      x.alarm_units_of_cell(c, e, f.alarm_scratch);
-      mark_units(f.alarm_scratch);
+      alarm_scratch_.clear();
+      x.alarm_units_of_cell(c, event(), alarm_scratch_);
+      mark_units(alarm_scratch_);
       continue;
     }
-    for (int y = std::max(y0, 0); y <= std::min(y1, rows - 1); ++y) {
-      for (int k = std::max(x0, 0); k <= std::min(x1, cols - 1); ++k) mark(k, y);
+    for (int y = std::max(y0, 0); y <= std::min(y1, g.rows - 1); ++y) {
+      for (int k = std::max(x0, 0); k <= std::min(x1, g.cols - 1); ++k) mark(k, y);
     }
   }
 }
 
-void GraphView::take_alarm_boxes(const Frame& f, Vec2* lo, Vec2* hi) const {
-  const Layout& l = *layout_;
-  f.resolve_alarms();
-  std::vector<Chip> chips;
+void IndexedSource::alarm_boxes(const AlarmRule& is_alarm, Vec2* lo, Vec2* hi) const {
+  const Layout& l = *s_.layout;
+  resolve_alarms();
   auto take = [&](Vec2 a, Vec2 b) {
     *lo = {std::min(lo->x, a.x), std::min(lo->y, a.y)};
     *hi = {std::max(hi->x, b.x), std::max(hi->y, b.y)};
   };
-  for (const uint32_t a : f.alarm_units) {
+  for (const uint32_t a : alarm_units_) {
     const uint32_t u = a & ~LiveIndex::kAlarmCheck;
-    if (u >= l.center.size() || ((a & LiveIndex::kAlarmCheck) && !box_alarm(f, u, chips))) continue;
+    if (u >= l.center.size() || ((a & LiveIndex::kAlarmCheck) && !is_alarm(u))) continue;
     const Vec2 c = l.center[u], s = l.size[u];
     take({c.x - s.x * 0.5f, c.y - s.y * 0.5f}, {c.x + s.x * 0.5f, c.y + s.y * 0.5f});
   }
-  const LiveIndex& x = *f.live_index;
-  for (uint32_t c : f.alarm_crowded) take(x.alarm_cell_box_min(c), x.alarm_cell_box_max(c));
+  const LiveIndex& x = *index_;
+  for (uint32_t c : alarm_crowded_) take(x.alarm_cell_box_min(c), x.alarm_cell_box_max(c));
 }
 
 }  // namespace hookscope::render

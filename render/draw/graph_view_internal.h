@@ -16,6 +16,7 @@
 
 #include "render/layout/colors.h"
 
+#include "render/draw/graph_source.h"
 #include "render/draw/graph_view.h"
 #include "render/draw/graph_view_live.h"
 
@@ -42,62 +43,15 @@ struct GraphView::Chip {
 };
 
 struct GraphView::Frame {
+  // The State drawn: while pending (Note [Graph while the state is pending])
+  // an empty one at the event, for its index and (no) module hooks.
   const analysis::State* state = nullptr;
-  // Note [Graph while the state is pending]: set while drawing from a
-  // StateView; `state` is then an empty State at its index and the
-  // liveness of a slot or unit is worked out when first asked for
-  // (resolve_slot / resolve_unit, graph_view_pending.cpp), through the
-  // accessors below. A slot's "live handle" (slot_live_of - 1) is an index
-  // into state->functions, or while pending the FunctionIndex itself.
-  const analysis::StateView* view = nullptr;
-  const LiveIndex* live_index = nullptr;  // while pending, or indexed
-  // Note [Graph at a million Functions]: the full State is there (`state`)
-  // but the liveness is indexed as while pending: `view` is a StateView at
-  // its event for the tensor hooks; a live Function's hooks come from
-  // state->find. False while pending.
-  bool full = true;
-  bool indexed = false;  // view && full
-  uint32_t pending_stamp = 0;  // bumped per event drawn pending
-  mutable std::vector<uint32_t> slot_stamp, unit_stamp;  // == pending_stamp: resolved at this event
-  mutable std::vector<uint32_t> slot_ghost_begin, slot_ghost_end;  // into lazy_ghosts, per resolved slot
-  mutable std::vector<std::pair<uint32_t, const analysis::HookAt*>> lazy_ghosts;
-  mutable std::deque<analysis::HookAt> lazy_ghost_store;  // stable references
-  mutable std::vector<analysis::HookAt> lazy_scratch, lazy_scratch2;
-  mutable std::unordered_map<uint32_t, uint32_t> lazy_filled;  // FunctionIndex -> 1 + its place in lazy_at
-  mutable std::deque<analysis::FunctionAt> lazy_at;            // filled from the view (stable references)
-  std::vector<uint32_t> cell_counts;  // LiveIndex::count_cells at the event
+  // What the draw code asks of the event (Note [One graph drawing path]).
+  const GraphSource* src = nullptr;
   // Lingering owners whose "lingering: ..." tag this frame has drawn: one tag
   // per owner (each rank's Reducer is an owner of its own), on its first box
   // drawn from the top; its other boxes keep the outline and the "!" disc.
   std::vector<uint32_t> tagged_owners;
-  size_t live_count = 0;              // units live or holding ghost hooks (live_units.size() when not pending)
-  // Note [Alarms by intervals]: LiveIndex::alarm_units at alarms_at (when
-  // `view`: every alarm unit and a few others, checked when used; the
-  // crowded cells), filled when first asked for and kept while no alarm
-  // can have changed.
-  mutable std::vector<uint32_t> alarm_units, alarm_crowded, alarm_scratch;
-  mutable analysis::EventIndex alarms_at = analysis::kNever;
-  mutable uint64_t alarms_generation = 0;
-  mutable const LiveIndex* alarms_index = nullptr;
-  void resolve_alarms() const;
-  void resolve_slot(uint32_t slot) const;
-  void resolve_unit(uint32_t unit) const;
-  uint32_t slot_live_of(uint32_t slot) const {
-    if (view) resolve_slot(slot);
-    return slot_live[slot];
-  }
-  uint32_t unit_live_of(uint32_t unit) const {
-    if (view) resolve_unit(unit);
-    return unit_live[unit];
-  }
-  analysis::FunctionIndex live_function(uint32_t handle) const {
-    return view ? handle : state->functions[handle].function;
-  }
-  // The live Function's hooks at the event (state_at's, from the view when
-  // pending: O(its hooks) the first time).
-  const analysis::FunctionAt& function_at(uint32_t handle) const;
-  // A leaf's hooks on its tensor, of `slot` (not live).
-  std::span<const std::pair<uint32_t, const analysis::HookAt*>> ghosts_of(uint32_t slot) const;
   ImDrawList* dl = nullptr;
   ImVec2 panel_min, panel_max;    // the whole canvas: header strip, content, minimap column
   ImVec2 canvas_min, canvas_max;  // the content: where boxes go (Note [Graph canvas])
@@ -107,20 +61,7 @@ struct GraphView::Frame {
   GraphDetail detail = GraphDetail::kFull;
   double time = 0.0;         // for the flash
   double since_event = 0.0;  // seconds the current event has been drawn (the flash pulses that long)
-  // Per slot: 1 + the index of its live Function in state->functions, or 0.
-  mutable std::vector<uint32_t> slot_live;
-  std::vector<uint8_t> keep;  // per slot: live or holding ghost hooks (Note [Compact boxes])
-  // Per unit: live Functions in it; live_units lists the units with any.
-  mutable std::vector<uint32_t> unit_live;
-  std::vector<uint32_t> live_units;  // empty while pending (live_count, cell_counts)
-  // A leaf's hooks that live on its tensor (no AccumulateGrad now), by slot.
-  std::vector<std::pair<uint32_t, const analysis::HookAt*>> ghost_hooks;  // sorted by slot
-  mutable std::vector<uint8_t> unit_ghost;  // per unit: has ghost hooks and no live Function
-  // Per owner at state->index: analysis::OwnerStatus (0 alive; else an alarm).
-  std::vector<uint8_t> owner_status;
-  void set_owner_status(const analysis::Model& model, analysis::EventIndex e);
-  // Note [Frame caches]: what the liveness above was computed for, and what
-  // it gives that frames reuse.
+  // Note [Frame caches]: what the source was refreshed for.
   struct LiveKey {
     uint64_t generation = 0;  // GraphView::generation_: scene and layout
     const analysis::State* state = nullptr;
@@ -130,9 +71,7 @@ struct GraphView::Frame {
     bool operator==(const LiveKey&) const = default;
   };
   LiveKey live_key;
-  uint64_t live_stamp = 0;  // bumped whenever the liveness is recomputed
-  Vec2 live_min, live_max;  // bounds of the live boxes (empty: min > max)
-  std::vector<std::pair<uint16_t, uint32_t>> live_sources;  // (rank, source) with live Functions, sorted
+  uint64_t live_stamp = 0;  // bumped whenever the source is refreshed
   // The density cells (draw_cells) and the minimap's, for a view and a liveness.
   struct CellsKey {
     uint64_t live_stamp = 0;
@@ -163,10 +102,6 @@ struct GraphView::Frame {
   bool visible(Vec2 lo, Vec2 hi) const {
     return hi.x >= view_min.x && lo.x <= view_max.x && hi.y >= view_min.y && lo.y <= view_max.y;
   }
-  bool live(uint32_t unit) const {
-    if (view) resolve_unit(unit);
-    return unit_live[unit] > 0 || unit_ghost[unit];
-  }
 };
 
 // Note [Landing a layout off the UI thread]: a finished layout, packed, with
@@ -189,14 +124,9 @@ struct GraphView::Landed {
                           const Layout& l, Landed& t);
 };
 
-// Note [Graph while the state is pending]: the LiveIndex's counts into a
-// grid of cells (the minimap's, the density cells), graph_view_pending.cpp.
-void pending_cells(const GraphView::Frame& f, Vec2 origin, float scale, float cell, int cols, int rows, bool mark,
-                   std::vector<uint32_t>& out);
-
 // Note [Graph at a million Functions]: per slot of `scene`, whether it is
 // live or holds tensor hooks right after event `at` (what refresh_liveness
-// puts in Frame::keep), from the model: O(Functions), for the layout job.
+// puts in StateSource::keep), from the model: O(Functions), for the layout job.
 std::vector<uint8_t> keep_at(const analysis::Model& model, const GraphScene& scene, analysis::EventIndex at);
 
 // Every unit's box size (GraphScene::box_sizes) with `font`'s text widths at

@@ -195,7 +195,7 @@ void GraphView::start_layout(bool seeded, bool keep_at_open) {
   // Note [Graph at a million Functions]: the last frame had no list of the
   // live slots; the job works them out at its event.
   // Note [One layout at open]: the same at the opening event.
-  const bool keep_from_model = metrics_.compact && (frame_->indexed || keep_at_open);
+  const bool keep_from_model = metrics_.compact && (keep_from_index_ || keep_at_open);
   pending_keep_ = keep_from_model ? std::make_shared<std::vector<uint8_t>>() : nullptr;
   if (keep_from_model) layout_keep_at_ = drawn_at_;
   auto prepare = [scene = scene_, folded = pending_, font = std::make_shared<const ImFont>(*font), metrics = metrics_,

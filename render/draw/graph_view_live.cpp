@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analysis/owner_status.h"
+#include "render/draw/graph_source.h"
 #include "render/draw/graph_view_internal.h"
 
 namespace hookscope::render {
@@ -39,75 +39,21 @@ size_t count_until(const analysis::EventIndex* begin, const analysis::EventIndex
 // above it, Note [Graph at a million Functions]. While the full State is pending (Note
 // [Graph while the state is pending]) a new event costs what is in view:
 // the liveness of a box is worked out when a frame asks, the counts from
-// the LiveIndex.
-void GraphView::refresh_liveness(Frame& f, const analysis::State& state) {
-  const Frame::LiveKey key{generation_, &state, f.view, f.live_index, state.index, state.functions.size(),
+// the LiveIndex. Both are a GraphSource refreshed here (Note [One graph
+// drawing path]); what a frame asks, it asks the source.
+void GraphView::refresh_liveness(Frame& f, const analysis::State& state, const Pick& pick) {
+  f.src = pick.view ? static_cast<const GraphSource*>(indexed_source_.get()) : state_source_.get();
+  const Frame::LiveKey key{generation_, &state, pick.view, pick.index, state.index, state.functions.size(),
                           state.tensor_hooks.size()};
   if (f.live_stamp != 0 && key == f.live_key) return;
   f.live_key = key;
   ++f.live_stamp;
-  if (f.view) {
-    refresh_pending(f);
-    return;
-  }
-  const Layout& l = *layout_;
-  const FoldedGraph& fg = *folded_;
-  const analysis::Model& model = *model_;
-  const size_t slots = scene_->nodes().size(), units = fg.group_of_unit.size();
-  f.slot_live.assign(slots, 0);
-  f.unit_live.assign(units, 0);
-  f.unit_ghost.assign(units, 0);
-  f.live_units.clear();
-  f.keep.assign(slots, 0);
-  for (size_t i = 0; i < state.functions.size(); ++i) {
-    const uint32_t slot = scene_->slot_of(state.functions[i].function);
-    f.slot_live[slot] = static_cast<uint32_t>(i + 1);
-    f.keep[slot] = 1;
-    const uint32_t u = fg.unit_of_node[slot];
-    if (u != kNoSlot && f.unit_live[u]++ == 0) f.live_units.push_back(u);
-  }
-  f.ghost_hooks.clear();
-  for (const analysis::HookAt& h : state.tensor_hooks) {
-    if (h.function >= model.functions().size()) continue;
-    const uint32_t slot = scene_->slot_of(h.function);
-    if (f.slot_live[slot]) continue;
-    f.ghost_hooks.push_back({slot, &h});
-    f.keep[slot] = 1;
-    const uint32_t u = fg.unit_of_node[slot];
-    if (u != kNoSlot && !f.unit_live[u] && !f.unit_ghost[u]) {
-      f.unit_ghost[u] = 1;
-      f.live_units.push_back(u);
-    }
-  }
-  std::stable_sort(f.ghost_hooks.begin(), f.ghost_hooks.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  f.live_count = f.live_units.size();
-  f.set_owner_status(model, static_cast<analysis::EventIndex>(state.index));
-  f.live_min = {INFINITY, INFINITY};
-  f.live_max = {-INFINITY, -INFINITY};
-  for (uint32_t u : f.live_units) {
-    if (u >= l.center.size()) continue;
-    const Vec2 c = l.center[u], sz = l.size[u];
-    f.live_min = {std::min(f.live_min.x, c.x - sz.x * 0.5f), std::min(f.live_min.y, c.y - sz.y * 0.5f)};
-    f.live_max = {std::max(f.live_max.x, c.x + sz.x * 0.5f), std::max(f.live_max.y, c.y + sz.y * 0.5f)};
-  }
-  f.live_sources.clear();
-  if (rank_sources_.size() > 1) {
-    for (const analysis::FunctionAt& fa : state.functions) {
-      const analysis::FunctionInfo& info = model.functions()[fa.function];
-      const std::pair<uint16_t, uint32_t> rs{info.rank, info.source};
-      if (f.live_sources.empty() || f.live_sources.back() != rs) f.live_sources.push_back(rs);
-    }
-    std::sort(f.live_sources.begin(), f.live_sources.end());
-    f.live_sources.erase(std::unique(f.live_sources.begin(), f.live_sources.end()), f.live_sources.end());
-  }
-}
-
-// Note [Lingering owners]: what analysis says of each owner at e.
-void GraphView::Frame::set_owner_status(const analysis::Model& model, analysis::EventIndex e) {
-  owner_status.resize(model.owners().size());
-  for (size_t o = 0; o < model.owners().size(); ++o) {
-    owner_status[o] = static_cast<uint8_t>(analysis::owner_status(model.owners()[o], e));
+  const GraphSource::Scene scene{model_, scene_.get(), folded_.get(), layout_.get(), rank_sources_.size() > 1,
+                                 generation_};
+  if (pick.view) {
+    indexed_source_->refresh(scene, *pick.view, *pick.index, pick.pending ? nullptr : &state);
+  } else {
+    state_source_->refresh(scene, state);
   }
 }
 
@@ -116,41 +62,55 @@ std::unique_ptr<LiveIndex> LiveIndex::build(const analysis::Model& model, const 
                                             const std::atomic<bool>& cancel) {
   auto index = std::make_unique<LiveIndex>();
   LiveIndex& x = *index;
+  x.index_slots(model, scene, fg);
+  if (cancel || !x.merge_intervals(model, fg, cancel)) return nullptr;
+  std::vector<uint32_t> cell_of;
+  x.bin_units(l, fg, cell_of);
+  if (cancel || !x.index_alarms(model, fg, cell_of, cancel)) return nullptr;  // Note [Alarms by intervals]
+  if (!x.sort_by_edges(cancel)) return nullptr;
+  x.index_sources(model);
+  if (!x.index_keep_changes(model, cancel)) return nullptr;
+  return index;
+}
+
+void LiveIndex::index_slots(const analysis::Model& model, const GraphScene& scene, const FoldedGraph& fg) {
   const size_t slots = scene.nodes().size(), nf = model.functions().size();
   const size_t units = fg.group_of_unit.size();
   // Functions by slot, units' slots: CSR by counting.
-  x.slot_fn_begin_.assign(slots + 1, 0);
-  for (size_t fn = 0; fn < nf; ++fn) ++x.slot_fn_begin_[scene.slot_of(static_cast<uint32_t>(fn)) + 1];
-  for (size_t s = 0; s < slots; ++s) x.slot_fn_begin_[s + 1] += x.slot_fn_begin_[s];
-  x.slot_fn_.resize(nf);
+  slot_fn_begin_.assign(slots + 1, 0);
+  for (size_t fn = 0; fn < nf; ++fn) ++slot_fn_begin_[scene.slot_of(static_cast<uint32_t>(fn)) + 1];
+  for (size_t s = 0; s < slots; ++s) slot_fn_begin_[s + 1] += slot_fn_begin_[s];
+  slot_fn_.resize(nf);
   {
-    std::vector<uint32_t> at(x.slot_fn_begin_.begin(), x.slot_fn_begin_.end() - 1);
-    for (size_t fn = 0; fn < nf; ++fn) x.slot_fn_[at[scene.slot_of(static_cast<uint32_t>(fn))]++] = static_cast<uint32_t>(fn);
+    std::vector<uint32_t> at(slot_fn_begin_.begin(), slot_fn_begin_.end() - 1);
+    for (size_t fn = 0; fn < nf; ++fn) slot_fn_[at[scene.slot_of(static_cast<uint32_t>(fn))]++] = static_cast<uint32_t>(fn);
   }
-  x.unit_slot_begin_.assign(units + 1, 0);
+  unit_slot_begin_.assign(units + 1, 0);
   for (size_t s = 0; s < slots; ++s) {
-    if (fg.unit_of_node[s] < units) ++x.unit_slot_begin_[fg.unit_of_node[s] + 1];
+    if (fg.unit_of_node[s] < units) ++unit_slot_begin_[fg.unit_of_node[s] + 1];
   }
-  for (size_t u = 0; u < units; ++u) x.unit_slot_begin_[u + 1] += x.unit_slot_begin_[u];
-  x.unit_slot_.resize(x.unit_slot_begin_[units]);
+  for (size_t u = 0; u < units; ++u) unit_slot_begin_[u + 1] += unit_slot_begin_[u];
+  unit_slot_.resize(unit_slot_begin_[units]);
   {
-    std::vector<uint32_t> at(x.unit_slot_begin_.begin(), x.unit_slot_begin_.end() - 1);
+    std::vector<uint32_t> at(unit_slot_begin_.begin(), unit_slot_begin_.end() - 1);
     for (size_t s = 0; s < slots; ++s) {
-      if (fg.unit_of_node[s] < units) x.unit_slot_[at[fg.unit_of_node[s]]++] = static_cast<uint32_t>(s);
+      if (fg.unit_of_node[s] < units) unit_slot_[at[fg.unit_of_node[s]]++] = static_cast<uint32_t>(s);
     }
   }
-  if (cancel) return nullptr;
+}
 
-  // Per unit: its Functions' live intervals and their tensors' hook
-  // intervals, merged.
-  x.unit_iv_begin_.assign(units + 1, 0);
-  x.iv_.reserve(nf);
+// Per unit: its Functions' live intervals and their tensors' hook
+// intervals, merged. False when cancelled.
+bool LiveIndex::merge_intervals(const analysis::Model& model, const FoldedGraph& fg, const std::atomic<bool>& cancel) {
+  const size_t nf = model.functions().size(), units = fg.group_of_unit.size();
+  unit_iv_begin_.assign(units + 1, 0);
+  iv_.reserve(nf);
   std::vector<std::pair<EventIndex, EventIndex>> scratch;
   for (size_t u = 0; u < units; ++u) {
-    if ((u & 0xffff) == 0 && cancel) return nullptr;
+    if ((u & 0xffff) == 0 && cancel) return false;
     scratch.clear();
-    for (uint32_t s : x.slots_of_unit(static_cast<uint32_t>(u))) {
-      for (uint32_t fn : x.functions_of_slot(s)) {
+    for (uint32_t s : slots_of_unit(static_cast<uint32_t>(u))) {
+      for (uint32_t fn : functions_of_slot(s)) {
         const analysis::FunctionInfo& info = model.functions()[fn];
         if (info.created_at < info.released_at) scratch.push_back({info.created_at, info.released_at});
         if (info.released_at == analysis::kNever) continue;
@@ -163,114 +123,127 @@ std::unique_ptr<LiveIndex> LiveIndex::build(const analysis::Model& model, const 
     }
     std::sort(scratch.begin(), scratch.end());
     for (const auto& iv : scratch) {
-      if (x.iv_.size() > x.unit_iv_begin_[u] && iv.first <= x.iv_.back().second) {
-        x.iv_.back().second = std::max(x.iv_.back().second, iv.second);
+      if (iv_.size() > unit_iv_begin_[u] && iv.first <= iv_.back().second) {
+        iv_.back().second = std::max(iv_.back().second, iv.second);
       } else {
-        x.iv_.push_back(iv);
+        iv_.push_back(iv);
       }
     }
-    x.unit_iv_begin_[u + 1] = static_cast<uint32_t>(x.iv_.size());
+    unit_iv_begin_[u + 1] = static_cast<uint32_t>(iv_.size());
   }
+  return true;
+}
 
-  // The grid over the layout's units, square cells.
+// The grid over the layout's units, square cells: each laid-out unit's cell into cell_of.
+void LiveIndex::bin_units(const Layout& l, const FoldedGraph& fg, std::vector<uint32_t>& cell_of) {
+  const size_t units = fg.group_of_unit.size();
   const size_t laid = std::min(units, l.center.size());
   const float w = std::max(l.max.x - l.min.x, 1.f), h = std::max(l.max.y - l.min.y, 1.f);
   const float side = std::sqrt(w * h / static_cast<float>(kCells));
-  x.cols_ = std::clamp(static_cast<int>(std::ceil(w / side)), 1, 4096);
-  x.rows_ = std::clamp(static_cast<int>(std::ceil(h / side)), 1, 4096);
-  const size_t cells = static_cast<size_t>(x.cols_) * static_cast<size_t>(x.rows_);
-  std::vector<uint32_t> cell_of(laid);
-  x.box_min_.resize(laid);
-  x.box_max_.resize(laid);
-  x.cell_min_.assign(cells, {INFINITY, INFINITY});
-  x.cell_max_.assign(cells, {-INFINITY, -INFINITY});
-  x.cell_box_min_.assign(cells, {INFINITY, INFINITY});
-  x.cell_box_max_.assign(cells, {-INFINITY, -INFINITY});
+  cols_ = std::clamp(static_cast<int>(std::ceil(w / side)), 1, 4096);
+  rows_ = std::clamp(static_cast<int>(std::ceil(h / side)), 1, 4096);
+  const size_t cells = static_cast<size_t>(cols_) * static_cast<size_t>(rows_);
+  cell_of.assign(laid, 0);
+  box_min_.resize(laid);
+  box_max_.resize(laid);
+  cell_min_.assign(cells, {INFINITY, INFINITY});
+  cell_max_.assign(cells, {-INFINITY, -INFINITY});
+  cell_box_min_.assign(cells, {INFINITY, INFINITY});
+  cell_box_max_.assign(cells, {-INFINITY, -INFINITY});
   std::vector<uint32_t> per_cell(cells + 1, 0);
   for (size_t u = 0; u < laid; ++u) {
     const Vec2 c = l.center[u], s = l.size[u];
-    const int cx = std::clamp(static_cast<int>((c.x - l.min.x) / w * static_cast<float>(x.cols_)), 0, x.cols_ - 1);
-    const int cy = std::clamp(static_cast<int>((c.y - l.min.y) / h * static_cast<float>(x.rows_)), 0, x.rows_ - 1);
-    const size_t k = static_cast<size_t>(cy) * x.cols_ + cx;
+    const int cx = std::clamp(static_cast<int>((c.x - l.min.x) / w * static_cast<float>(cols_)), 0, cols_ - 1);
+    const int cy = std::clamp(static_cast<int>((c.y - l.min.y) / h * static_cast<float>(rows_)), 0, rows_ - 1);
+    const size_t k = static_cast<size_t>(cy) * cols_ + cx;
     cell_of[u] = static_cast<uint32_t>(k);
-    x.box_min_[u] = {c.x - s.x * 0.5f, c.y - s.y * 0.5f};
-    x.box_max_[u] = {c.x + s.x * 0.5f, c.y + s.y * 0.5f};
-    x.cell_min_[k] = {std::min(x.cell_min_[k].x, c.x), std::min(x.cell_min_[k].y, c.y)};
-    x.cell_max_[k] = {std::max(x.cell_max_[k].x, c.x), std::max(x.cell_max_[k].y, c.y)};
-    x.cell_box_min_[k] = {std::min(x.cell_box_min_[k].x, x.box_min_[u].x), std::min(x.cell_box_min_[k].y, x.box_min_[u].y)};
-    x.cell_box_max_[k] = {std::max(x.cell_box_max_[k].x, x.box_max_[u].x), std::max(x.cell_box_max_[k].y, x.box_max_[u].y)};
-    per_cell[k + 1] += x.unit_iv_begin_[u + 1] - x.unit_iv_begin_[u];
+    box_min_[u] = {c.x - s.x * 0.5f, c.y - s.y * 0.5f};
+    box_max_[u] = {c.x + s.x * 0.5f, c.y + s.y * 0.5f};
+    cell_min_[k] = {std::min(cell_min_[k].x, c.x), std::min(cell_min_[k].y, c.y)};
+    cell_max_[k] = {std::max(cell_max_[k].x, c.x), std::max(cell_max_[k].y, c.y)};
+    cell_box_min_[k] = {std::min(cell_box_min_[k].x, box_min_[u].x), std::min(cell_box_min_[k].y, box_min_[u].y)};
+    cell_box_max_[k] = {std::max(cell_box_max_[k].x, box_max_[u].x), std::max(cell_box_max_[k].y, box_max_[u].y)};
+    per_cell[k + 1] += unit_iv_begin_[u + 1] - unit_iv_begin_[u];
   }
   for (size_t k = 0; k < cells; ++k) per_cell[k + 1] += per_cell[k];
-  x.cell_begin_ = per_cell;
-  x.cell_starts_.resize(per_cell[cells]);
-  x.cell_ends_.resize(per_cell[cells]);
+  cell_begin_ = per_cell;
+  cell_starts_.resize(per_cell[cells]);
+  cell_ends_.resize(per_cell[cells]);
   for (size_t u = 0; u < laid; ++u) {
-    for (uint32_t i = x.unit_iv_begin_[u]; i < x.unit_iv_begin_[u + 1]; ++i) {
+    for (uint32_t i = unit_iv_begin_[u]; i < unit_iv_begin_[u + 1]; ++i) {
       const uint32_t at = per_cell[cell_of[u]]++;
-      x.cell_starts_[at] = x.iv_[i].first;
-      x.cell_ends_[at] = x.iv_[i].second;
+      cell_starts_[at] = iv_[i].first;
+      cell_ends_[at] = iv_[i].second;
     }
   }
   for (size_t k = 0; k < cells; ++k) {
-    std::sort(x.cell_starts_.begin() + x.cell_begin_[k], x.cell_starts_.begin() + x.cell_begin_[k + 1]);
-    std::sort(x.cell_ends_.begin() + x.cell_begin_[k], x.cell_ends_.begin() + x.cell_begin_[k + 1]);
+    std::sort(cell_starts_.begin() + cell_begin_[k], cell_starts_.begin() + cell_begin_[k + 1]);
+    std::sort(cell_ends_.begin() + cell_begin_[k], cell_ends_.begin() + cell_begin_[k + 1]);
   }
-  if (cancel || !x.index_alarms(model, fg, cell_of, cancel)) return nullptr;  // Note [Alarms by intervals]
+}
 
-  // Units by each edge of their box, outermost first.
+// Units by each edge of their box, outermost first. False when cancelled.
+bool LiveIndex::sort_by_edges(const std::atomic<bool>& cancel) {
+  const size_t laid = box_min_.size();
   for (int side_k = 0; side_k < 4; ++side_k) {
-    std::vector<uint32_t>& order = x.by_edge_[side_k];
+    std::vector<uint32_t>& order = by_edge_[side_k];
     order.resize(laid);
     for (size_t u = 0; u < laid; ++u) order[u] = static_cast<uint32_t>(u);
     auto key = [&](uint32_t u) {
       switch (side_k) {
-        case 0: return x.box_min_[u].x;
-        case 1: return -x.box_max_[u].x;
-        case 2: return x.box_min_[u].y;
-        default: return -x.box_max_[u].y;
+        case 0: return box_min_[u].x;
+        case 1: return -box_max_[u].x;
+        case 2: return box_min_[u].y;
+        default: return -box_max_[u].y;
       }
     };
     std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
-    if (cancel) return nullptr;
+    if (cancel) return false;
   }
+  return true;
+}
 
-  // Live Functions per (rank, source), for the ranks' banners.
+// Live Functions per (rank, source), for the ranks' banners.
+void LiveIndex::index_sources(const analysis::Model& model) {
+  const size_t nf = model.functions().size();
   for (size_t fn = 0; fn < nf; ++fn) {
     const analysis::FunctionInfo& info = model.functions()[fn];
     const std::pair<uint16_t, uint32_t> rs{info.rank, info.source};
-    auto it = std::lower_bound(x.sources_.begin(), x.sources_.end(), rs);
-    const size_t k = static_cast<size_t>(it - x.sources_.begin());
-    if (it == x.sources_.end() || *it != rs) {
-      x.sources_.insert(it, rs);
-      x.source_starts_.insert(x.source_starts_.begin() + static_cast<long>(k), std::vector<EventIndex>());
-      x.source_ends_.insert(x.source_ends_.begin() + static_cast<long>(k), std::vector<EventIndex>());
+    auto it = std::lower_bound(sources_.begin(), sources_.end(), rs);
+    const size_t k = static_cast<size_t>(it - sources_.begin());
+    if (it == sources_.end() || *it != rs) {
+      sources_.insert(it, rs);
+      source_starts_.insert(source_starts_.begin() + static_cast<long>(k), std::vector<EventIndex>());
+      source_ends_.insert(source_ends_.begin() + static_cast<long>(k), std::vector<EventIndex>());
     }
     if (info.created_at < info.released_at) {
-      x.source_starts_[k].push_back(info.created_at);
-      x.source_ends_[k].push_back(info.released_at);
+      source_starts_[k].push_back(info.created_at);
+      source_ends_[k].push_back(info.released_at);
     }
   }
-  for (auto& v : x.source_starts_) std::sort(v.begin(), v.end());
-  for (auto& v : x.source_ends_) std::sort(v.begin(), v.end());
+  for (auto& v : source_starts_) std::sort(v.begin(), v.end());
+  for (auto& v : source_ends_) std::sort(v.begin(), v.end());
+}
 
-  // Note [Graph at a million Functions]: every event where a slot's keep may change.
+// Note [Graph at a million Functions]: every event where a slot's keep may change.
+bool LiveIndex::index_keep_changes(const analysis::Model& model, const std::atomic<bool>& cancel) {
+  const size_t nf = model.functions().size();
   for (size_t fn = 0; fn < nf; ++fn) {
     const analysis::FunctionInfo& info = model.functions()[fn];
-    x.keep_changes_.push_back(info.created_at);
-    if (info.released_at != analysis::kNever) x.keep_changes_.push_back(info.released_at);
+    keep_changes_.push_back(info.created_at);
+    if (info.released_at != analysis::kNever) keep_changes_.push_back(info.released_at);
     for (uint32_t seg : model.segments_of(static_cast<uint32_t>(fn))) {
       const analysis::HookSegment& hs = model.segments()[seg];
       if (!hs.on_tensor) continue;
-      x.keep_changes_.push_back(hs.from);
-      if (hs.to != analysis::kNever) x.keep_changes_.push_back(hs.to);
+      keep_changes_.push_back(hs.from);
+      if (hs.to != analysis::kNever) keep_changes_.push_back(hs.to);
     }
   }
-  if (cancel) return nullptr;
-  std::sort(x.keep_changes_.begin(), x.keep_changes_.end());
-  x.keep_changes_.erase(std::unique(x.keep_changes_.begin(), x.keep_changes_.end()), x.keep_changes_.end());
-  x.keep_changes_.shrink_to_fit();
-  return index;
+  if (cancel) return false;
+  std::sort(keep_changes_.begin(), keep_changes_.end());
+  keep_changes_.erase(std::unique(keep_changes_.begin(), keep_changes_.end()), keep_changes_.end());
+  keep_changes_.shrink_to_fit();
+  return true;
 }
 
 namespace {

@@ -94,6 +94,14 @@ class LiveIndex {
   size_t alarm_memory_bytes() const;
 
  private:
+  // The parts of build(), in order; those that may take long say false when cancelled.
+  void index_slots(const analysis::Model& model, const GraphScene& scene, const FoldedGraph& folded);
+  bool merge_intervals(const analysis::Model& model, const FoldedGraph& folded, const std::atomic<bool>& cancel);
+  void bin_units(const Layout& layout, const FoldedGraph& folded, std::vector<uint32_t>& cell_of);
+  bool sort_by_edges(const std::atomic<bool>& cancel);
+  void index_sources(const analysis::Model& model);
+  bool index_keep_changes(const analysis::Model& model, const std::atomic<bool>& cancel);
+
   std::vector<uint32_t> slot_fn_begin_, slot_fn_;
   std::vector<uint32_t> unit_slot_begin_, unit_slot_;
   std::vector<uint32_t> unit_iv_begin_;                 // per unit: its merged intervals (CSR)
@@ -115,6 +123,9 @@ class LiveIndex {
   // False when cancelled.
   bool index_alarms(const analysis::Model& model, const FoldedGraph& folded, const std::vector<uint32_t>& cell_of,
                     const std::atomic<bool>& cancel);
+  bool alarm_intervals(const analysis::Model& model, const FoldedGraph& folded, uint32_t unit,
+                       std::vector<std::pair<EventIndex, EventIndex>>& out) const;
+  void finish_alarms();
   std::vector<uint32_t> alarm_cells_, alarm_cell_iv_, alarm_cell_unit_;
   std::vector<EventIndex> alarm_starts_, alarm_ends_;
   std::vector<uint32_t> alarm_unit_, alarm_unit_iv_;  // alarm_unit_: | kAlarmCheck

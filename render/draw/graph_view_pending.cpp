@@ -1,10 +1,9 @@
 // The graph drawn from a StateView while a far seek's full State is being
-// built (Note [Graph while the state is pending]): the liveness of what a
-// frame asks for, the counts and bounds from the LiveIndex.
+// built (Note [Graph while the state is pending]), and the LiveIndex job that
+// makes it possible; what a frame asks is the IndexedSource's
+// (graph_source_indexed.cpp, Note [One graph drawing path]).
 
-#include <algorithm>
-#include <cmath>
-#include <tuple>
+#include <chrono>
 
 #include "render/draw/graph_view.h"
 #include "render/draw/graph_view_internal.h"
@@ -48,7 +47,8 @@ namespace hookscope::render {
 // owners) and the compact view lays out again when the live set may have
 // changed: the LiveIndex lists every event where some slot's keep can
 // change (keep_changed), and the layout job works the live slots out from
-// the model at its event (keep_at), where the walk compared Frame::keep.
+// the model at its event (keep_at), where the walk compares its keep
+// (StateSource::keep).
 // Alarms (density cells, fit's focus) come from the LiveIndex too (Note
 // [Alarms by intervals]), and fit's focus on a failing rank's boxes as while
 // pending. Below the threshold nothing of this runs.
@@ -56,13 +56,9 @@ GraphViewResult GraphView::draw(const analysis::StateView& view, analysis::Funct
                                 analysis::OwnerIndex selected_owner) {
   selected_function_ = selected_function;
   selected_owner_ = selected_owner;
-  lazy_view_ = view;
   lazy_state_ = analysis::State{};
   lazy_state_.index = view.index();
-  lazy_ = true;
-  const GraphViewResult r = draw(lazy_state_);
-  lazy_ = false;
-  return r;
+  return draw_frame(lazy_state_, &view);
 }
 
 void GraphView::stop_live_index() {
@@ -79,149 +75,6 @@ const LiveIndex* GraphView::live_index(bool wait) {
     live_index_ = live_job_.get();
   }
   return live_index_.get();
-}
-
-// The liveness that frames reuse, at a new event while pending: the counts
-// and bounds from the index; slots and units are resolved when asked.
-void GraphView::refresh_pending(Frame& f) {
-  const FoldedGraph& fg = *folded_;
-  const analysis::Model& model = *model_;
-  const size_t slots = scene_->nodes().size(), units = fg.group_of_unit.size();
-  const auto e = static_cast<analysis::EventIndex>(f.view->index());
-  if (f.slot_stamp.size() != slots || f.unit_stamp.size() != units || ++f.pending_stamp == 0) {
-    f.slot_stamp.assign(slots, 0);
-    f.unit_stamp.assign(units, 0);
-    f.pending_stamp = 1;
-  }
-  f.slot_live.resize(slots);
-  f.slot_ghost_begin.resize(slots);
-  f.slot_ghost_end.resize(slots);
-  f.unit_live.resize(units);
-  f.unit_ghost.resize(units);
-  f.lazy_ghosts.clear();
-  f.lazy_ghost_store.clear();
-  f.lazy_at.clear();
-  f.lazy_filled.clear();
-  f.live_units.clear();
-  f.ghost_hooks.clear();
-  f.live_index->count_cells(e, f.cell_counts);
-  f.live_count = 0;
-  for (uint32_t n : f.cell_counts) f.live_count += n;
-  f.live_min = {INFINITY, INFINITY};
-  f.live_max = {-INFINITY, -INFINITY};
-  f.live_index->shown_bounds(e, f.cell_counts, &f.live_min, &f.live_max);
-  f.set_owner_status(model, static_cast<analysis::EventIndex>(e));
-  f.live_sources.clear();
-  if (rank_sources_.size() > 1) f.live_index->live_sources(e, f.live_sources);
-}
-
-void GraphView::Frame::resolve_slot(uint32_t slot) const {
-  if (slot_stamp[slot] == pending_stamp) return;
-  slot_stamp[slot] = pending_stamp;
-  const analysis::Model& model = *view->model();
-  const auto e = static_cast<analysis::EventIndex>(view->index());
-  uint32_t live = 0;
-  for (uint32_t fn : live_index->functions_of_slot(slot)) {
-    const analysis::FunctionInfo& info = model.functions()[fn];
-    if (info.created_at <= e && e < info.released_at) live = fn + 1;  // the last, as in state->functions
-  }
-  slot_live[slot] = live;
-  slot_ghost_begin[slot] = slot_ghost_end[slot] = static_cast<uint32_t>(lazy_ghosts.size());
-  if (live) return;
-  // A hook moves to the tensor when its Function is released (on_tensor
-  // segments start there): none on a Function not released yet.
-  lazy_scratch2.clear();
-  for (uint32_t fn : live_index->functions_of_slot(slot)) {
-    const analysis::FunctionInfo& info = model.functions()[fn];
-    if (info.released_at > e || model.segments_of(fn).empty()) continue;
-    view->tensor_hooks_of(fn, lazy_scratch);
-    lazy_scratch2.insert(lazy_scratch2.end(), lazy_scratch.begin(), lazy_scratch.end());
-  }
-  // As State::tensor_hooks: by since, then hook.
-  std::stable_sort(lazy_scratch2.begin(), lazy_scratch2.end(), [](const analysis::HookAt& a, const analysis::HookAt& b) {
-    return std::tie(a.since, a.hook) < std::tie(b.since, b.hook);
-  });
-  for (const analysis::HookAt& h : lazy_scratch2) {
-    if (h.function >= model.functions().size()) continue;
-    lazy_ghost_store.push_back(h);
-    lazy_ghosts.push_back({slot, &lazy_ghost_store.back()});
-  }
-  slot_ghost_end[slot] = static_cast<uint32_t>(lazy_ghosts.size());
-}
-
-void GraphView::Frame::resolve_unit(uint32_t unit) const {
-  if (unit_stamp[unit] == pending_stamp) return;
-  unit_stamp[unit] = pending_stamp;
-  const analysis::Model& model = *view->model();
-  const auto e = static_cast<analysis::EventIndex>(view->index());
-  uint32_t live = 0;
-  bool ghost = false;
-  for (uint32_t slot : live_index->slots_of_unit(unit)) {
-    resolve_slot(slot);
-    if (!slot_live[slot]) {
-      ghost = ghost || slot_ghost_end[slot] > slot_ghost_begin[slot];
-      continue;
-    }
-    for (uint32_t fn : live_index->functions_of_slot(slot)) {
-      const analysis::FunctionInfo& info = model.functions()[fn];
-      live += info.created_at <= e && e < info.released_at;
-    }
-  }
-  unit_live[unit] = live;
-  unit_ghost[unit] = !live && ghost;
-}
-
-const analysis::FunctionAt& GraphView::Frame::function_at(uint32_t handle) const {
-  if (!view) return state->functions[handle];
-  if (full) {  // Note [Graph at a million Functions]
-    if (const analysis::FunctionAt* fa = state->find(handle)) return *fa;
-  }
-  auto [it, added] = lazy_filled.try_emplace(handle, 0);
-  if (added) {
-    lazy_at.emplace_back();
-    view->function_at(handle, lazy_at.back());
-    it->second = static_cast<uint32_t>(lazy_at.size());
-  }
-  return lazy_at[it->second - 1];
-}
-
-std::span<const std::pair<uint32_t, const analysis::HookAt*>> GraphView::Frame::ghosts_of(uint32_t slot) const {
-  if (view) {
-    resolve_slot(slot);
-    return {lazy_ghosts.data() + slot_ghost_begin[slot], lazy_ghosts.data() + slot_ghost_end[slot]};
-  }
-  const auto lo = std::lower_bound(ghost_hooks.begin(), ghost_hooks.end(), slot,
-                                   [](const auto& p, uint32_t s) { return p.first < s; });
-  auto hi = lo;
-  while (hi != ghost_hooks.end() && hi->first == slot) ++hi;
-  return {ghost_hooks.data() + (lo - ghost_hooks.begin()), ghost_hooks.data() + (hi - ghost_hooks.begin())};
-}
-
-// The LiveIndex's grid cells into a grid of `cols` x `rows` cells of `cell`
-// pixels, world point w in cell (w - origin) * scale / cell: each non-empty
-// grid cell adds its count over the cells its units' centres span (at least
-// 1 each), or sets them to 1 (`mark`).
-void pending_cells(const GraphView::Frame& f, Vec2 origin, float scale, float cell, int cols, int rows,
-                   bool mark, std::vector<uint32_t>& out) {
-  const LiveIndex& x = *f.live_index;
-  for (size_t k = 0; k < f.cell_counts.size(); ++k) {
-    const uint32_t n = f.cell_counts[k];
-    if (!n) continue;
-    const Vec2 a = x.cell_min(k), b = x.cell_max(k);
-    const int x0 = static_cast<int>(std::floor((a.x - origin.x) * scale / cell));
-    const int y0 = static_cast<int>(std::floor((a.y - origin.y) * scale / cell));
-    const int x1 = static_cast<int>(std::floor((b.x - origin.x) * scale / cell));
-    const int y1 = static_cast<int>(std::floor((b.y - origin.y) * scale / cell));
-    if (x1 < 0 || y1 < 0 || x0 >= cols || y0 >= rows) continue;
-    const uint32_t span = static_cast<uint32_t>(x1 - x0 + 1) * static_cast<uint32_t>(y1 - y0 + 1);
-    const uint32_t each = mark ? 1u : std::max(1u, n / span);
-    for (int y = std::max(y0, 0); y <= std::min(y1, rows - 1); ++y) {
-      for (int c = std::max(x0, 0); c <= std::min(x1, cols - 1); ++c) {
-        uint32_t& v = out[static_cast<size_t>(y) * cols + c];
-        v = mark ? 1u : std::min<uint32_t>(v + each, 0x7fffffffu);
-      }
-    }
-  }
 }
 
 }  // namespace hookscope::render
