@@ -1,6 +1,7 @@
 // Note [Event index arguments]: one reading of event indices for the CLI and the GUI.
 #include "index_args.h"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -3,12 +3,17 @@
 // --to; the GUI's --at), read the same way by both programs. See Note
 // [Event index arguments].
 
-#include <CLI/CLI.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+// Declared only: CLI11's header is ~1 s of every compile that includes it,
+// and this header reaches every panel through app.h (app_args.h); the
+// option parsers (index_args.cpp, app_args.cpp, cli_main.cpp) include it.
+namespace CLI {
+class Validator;
+}  // namespace CLI
 
 namespace hookscope::cli {
 

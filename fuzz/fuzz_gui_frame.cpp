@@ -10,7 +10,7 @@
 // text]) or allocate without bound (an uncaught std::bad_alloc aborts too).
 //
 // An input is a trace file (it starts with the file magic; checksums are
-// skipped under FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION) or, so that
+// skipped: Note [Fuzzing skips checksums]) or, so that
 // mutations reach the analysis and the views directly, raw 48-byte event
 // records (Note [Event record]) written to a trace file by the project's
 // writer, as fuzz_trace_model.cpp reads them. scripts/fuzz.sh builds it.
@@ -33,6 +33,7 @@
 #include "app.h"
 #include "app_assets.h"
 #include "trace/file_format.h"
+#include "trace/fuzzing.h"
 #include "trace/strings.h"
 #include "trace/writer.h"
 
@@ -123,6 +124,7 @@ class Frames {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  tr::skip_checksums_for_fuzzing();  // Note [Fuzzing skips checksums]
   g_dir = std::filesystem::temp_directory_path() / ("fuzz_gui_frame_" + std::to_string(::getpid()));
   std::filesystem::create_directories(g_dir);
   ::setenv("XDG_CONFIG_HOME", g_dir.c_str(), 1);  // no imgui.ini, no recent files of the user's

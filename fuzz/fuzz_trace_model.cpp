@@ -1,7 +1,7 @@
 // libFuzzer target for the analysis model (Note [Malformed traces]): the
 // semantic layer, past the reader. An input is either a trace file (it
 // starts with the file magic: read as read_trace_buffer does, checksums
-// skipped under FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION) or, so that
+// skipped: Note [Fuzzing skips checksums]) or, so that
 // mutations hit the semantics directly, raw 48-byte event records (Note
 // [Event record]) after one byte giving the number of strings; kinds and
 // string ids are made to satisfy what the reader guarantees. Whatever the
@@ -18,6 +18,7 @@
 #include "analysis/model.h"
 #include "analysis/state.h"
 #include "export/export.h"
+#include "trace/fuzzing.h"
 #include "trace/reader.h"
 
 namespace tr = hookscope::trace;
@@ -49,6 +50,12 @@ tr::TraceData raw_events(const uint8_t* data, size_t size) {
 }
 
 }  // namespace
+
+// Checksums off for this process only (Note [Fuzzing skips checksums]).
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  tr::skip_checksums_for_fuzzing();
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tr::TraceData d;

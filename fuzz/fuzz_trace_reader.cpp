@@ -1,6 +1,6 @@
 // libFuzzer target for the trace reader (Note [Trace file format]). Built and
-// run by scripts/fuzz.sh, with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION so
-// that the reader skips checksums and mutations reach the decoders. Whatever
+// run by scripts/fuzz.sh; the reader skips checksums here (Note [Fuzzing
+// skips checksums]) so that mutations reach the decoders. Whatever
 // the input, reading must not crash, hang or allocate without bound, must
 // either throw TraceFormatError or return a trace whose events all pass the
 // checks the reader promises, the same with three decoding threads as with
@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "trace/fuzzing.h"
 #include "trace/reader.h"
 
 namespace tr = hookscope::trace;
@@ -26,6 +27,12 @@ namespace {
 }
 
 }  // namespace
+
+// Checksums off for this process only (Note [Fuzzing skips checksums]).
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  tr::skip_checksums_for_fuzzing();
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tr::ReadOptions options;

@@ -8,25 +8,14 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 
 sanitize="${HOOKSCOPE_SANITIZE:-}"
-dir=build
-[[ "$sanitize" == "address" ]] && dir=build-asan
-[[ "$sanitize" == "thread" ]] && dir=build-tsan
-
-# Sanitizer builds: core and the headless tests only (no GUI under Xvfb),
-# no CUDA; ASan's own checks make the timed tests slower, not wrong.
 # The torch tests under PyTorch 2.6 (label torch2, a Debian trixie root to
-# download and build) are a step of their own in .ci/run.
-extra=()
+# download and build) are a step of their own in .ci/run. Sanitizer builds
+# (scripts/configure.sh: core and the headless tests, no CUDA) leave out the
+# GUI's tests, and packaging (install: not memory; package_deb takes
+# minutes); ASan's own checks make the timed tests slower, not wrong.
 exclude=(-LE torch2)
-if [[ -n "$sanitize" ]]; then
-  extra=(-DHOOKSCOPE_GUI=OFF -DHOOKSCOPE_BENCH=OFF -DHOOKSCOPE_CUDA=OFF)
-  exclude=(-LE "gui|gpu|torch2|install")  # install: packaging, not memory; package_deb takes minutes
-fi
-launcher=()
-if command -v ccache >/dev/null; then
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-fi
-cmake -S . -B "$dir" -G Ninja -DHOOKSCOPE_SANITIZE="$sanitize" "${launcher[@]}" "${extra[@]}" >/dev/null
+[[ -n "$sanitize" ]] && exclude=(-LE "gui|gpu|torch2|install")
+dir="$(scripts/configure.sh "$sanitize")"
 cmake --build "$dir" -j"$(nproc)"
 [[ "$sanitize" == "thread" ]] && export TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp ${TSAN_OPTIONS:-}"
 cd "$dir"

@@ -126,14 +126,16 @@ install_packages() {
   printf %s "$want" >"$root/.hookscope-packages"
 }
 
-# Stage 3: the bridge, hookscope-cli and the runtime programs the torch tests
-# compare against (hook_order_runtime, saved_tensors_runtime, module_api_runtime) for this source
-# tree, built in the root against 2.6 (ninja makes a warm run a no-op). A
-# new build directory (another worktree) compiles through the root's ccache,
-# with paths relative to its source tree so that worktrees share hits.
-# Without -g: a cold build here is on CI's critical path, and debug info is
-# a quarter of its compile time (gdb a failure with the host's build).
-build_bridge() {
+# Stage 3: hookscope-cli and the runtime programs the torch tests compare
+# against (hook_order_runtime, saved_tensors_runtime, module_api_runtime) for
+# this source tree, built in the root against 2.6 by CMake (ninja makes a warm
+# run a no-op), and the bridge built by pip, at the same time (Note [The
+# root's bridge is pip's]). A new build directory (another worktree) compiles
+# through the root's ccache, with paths relative to its source tree so that
+# worktrees share hits. Without -g: a cold build here is on CI's critical
+# path, and debug info is a quarter of its compile time (gdb a failure with
+# the host's build).
+build_programs() {
   local log="$root$build.log" launcher=""
   mkdir -p "$root$build"
   [[ -f "$root$build/CMakeCache.txt" ]] ||
@@ -142,19 +144,101 @@ build_bridge() {
     cmake -S '$src' -B '$build' -G Ninja -DHOOKSCOPE_GUI=OFF -DHOOKSCOPE_CUDA=OFF \
           -DHOOKSCOPE_BENCH=OFF -DHOOKSCOPE_TORCH=ON $launcher \
           -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O2 -DNDEBUG' >/dev/null &&
-    cmake --build '$build' -j$(nproc) --target hookscope_python hookscope-cli hook_order_runtime saved_tensors_runtime module_api_runtime" \
-    >"$log" 2>&1 || { tail -30 "$log" >&2; die "building the bridge in the root failed; log: $log"; }
+    cmake --build '$build' -j$(nproc) --target hookscope-cli hook_order_runtime saved_tensors_runtime module_api_runtime" \
+    >"$log" 2>&1 || { tail -30 "$log" >&2; echo "torch2-root: building hookscope-cli in the root failed; log: $log" >&2; return 1; }
+}
+
+# Note [The root's bridge is pip's]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Under 2.6 the bridge is built once, the way a PyTorch user builds it:
+# `pip install --no-build-isolation` (python/setup.py) into a venv that sees
+# the root's torch, from a copy of what the build reads (pip builds in the
+# source folder; the tree stays clean). $build/python/hookscope links to the
+# package pip installed, so PYTHONPATH=$build/python and hookscope-cli's
+# look-up in its build tree (app/cli_python.cpp) find it as they find CMake's
+# bridge on the host. Every torch2 test runs this bridge;
+# tests/torch/pip_install.sh checks the venv as a user would. CMake's bridge
+# (target hookscope_python) is not built in the root: a second compile of the
+# same sources took ~3 minutes of CI. Redone when a file pip reads changes
+# (through the root's ccache: a Python edit costs the link only), in a new
+# folder named by the sources' hash ($build/pip/HASH/venv), the link switched
+# when it is complete: tests running meanwhile keep the bridge they started
+# with (the one before it is kept, older ones deleted).
+pip_stamp() {
+  { (cd "$src" && find python core/trace -type f ! -path 'python/build/*' ! -path '*.egg-info/*' \
+       ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha1sum)
+    grep '^project(' "$src/CMakeLists.txt"  # the version, all setup.py reads of it
+  } | sha1sum | cut -c1-16
+}
+build_pip_bridge() {
+  local stamp dir log
+  stamp="$(pip_stamp)"
+  dir="$build/pip/$stamp" log="$root$build/pip/$stamp/pip.log"
+  [[ "$(readlink "$root$build/pip/current" 2>/dev/null)" == "$stamp" && -L "$root$build/python/hookscope" ]] &&
+    return 0
+  rm -rf "$root$dir"
+  mkdir -p "$root$dir/src/core"
+  cp -r "$src/python" "$root$dir/src/"
+  cp -r "$src/core/trace" "$root$dir/src/core/"
+  cp "$src/CMakeLists.txt" "$root$dir/src/"
+  rm -rf "$root$dir/src/python/build" "$root$dir/src/python/"*.egg-info
+  # CFLAGS: Python's own, less -g (as above). CC/CXX through ccache, with
+  # paths relative to the copy so that the next HASH folder hits.
+  binds="" in_root /usr/bin/env CCACHE_DIR=/var/cache/ccache CCACHE_BASEDIR="$dir/src" CC="ccache x86_64-linux-gnu-gcc" \
+    CXX="ccache x86_64-linux-gnu-g++" CFLAGS="-fno-strict-overflow -DNDEBUG -O2 -Wall" \
+    CXXFLAGS="-DNDEBUG -O2" /bin/sh -c "
+    python3 -m venv --system-site-packages '$dir/venv' &&
+    '$dir/venv/bin/pip' install --no-build-isolation --no-index '$dir/src/python'" >"$log" 2>&1 &&
+    grep -q "Successfully installed hookscope" "$log" ||
+    { tail -30 "$log" >&2; echo "torch2-root: pip install --no-build-isolation ./python failed in the root; log: $log" >&2; return 1; }
+  local site
+  site="$(cd "$root$dir/venv/lib" && echo python3.*/site-packages)"
+  [[ -d "$root$dir/venv/lib/$site/hookscope" ]] ||
+    { echo "torch2-root: pip installed no hookscope package in $dir/venv" >&2; return 1; }
+  # Switched by rename (atomic); a CMake-built bridge there before is removed.
+  local previous old
+  previous="$(readlink "$root$build/pip/current" 2>/dev/null || true)"
+  mkdir -p "$root$build/python"
+  [[ -L "$root$build/python/hookscope" ]] || rm -rf "$root$build/python/hookscope"
+  ln -sfn "$dir/venv/lib/$site/hookscope" "$root$build/python/hookscope.new"
+  mv -T "$root$build/python/hookscope.new" "$root$build/python/hookscope"
+  ln -sfn "$stamp" "$root$build/pip/current.new"
+  mv -T "$root$build/pip/current.new" "$root$build/pip/current"
+  rm -f "$root$build/pip/.stamp"  # the one-venv layout of before
+  for old in "$root$build/pip/"*/; do
+    old="$(basename "$old")"
+    [[ "$old" == "$stamp" || "$old" == "$previous" || "$old" == current ]] || rm -rf "${root:?}$build/pip/$old"
+  done
+}
+
+build_bridge() {
+  local pip_rc=0 programs_rc=0
+  build_pip_bridge &
+  local pip_job=$!
+  build_programs || programs_rc=$?
+  wait "$pip_job" || pip_rc=$?
+  [[ $programs_rc -eq 0 && $pip_rc -eq 0 ]] || die "building in the root failed (see above)"
 }
 
 ensure() {  # $1: "prepare" stops before building
-  # One builder at a time (ctest runs several torch2 tests at once; CI
-  # prepares the root in the background while the host builds).
+  # The root's stages one at a time (ctest runs several torch2 tests at
+  # once; CI prepares the root in the background while the host builds);
+  # then builds share the root (lock 9 shared: no package change under a
+  # build), each build directory one builder at a time (lock 8), so that
+  # worktrees sharing the root do not wait for each other's builds.
   mkdir -p "$(dirname "$root")"
   exec 9>"$root.lock"
   flock 9
   make_base
   install_packages
-  [[ "${1:-}" == prepare ]] || build_bridge
+  if [[ "${1:-}" != prepare ]]; then
+    flock -s 9
+    mkdir -p "$(dirname "$root$build")"
+    exec 8>"$root$build.lock"
+    flock 8
+    build_bridge
+    exec 8>&-
+  fi
   exec 9>&-
 }
 
@@ -186,6 +270,8 @@ case "$cmd" in
     export HOOKSCOPE_RUNTIME_GRAPH="$build/tests/torch/hook_order_runtime"
     export HOOKSCOPE_SAVED_RUNTIME="$build/tests/torch/saved_tensors_runtime"
     export HOOKSCOPE_GUI=""
+    # tests/torch/pip_install.sh: the venv the bridge is in (Note [The root's bridge is pip's])
+    export HOOKSCOPE_PIP_VENV="$build/pip/$(readlink "$root$build/pip/current")/venv"
     in_root /bin/sh -c 'cd "$0" 2>/dev/null || cd /; exec "$@"' "$here" "$@"
     ;;
   *) die "usage: scripts/torch2-root.sh build | prepare | run CMD [ARGS...] | path | clean" ;;

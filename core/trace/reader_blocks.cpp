@@ -1,5 +1,7 @@
 #include "trace/reader_blocks.h"
 
+#include "trace/fuzzing.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,13 +16,11 @@ namespace detail {
 
 namespace {
 
-// Fuzzing builds (scripts/fuzz.sh) skip checksums so that mutated inputs get
-// past them to the decoders; every other check still runs.
-#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-constexpr bool kSkipChecksums = true;
-#else
-constexpr bool kSkipChecksums = false;
-#endif
+// Set by the fuzz targets only (Note [Fuzzing skips checksums]); read by
+// every decoding thread, set before the first read.
+std::atomic<bool> g_skip_checksums{false};
+
+bool skip_checksums() { return g_skip_checksums.load(std::memory_order_relaxed); }
 
 std::string version_string(uint16_t major, uint16_t minor) {
   return "v" + std::to_string(major) + "." + std::to_string(minor);
@@ -69,7 +69,7 @@ size_t parse_file_start(const uint8_t* data, size_t size, uint64_t file_size,
     uint32_t crc = crc32(data, kPrefixBytes);
     crc = crc32(head, 8, crc);
     crc = crc32(block.payload, block.length, crc);
-    if (crc != load_le<uint32_t>(head + 8) && !kSkipChecksums) bad = "bad checksum in header";
+    if (crc != load_le<uint32_t>(head + 8) && !skip_checksums()) bad = "bad checksum in header";
   }
   if (!bad.empty()) {
     throw TraceFormatError(source, kPrefixBytes, bad);
@@ -93,7 +93,7 @@ std::string check_block(const uint8_t* data, size_t size, size_t offset, BlockVi
   uint32_t crc = crc32(head, 8);
   crc = crc32(block.payload, block.length, crc);
   if (block.type == static_cast<uint32_t>(BlockType::kHeader)) return "";  // checked by the caller
-  if (crc != load_le<uint32_t>(head + 8) && !kSkipChecksums) return "bad checksum in " + name;
+  if (crc != load_le<uint32_t>(head + 8) && !skip_checksums()) return "bad checksum in " + name;
   return "";
 }
 
@@ -135,6 +135,8 @@ bool check_trailer(const uint8_t* data, size_t size, size_t offset, uint64_t foo
 }
 
 }  // namespace detail
+
+void skip_checksums_for_fuzzing() { detail::g_skip_checksums.store(true, std::memory_order_relaxed); }
 
 // ---- read_trace_index ------------------------------------------------------------
 
