@@ -262,6 +262,8 @@ void App::poll_background() {
 // The diff needs both models and both sides' findings; it is made off the
 // UI thread (Note [Compare off the UI thread]).
 void App::poll_compare() {
+  // Pictures and test frames see it landed; --bench-frames measures the interactive way.
+  const bool wait = args_.headless_frames() && args_.bench_frames <= 0;
   std::erase_if(compare_.retired, [](auto& f) {
     return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
   });
@@ -276,10 +278,10 @@ void App::poll_compare() {
       d.diff = std::make_unique<analysis::ModelDiff>(analysis::diff_models(*a, d.findings_a, *b, findings_b.get()));
       return d;
     });
+    if (!wait) return;  // it lands in a later frame, whatever its speed: this one says "comparing"
   }
   if (!compare_.pending.valid()) return;
-  // Pictures and test frames see it landed; --bench-frames measures the interactive way.
-  if (args_.headless_frames() && args_.bench_frames <= 0) compare_.pending.wait();
+  if (wait) compare_.pending.wait();
   if (compare_.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
   try {
     CompareState::Diffed d = compare_.pending.get();
