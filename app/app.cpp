@@ -95,7 +95,7 @@ std::string App::describe_view() const {
   if (!m) return "nothing open";
   const render::GraphDrawStats& g = graph_.stats();
   const size_t i = session_.current();
-  const auto counts = analysis::count_findings(findings_.findings);
+  const auto counts = analysis::count_findings(*findings_.findings);
   if (!session_.full_state()) {
     return fmt::format("event {} / {} ({}): computing the state; {} errors, {} warnings found", i,
                        m->num_events() - 1, trace::to_string(m->event(i).kind), counts.errors, counts.warnings);
@@ -117,6 +117,7 @@ bool App::wants_frames() const {  // Note [Idle frames]
   auto graph_busy = [](const std::unique_ptr<render::GraphView>& g) { return g && g->busy(); };
   return session_.playing() || session_.state_pending() || initial_load_pending_ || loader_.busy() ||
          compare_.loader.busy() || (compare_.findings.valid() && !compare_findings_ready()) ||
+         compare_.pending.valid() || !compare_.retired.empty() ||
          (live_.active() && !live_.finished()) || rows_.pending.valid() ||
          !rows_.retired.empty() || findings_.pending.valid() ||
          (findings_.wanted && findings_.wanted.get() != findings_.model) || graph_.busy() ||

@@ -63,7 +63,9 @@ struct EventRows {
 
 // Diagnostics run off the UI thread; the panel shows them once ready.
 struct FindingsState {
-  analysis::FindingTable findings;  // Note [Compact findings]
+  // Note [Compact findings]. Never null (empty until diagnosed); shared with
+  // the compare job that unpacks it (Note [Compare off the UI thread]).
+  std::shared_ptr<const analysis::FindingTable> findings = std::make_shared<const analysis::FindingTable>();
   bool ready = false;
   std::future<analysis::FindingTable> pending;
   const analysis::Model* model = nullptr;  // what `findings` describe
@@ -89,9 +91,33 @@ struct CompareState {
   // A's findings unpacked (FindingTable::to_vector) for `diff`, kept for the
   // synchronised graphs: unpacking a million findings is not done twice a frame.
   std::vector<analysis::Finding> findings_a;
+  // The A that `diff`, or the diff being made, describes.
   const analysis::Model* diffed_against = nullptr;
   TraceLoader loader;
   std::string error;
+
+  // Note [Compare off the UI thread]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // Unpacking A's findings and diffing the two models took 150-700 ms of one
+  // frame when a compare opened (and again whenever A changed): they run as
+  // a job of their own, started by App::poll_background once both models and
+  // both sides' findings are in; the Compare panel says "comparing ..."
+  // until it lands. The job holds what it reads (A, its findings, B, B's
+  // findings), so a newer A or B, or closing B, only retires it: its
+  // result is dropped, and retired jobs are forgotten once done (a
+  // std::async future's destructor would wait for it on the UI thread).
+  struct Diffed {
+    std::vector<analysis::Finding> findings_a;
+    std::unique_ptr<analysis::ModelDiff> diff;
+  };
+  std::future<Diffed> pending;
+  std::vector<std::future<Diffed>> retired;
+  // Drops the diff and any diff being made: the next poll makes a new one.
+  void drop_diff() {
+    diff.reset();
+    diffed_against = nullptr;
+    if (pending.valid()) retired.push_back(std::move(pending));
+  }
 };
 
 class App {
@@ -173,6 +199,7 @@ class App {
   const render::GraphView* export_view() const { return export_.whole.get(); }
   // The Compare view's synchronised state (tests).
   const CompareGraphs& compare_state() const { return compare_graphs_; }
+  const CompareState& compare() const { return compare_; }  // B, its findings, the diff (tests)
   // Shows every panel and view at once, the Compare panel included (the
   // GUI fuzzer, fuzz/fuzz_gui_frame.cpp: one frame draws them all).
   void show_every_panel();
@@ -187,6 +214,7 @@ class App {
                      std::shared_ptr<render::TimelineIndex> timeline = nullptr);
   void poll_live();
   void poll_background();
+  void poll_compare();  // Note [Compare off the UI thread]
   void jump_to(size_t event, analysis::FunctionIndex select = analysis::kNoIndex);
   // Sets window positions/sizes for the default layout (always when
   // `force`, else only for windows that have none in imgui.ini).

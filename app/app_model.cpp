@@ -155,14 +155,13 @@ void App::publish_model(std::shared_ptr<const analysis::Model> model, bool keep_
   rows_.rows.clear();
   set_filter(filter_text_);
   if (!keep_position) {
-    findings_.findings.clear();
+    findings_.findings = std::make_shared<const analysis::FindingTable>();
     findings_.ready = false;
     findings_.model = nullptr;
     findings_.described.reset();
   }
   findings_.wanted = model;
-  compare_.diff.reset();
-  compare_.diffed_against = nullptr;
+  compare_.drop_diff();
   scroll_events_ = true;
 }
 
@@ -214,8 +213,7 @@ void App::poll_background() {
                             return analysis::diagnose(*m);
                           }).share();
       compare_.files = r->files;
-      compare_.diff.reset();
-      compare_.diffed_against = nullptr;
+      compare_.drop_diff();
     }
   }
   std::erase_if(rows_.retired, [](auto& f) {
@@ -239,10 +237,10 @@ void App::poll_background() {
     if (args_.headless_frames()) findings_.pending.wait();
     if (findings_.pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
       try {
-        findings_.findings = findings_.pending.get();
+        findings_.findings = std::make_shared<const analysis::FindingTable>(findings_.pending.get());
       } catch (const std::exception& e) {
         warning_ = fmt::format("diagnostics failed: {}", e.what());
-        findings_.findings.clear();
+        findings_.findings = std::make_shared<const analysis::FindingTable>();
       }
       findings_.model = findings_.running.get();
       findings_.described = findings_.running;
@@ -251,26 +249,48 @@ void App::poll_background() {
       findings_.ready = findings_.model == session_.model();
     }
   }
-  // The diff needs both models and both sides' findings.
-  if (compare_.model && session_.model() && findings_.ready && compare_.diffed_against != session_.model() &&
-      compare_findings_ready()) {
-    try {
-      compare_.findings_a = findings_.findings.to_vector();
-      compare_.diff = std::make_unique<analysis::ModelDiff>(
-          analysis::diff_models(*session_.model(), compare_.findings_a, *compare_.model, compare_.findings.get()));
-    } catch (const std::exception& e) {  // B's diagnosis failed (std::bad_alloc): nothing to compare
-      compare_.error = fmt::format("could not compare: {}", e.what());
-      compare_.model.reset();
-      compare_.findings = {};
-    }
-    compare_.diffed_against = session_.model();
-  }
+  poll_compare();
   // Screenshots and test frames see each layout landed; a benchmark only in
   // the warm-up frames it does not count (report()): later layouts land in
   // the background, as they do for a user.
   if (args_.headless_frames() && session_.model() &&
       (args_.bench_frames <= 0 || frame_ms_.size() < kBenchWarmupFrames)) {
     graph_.wait_for_layout();
+  }
+}
+
+// The diff needs both models and both sides' findings; it is made off the
+// UI thread (Note [Compare off the UI thread]).
+void App::poll_compare() {
+  // Pictures and test frames see it landed; --bench-frames measures the interactive way.
+  const bool wait = args_.headless_frames() && args_.bench_frames <= 0;
+  std::erase_if(compare_.retired, [](auto& f) {
+    return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  });
+  if (compare_.model && session_.model() && findings_.ready && compare_.diffed_against != session_.model() &&
+      compare_findings_ready()) {
+    compare_.drop_diff();
+    compare_.diffed_against = session_.model();
+    compare_.pending = std::async(std::launch::async, [a = session_.shared_model(), table = findings_.findings,
+                                                       b = compare_.model, findings_b = compare_.findings] {
+      CompareState::Diffed d;
+      d.findings_a = table->to_vector();
+      d.diff = std::make_unique<analysis::ModelDiff>(analysis::diff_models(*a, d.findings_a, *b, findings_b.get()));
+      return d;
+    });
+    if (!wait) return;  // it lands in a later frame, whatever its speed: this one says "comparing"
+  }
+  if (!compare_.pending.valid()) return;
+  if (wait) compare_.pending.wait();
+  if (compare_.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+  try {
+    CompareState::Diffed d = compare_.pending.get();
+    compare_.findings_a = std::move(d.findings_a);
+    compare_.diff = std::move(d.diff);
+  } catch (const std::exception& e) {  // B's diagnosis failed (std::bad_alloc): nothing to compare
+    compare_.error = fmt::format("could not compare: {}", e.what());
+    compare_.model.reset();
+    compare_.findings = {};
   }
 }
 

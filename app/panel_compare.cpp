@@ -152,8 +152,7 @@ bool App::compare_header(const std::string& name_a, const std::string& name_b) {
   if (ImGui::SmallButton("close B")) {
     compare_.model.reset();
     compare_.findings = {};
-    compare_.diff.reset();
-    compare_.diffed_against = nullptr;
+    compare_.drop_diff();
     compare_.files.clear();
     compare_view_.diff = nullptr;
     compare_graphs_ = CompareGraphs{};

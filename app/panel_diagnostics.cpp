@@ -125,7 +125,7 @@ void App::draw_diagnostics_panel() {
   // A live run: the findings of the model as it was a moment ago, until the
   // grown model's are in (their event indices stay valid).
   if (findings_.model != m) ImGui::TextDisabled("updating...");
-  if (findings_.findings.empty()) {
+  if (findings_.findings->empty()) {
     if (diagnostics_view_.end_model != m) {
       diagnostics_view_.end_model = m;
       diagnostics_view_.end_text = attached_at_end(*m);
@@ -142,7 +142,7 @@ void App::draw_diagnostics_panel() {
 
   // ---- the groups, most severe first, then by kind ----
   DiagnosticsView& v = diagnostics_view_;
-  const bool detail = v.selected < findings_.findings.size();
+  const bool detail = v.selected < findings_.findings->size();
   const float detail_h = detail ? ImGui::GetTextLineHeightWithSpacing() * 6.f : 0.f;
   ImGui::BeginChild("findings", ImVec2(0.f, -detail_h));
   std::vector<size_t> order(v.groups.size());
@@ -159,7 +159,7 @@ void App::draw_diagnostics_panel() {
 
 // Groups the findings again when they changed, and the rows when the filter did.
 void App::diagnostics_refresh() {
-  const analysis::FindingTable& findings = findings_.findings;
+  const analysis::FindingTable& findings = *findings_.findings;
   DiagnosticsView& v = diagnostics_view_;
   if (v.model != findings_.model || v.num_findings != findings.size()) {
     v.model = findings_.model;
@@ -225,7 +225,7 @@ void App::diagnostics_filters() {
 // One kind's group: a tree node with its counts, its rows inside. False when
 // the filters leave it no row.
 bool App::diagnostics_group(size_t g) {
-  const analysis::FindingTable& findings = findings_.findings;
+  const analysis::FindingTable& findings = *findings_.findings;
   const DiagnosticsView& v = diagnostics_view_;
   const analysis::FindingGroup& group = v.groups[g];
   const std::vector<uint32_t>& all_rows = v.rows[g];
@@ -272,7 +272,7 @@ bool App::diagnostics_group(size_t g) {
 // The group's first `n` rows: at (a link that selects the finding), rank,
 // message; findings that hold only after the current event are greyed.
 void App::diagnostics_rows(size_t g, size_t n) {
-  const analysis::FindingTable& findings = findings_.findings;
+  const analysis::FindingTable& findings = *findings_.findings;
   DiagnosticsView& v = diagnostics_view_;
   const std::vector<uint32_t>& all_rows = v.rows[g];
   const std::string kind(analysis::to_string(v.groups[g].kind));
@@ -335,7 +335,7 @@ void App::diagnostics_rows(size_t g, size_t n) {
 void App::diagnostics_detail() {
   const analysis::Model& m = *session_.model();
   DiagnosticsView& v = diagnostics_view_;
-  const Finding f = findings_.findings[v.selected];
+  const Finding f = (*findings_.findings)[v.selected];
   ImGui::Separator();
   ImGui::TextColored(col(severity_color(f.severity)), "%s", std::string(analysis::to_string(f.kind)).c_str());
   if (f.owner != kNoIndex) {

@@ -170,7 +170,7 @@ TEST_CASE("app: diagnostics of a policy none run find the leaked hooks") {
   const FindingsState& f = ui.app().findings();
   REQUIRE(f.ready);
   bool leaked = false;
-  for (const auto& x : f.findings) leaked |= x.kind == analysis::FindingKind::kLeakedHook;
+  for (const auto& x : *f.findings) leaked |= x.kind == analysis::FindingKind::kLeakedHook;
   CHECK(leaked);
 }
 
@@ -252,7 +252,7 @@ TEST_CASE("app: --live shows the recovery scenario's events as they arrive, then
   }
   REQUIRE(final_findings());
   bool leaked = false;
-  for (const auto& f : app.findings().findings) leaked |= f.kind == analysis::FindingKind::kLeakedHook;
+  for (const auto& f : *app.findings().findings) leaked |= f.kind == analysis::FindingKind::kLeakedHook;
   CHECK(leaked);
   MESSAGE("live model sizes seen: " << sizes.size() << ", last " << sizes.back());
   CHECK(sizes.back() > 500);

@@ -225,7 +225,11 @@ TEST_CASE("cancelling: a set flag stops the layout, a LayoutJob cancels on reque
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   CHECK(stopped.cancelled);
+#if defined(__SANITIZE_THREAD__)
+  CHECK(ms < 800.0);  // TSan slows the layout between its checks of the flag: 240-570 ms at load 8-17
+#else
   CHECK(ms < 200.0);
+#endif
 }
 
 TEST_CASE("a LayoutJob rethrows what the layout threw") {
