@@ -6,6 +6,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "render/layout/layout_internal.h"
+
 namespace hookscope::render {
 
 namespace {
@@ -197,17 +199,7 @@ bool pack_layout(Layout& l, const LayoutGraph& graph, const PackOptions& o) {
     std::stable_sort(l.layer_nodes.begin() + l.layer_begin[k], l.layer_nodes.begin() + l.layer_begin[k + 1],
                      [&](int a, int b) { return l.center[a].x < l.center[b].x; });
   }
-  l.min = {INFINITY, INFINITY};
-  l.max = {-INFINITY, -INFINITY};
-  for (uint32_t u = 0; u < n; ++u) {
-    const Vec2 p = l.center[u], s = l.size[u];
-    l.min = {std::min(l.min.x, p.x - s.x * 0.5f), std::min(l.min.y, p.y - s.y * 0.5f)};
-    l.max = {std::max(l.max.x, p.x + s.x * 0.5f), std::max(l.max.y, p.y + s.y * 0.5f)};
-  }
-  for (const Vec2& p : l.route) {
-    l.min = {std::min(l.min.x, p.x), std::min(l.min.y, p.y)};
-    l.max = {std::max(l.max.x, p.x), std::max(l.max.y, p.y)};
-  }
+  detail::update_bounds(l);
   // Not a seed any more (Note [Stable layout]): no dummies to keep.
   l.dummy_begin.assign(graph.edges.size() + 1, 0);
   l.dummy_x.clear();

@@ -117,6 +117,7 @@ inline BoxMetrics compact_metrics(BoxMetrics m) {
 inline LayoutOptions compact_layout_options(LayoutOptions o) {
   o.layer_gap = 18.f;
   o.node_gap = 12.f;
+  o.stack_leaves = true;  // Note [Stacked leaves]
   return o;
 }
 

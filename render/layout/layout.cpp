@@ -461,8 +461,8 @@ std::vector<int> assign_layers(const LayoutGraph& g) {
   return layer;
 }
 
-Layout compute_layout(const LayoutInput& input, const LayoutOptions& options,
-                      const std::atomic<bool>* cancel) {
+Layout detail::compute_layered(const LayoutInput& input, const LayoutOptions& options,
+                               const std::atomic<bool>* cancel) {
   const LayoutGraph& graph = input.graph;
   const int n = graph.num_nodes;
   check_edges(graph);

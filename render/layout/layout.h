@@ -88,7 +88,27 @@ struct LayoutOptions {
   size_t large_graph = 200'000;
   int large_sweeps = 2;
   size_t max_dummies = 0;
+  // Note [Stacked leaves]: a parent's leaf children one below the other.
+  bool stack_leaves = false;
 };
+
+// Note [Stacked leaves]
+// ~~~~~~~~~~~~~~~~~~~~~
+// In the compact view (Note [Compact boxes]) most boxes are parameters'
+// AccumulateGrads: leaves, and a rank rebuilt on the same module holds two or
+// three copies of each, all children of one Function. A layered layout puts
+// siblings side by side, so one layer of a rebuilt rank is three leaves and
+// the backbone wide, wider than the canvas at a readable zoom. With
+// stack_leaves, the leaves (no out-edge, one in-edge) of one parent stand in
+// one column below each other instead: the layout runs on a graph where the
+// parent's edge to its second leaf comes from the first, to the third from
+// the second, each as wide as the widest of them, so the column keeps a free
+// lane on its left; then the boxes get their own widths back and the edge
+// from the parent to each later leaf is routed as a tree's: with the first
+// leaf's edge to above its band, down that lane, and right into the leaf's
+// side. When a lane would cross a box (a seeded layout that put the column
+// out of line), the layout is made again without stacking: never an edge
+// through a box. The input graph's edges keep their indices and meaning.
 
 // Note [Stable layout]
 // ~~~~~~~~~~~~~~~~~~~~

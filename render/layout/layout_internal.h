@@ -86,6 +86,13 @@ bool is_large(const Layered& g, const LayoutOptions& options);
 // Step 6: routes, dummy x, bounds into `out` (centres, sizes, layers set).
 void build_routes(const Layered& g, const Oriented& oriented, const std::vector<float>& x, Layout& out);
 
+// Steps 1-6 of Note [Layered layout]; compute_layout() adds Note [Stacked
+// leaves] around it.
+Layout compute_layered(const LayoutInput& input, const LayoutOptions& options, const std::atomic<bool>* cancel);
+
+// Layout::min and max from its boxes and routes.
+void update_bounds(Layout& l);
+
 // Step 4: fills `g.order`; returns the crossings of the order kept. With a
 // seed, orders by seeded x and places new items by barycenter, no sweeps.
 size_t order_layers(Layered& g, const LayoutOptions& options, const SeedX* seed_x,
