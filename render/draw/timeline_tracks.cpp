@@ -148,6 +148,15 @@ void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, floa
   f.dl->AddRectFilled({f.min.x, y}, {f.max.x, y + height}, palette().track);
   f.dl->AddText({f.min.x + 6.f, y + 1.f}, palette().text, track.name.c_str());
   f.dl->PushClipRect({f.plot_x, y}, {f.max.x, y + height}, true);
+  draw_ticks(f, track, y);
+  draw_lanes(f, track, y);
+  f.dl->PopClipRect();
+}
+
+// The tick row: one mark per event, or a fold with its count where marks
+// would be closer than min_mark_px; the hovered one becomes f.hover_event.
+void TimelineView::draw_ticks(TimelineFrame& f, const TimelineTrack& track, float y) {
+  const TimelineViewOptions& o = options_;
   const float ty0 = y + 2.f, ty1 = y + o.tick_height - 2.f;
   char buf[32];
   // The marks of this window, walked once (Note [Timeline mark cache]).
@@ -189,6 +198,12 @@ void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, floa
       f.hover_count = m.last - m.first;
     }
   }
+}
+
+// The span lanes (backward, apply, collectives) under the tick row.
+void TimelineView::draw_lanes(TimelineFrame& f, const TimelineTrack& track, float y) {
+  const TimelineViewOptions& o = options_;
+  char buf[32];
   for (size_t lane = 0; lane < track.lanes.size(); ++lane) {
     const auto& spans = track.lanes[lane];
     const float ly0 = y + o.tick_height + f.lane_h * static_cast<float>(lane) + 1.f;
@@ -215,24 +230,28 @@ void TimelineView::draw_track(TimelineFrame& f, const TimelineTrack& track, floa
         f.dl->AddRectFilled({x0, ly0}, {x1, ly1}, span_color(s), 2.f);
       }
       if (x1 - x0 < 24.f || !f.lane_text) return;
-      std::string label;
-      if (s.kind == SpanKind::kBackward) {
-        label = "backward";
-      } else if (s.kind == SpanKind::kCollective) {
-        label = std::string(trace::to_string(static_cast<trace::CollectiveOp>(s.op)));
-        if (s.failed) label += " (failed)";
-      } else if (model_) {
-        const trace::Event e = model_->event(s.begin_event);
-        const analysis::FunctionIndex fn = model_->find_function(model_->source(s.begin_event), e.node);
-        label = fn == analysis::kNoIndex ? "apply" : model_->str(model_->functions()[fn].name);
-      }
+      std::string label = span_label(s);
       if (s.open()) label += " (never ended)";
       const ImVec4 clip{std::max(x0, f.plot_x), ly0, x1 - 2.f, ly1};
       f.dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), {std::max(x0, f.plot_x) + 3.f, ly0 + 1.f}, palette().text,
                     label.c_str(), nullptr, 0.f, &clip);
     });
   }
-  f.dl->PopClipRect();
+}
+
+std::string TimelineView::span_label(const TimelineSpan& s) const {
+  std::string label;
+  if (s.kind == SpanKind::kBackward) {
+    label = "backward";
+  } else if (s.kind == SpanKind::kCollective) {
+    label = std::string(trace::to_string(static_cast<trace::CollectiveOp>(s.op)));
+    if (s.failed) label += " (failed)";
+  } else if (model_) {
+    const trace::Event e = model_->event(s.begin_event);
+    const analysis::FunctionIndex fn = model_->find_function(model_->source(s.begin_event), e.node);
+    label = fn == analysis::kNoIndex ? "apply" : model_->str(model_->functions()[fn].name);
+  }
+  return label;
 }
 
 }  // namespace hookscope::render

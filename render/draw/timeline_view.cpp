@@ -81,6 +81,34 @@ size_t TimelineView::event_at_time(double t) const {
 TimelineResult TimelineView::draw(size_t current_event) {
   TimelineFrame f;
   stats_ = {};
+  draw_toolbar(current_event);
+  begin_canvas(f);
+  f.dl->AddRectFilled(f.min, f.max, palette().background);  // Note [Canvas palettes]
+  f.dl->PushClipRect(f.min, f.max, true);
+  draw_axis(f);
+  size_tracks(f);
+  float y = f.min.y + options_.axis_height + f.marker_h;
+  for (const TimelineTrack& track : index_.tracks()) {
+    draw_track(f, track, y);
+    const float height = options_.tick_height + f.lane_h * static_cast<float>(track.lanes.size());
+    draw_lost(f, track, y, height);
+    f.track_y.push_back({y, y + height});
+    y += height + options_.track_gap;
+  }
+  stats_.track_y = f.track_y;
+  // Gaps first: marker labels are placed around their bands and labels (draw_markers).
+  draw_gaps(f, f.min.y, y);
+  draw_markers(f, f.min.y + options_.axis_height, y);
+  draw_overlays(f, current_event);
+  f.dl->PopClipRect();
+  draw_hover(f);
+  if (f.clicked && !f.result.current_event && !selecting_from_ && !f.gap_clicked) {
+    f.result.current_event = nearest_event(f);
+  }
+  return f.result;
+}
+
+void TimelineView::draw_toolbar(size_t current_event) {
   if (ImGui::SmallButton("Fit##timeline")) fit_pending_ = true;
   ImGui::SameLine();
   if (ImGui::SmallButton("Bookmark") && model_) toggle_bookmark(current_event);
@@ -90,6 +118,11 @@ TimelineResult TimelineView::draw(size_t current_event) {
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("wheel: zoom, drag: pan, right-drag: select, click: go to event");
   ImGui::SameLine(0.f, 14.f);
   draw_legend();
+}
+
+// The canvas: its rectangle, a pending fit, the mouse, and the window's time
+// range (the mark cache is dropped when it changes).
+void TimelineView::begin_canvas(TimelineFrame& f) {
   f.dl = ImGui::GetWindowDrawList();
   f.min = ImGui::GetCursorScreenPos();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -119,39 +152,29 @@ TimelineResult TimelineView::draw(size_t current_event) {
     cache_t1_ = f.t1;
     cache_gap_ = f.min_gap;
   }
+}
 
-  f.dl->AddRectFilled(f.min, f.max, palette().background);  // Note [Canvas palettes]
-  f.dl->PushClipRect(f.min, f.max, true);
-  draw_axis(f);
-  {
-    float fixed = options_.axis_height;
-    size_t lanes = 0;
-    for (const TimelineTrack& track : index_.tracks()) {
-      fixed += options_.tick_height + options_.track_gap;
-      lanes += track.lanes.size();
-    }
-    f.marker_h = std::clamp((f.max.y - f.min.y) - fixed - 4.f * static_cast<float>(lanes), 0.f, options_.marker_height);
-    fixed += f.marker_h;
-    const float room = (f.max.y - f.min.y) - fixed;
-    f.lane_h = options_.lane_height;
-    if (lanes > 0 && room < options_.lane_height * static_cast<float>(lanes)) {
-      f.lane_h = std::max(4.f, room / static_cast<float>(lanes));
-    }
-    f.lane_text = f.lane_h >= ImGui::GetFontSize() - 1.f;
-  }
-  float y = f.min.y + options_.axis_height + f.marker_h;
+// Heights: marker row and lanes shrink to fit the tracks into the canvas.
+void TimelineView::size_tracks(TimelineFrame& f) const {
+  float fixed = options_.axis_height;
+  size_t lanes = 0;
   for (const TimelineTrack& track : index_.tracks()) {
-    draw_track(f, track, y);
-    const float height = options_.tick_height + f.lane_h * static_cast<float>(track.lanes.size());
-    draw_lost(f, track, y, height);
-    f.track_y.push_back({y, y + height});
-    y += height + options_.track_gap;
+    fixed += options_.tick_height + options_.track_gap;
+    lanes += track.lanes.size();
   }
-  stats_.track_y = f.track_y;
-  // Gaps first: marker labels are placed around their bands and labels (draw_markers).
-  draw_gaps(f, f.min.y, y);
-  draw_markers(f, f.min.y + options_.axis_height, y);
-  // The selection, the bookmarks and the cursor over everything.
+  f.marker_h = std::clamp((f.max.y - f.min.y) - fixed - 4.f * static_cast<float>(lanes), 0.f, options_.marker_height);
+  fixed += f.marker_h;
+  const float room = (f.max.y - f.min.y) - fixed;
+  f.lane_h = options_.lane_height;
+  if (lanes > 0 && room < options_.lane_height * static_cast<float>(lanes)) {
+    f.lane_h = std::max(4.f, room / static_cast<float>(lanes));
+  }
+  f.lane_text = f.lane_h >= ImGui::GetFontSize() - 1.f;
+}
+
+// Over the tracks: the selection, the bookmarks and the cursor; and the
+// training span's x for the draw report.
+void TimelineView::draw_overlays(TimelineFrame& f, size_t current_event) {
   if (selection_) {
     const float a = x_of(selection_->first), b = x_of(selection_->second);
     const uint32_t ink = palette().light ? rgba(0, 0, 0) : rgba(255, 255, 255);
@@ -182,9 +205,10 @@ TimelineResult TimelineView::draw(size_t current_event) {
       }
     }
   }
-  f.dl->PopClipRect();
+}
 
-  // Tooltip and click on what the mouse is over.
+// Tooltip and click on what the mouse is over.
+void TimelineView::draw_hover(TimelineFrame& f) const {
   if (f.hovered && !ImGui::IsMouseDragging(ImGuiMouseButton_Left) && !selecting_from_) {
     if (f.hover_event != UINT32_MAX) {
       f.result.hovered_event = f.hover_event;
@@ -211,10 +235,6 @@ TimelineResult TimelineView::draw(size_t current_event) {
       if (f.clicked && model_) f.result.current_event = f.hover_span->begin_event;
     }
   }
-  if (f.clicked && !f.result.current_event && !selecting_from_ && !f.gap_clicked) {
-    f.result.current_event = nearest_event(f);
-  }
-  return f.result;
 }
 
 std::optional<size_t> TimelineView::nearest_event(const TimelineFrame& f) const {

@@ -132,7 +132,18 @@ class TimelineView {
   // mouse (anywhere else in the plot: of the whole trace).
   std::optional<size_t> nearest_event(const TimelineFrame& f) const;
   void draw_axis(TimelineFrame& f);
+  // draw's steps, in order: the toolbar row, the canvas and its input, the
+  // tracks' heights, the tracks, then the cursor and bookmarks over them and
+  // the tooltip of what the mouse is over.
+  void draw_toolbar(size_t current_event);
+  void begin_canvas(TimelineFrame& f);
+  void size_tracks(TimelineFrame& f) const;
+  void draw_overlays(TimelineFrame& f, size_t current_event);
+  void draw_hover(TimelineFrame& f) const;
   void draw_track(TimelineFrame& f, const TimelineTrack& track, float y);
+  void draw_ticks(TimelineFrame& f, const TimelineTrack& track, float y);
+  void draw_lanes(TimelineFrame& f, const TimelineTrack& track, float y);
+  std::string span_label(const TimelineSpan& s) const;
   void handle_input(TimelineFrame& f);
   void draw_legend();
   void draw_markers(TimelineFrame& f, float top, float bottom);
