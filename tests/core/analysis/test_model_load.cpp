@@ -150,8 +150,12 @@ TEST_CASE("model load: hook_fired_at and find_* agree with the records, one trac
 TEST_CASE("model load: at most 12 bytes per event on the benchmark's trace shapes") {
   // bench_analysis BM_Load at 10M events. Fewer keep the test quick; the
   // 1024/none shape needs 3M for its stale hooks to pile up as they do at 10M.
-  for (auto [parameters, policy, events] : {std::tuple{64u, tr::DestroyPolicy::kByKey, 1'000'000},
-                                            std::tuple{1024u, tr::DestroyPolicy::kNone, 3'000'000}}) {
+  for (const auto& shape : {std::tuple{64u, tr::DestroyPolicy::kByKey, 1'000'000},
+                             std::tuple{1024u, tr::DestroyPolicy::kNone, 3'000'000}}) {
+    // Named copies, not a structured binding: clang 14 (the ASan build) cannot capture one in CAPTURE.
+    const auto parameters = std::get<0>(shape);
+    const auto policy = std::get<1>(shape);
+    const auto events = std::get<2>(shape);
     an::SyntheticOptions o;
     o.events = static_cast<size_t>(events);
     o.parameters = parameters;

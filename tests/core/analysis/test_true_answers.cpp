@@ -208,11 +208,13 @@ TEST_CASE("cli: diff --at names the trace that lacks the point, never 'rank 6553
   CHECK(r.out.find("A (") != std::string::npos);
   CHECK(r.out.find("B (") != std::string::npos);
   // a point wrong in itself is said once, plainly
-  for (const auto& [point, says] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& wrong : std::vector<std::pair<std::string, std::string>>{
            {"backward:abc", "'abc' is not a number"},
            {"backward:-2", "'-2' is below 1"},
            {"backward:0", "counts start at 1"},
            {"backward:99999999999999999999999", "more than any trace holds"}}) {
+    const std::string& point = wrong.first;  // not a binding: clang 14 cannot CAPTURE one
+    const std::string& says = wrong.second;
     CAPTURE(point);
     r = cli("diff " + with + " " + with + " --at " + point);
     CHECK(r.exit == 2);

@@ -314,7 +314,9 @@ TEST_CASE("events: fires equal calls for every hook kind across passes with remo
   rec.finish();
   auto fires = fires_by_key(rec);
   int total_calls = 0;
-  for (auto [key, n] : calls) {
+  for (const auto& call : calls) {
+    const auto key = call.first;  // not a binding: clang 14 cannot CAPTURE one
+    const auto n = call.second;
     CAPTURE(key);
     CHECK(fires[key] == n);
     total_calls += n;

@@ -71,7 +71,9 @@ TEST_CASE("chrome export parses, has the required fields, complete events and ma
   CHECK(cats.count("collective"));
   CHECK(by_ph["i"] > 0);
   REQUIRE_FALSE(flows.empty());
-  for (const auto& [id, phases] : flows) {
+  for (const auto& flow : flows) {
+    const auto& id = flow.first;  // not a binding: clang 14 cannot CAPTURE one
+    const auto& phases = flow.second;
     CAPTURE(id);
     CHECK(phases == "stf");  // hook fire -> bucket ready -> collective
   }

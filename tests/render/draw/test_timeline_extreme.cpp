@@ -53,7 +53,9 @@ TEST_CASE("timeline: zooming every scenario's and the extreme-time traces to the
     models.emplace_back(c.name, analysis::Model(trace::read_trace_buffer(c.bytes.data(), c.bytes.size())));
   }
   testing::HeadlessImGui imgui(1000.f, 300.f);
-  for (auto& [name, model] : models) {
+  for (auto& entry : models) {
+    const auto& name = entry.first;  // not a binding: clang 14 cannot CAPTURE one
+    auto& model = entry.second;
     CAPTURE(name);
     render::TimelineView view;
     view.set_model(&model);

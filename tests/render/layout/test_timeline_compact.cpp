@@ -38,7 +38,8 @@ std::map<std::tuple<uint16_t, uint32_t, uint32_t>, FullTrack> full_tracks(const 
     t.event.push_back(static_cast<uint32_t>(i));
     t.cls.push_back(static_cast<uint8_t>(tick_class(e.kind)));
   }
-  for (auto& [key, t] : out) {  // stable by time, as the index sorts an unsorted clock
+  for (auto& entry : out) {  // stable by time, as the index sorts an unsorted clock
+    FullTrack& t = entry.second;  // not a binding: clang 14 cannot capture one in a lambda
     std::vector<size_t> order(t.time.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = k;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.time[a] < t.time[b]; });
