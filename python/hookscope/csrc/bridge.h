@@ -7,6 +7,7 @@
 
 #include <Python.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -83,6 +84,9 @@ void set_buckets(uint32_t owner, const std::vector<uint64_t>& bytes,
                  const std::vector<std::vector<uint32_t>>& params);
 // c10d's collectives through a global RecordFunction callback (collectives.cpp).
 void observe_collectives(bool on);
+// Waits up to `limit` for the collectives in flight to end (Note [The last
+// collective's end]).
+void wait_collectives(std::chrono::milliseconds limit);
 // Around every backward (nested ones count): bucket allreduces happen there.
 void set_in_backward(bool in);
 

@@ -70,6 +70,10 @@ void start(const std::string& path, const std::string& scenario, int rank, int w
 // and an older trace of that name is unchanged).
 py::dict finish() {
   if (!g_recorder) throw std::runtime_error("hookscope: no recording is running");
+  {
+    py::gil_scoped_release release;  // Gloo's threads end the works
+    bridge::wait_collectives(std::chrono::milliseconds(1000));
+  }
   std::unique_ptr<trace::FileRecorder> rec = std::move(g_recorder);
   bridge::observe_collectives(false);
   bridge::reset_registry();
