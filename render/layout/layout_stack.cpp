@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "render/layout/layout_internal.h"
 
@@ -145,6 +146,20 @@ bool route_stack(const Stack& s, const LayoutOptions& o, Layout& l, std::vector<
   return true;
 }
 
+// Each cluster's (rank's) width, from its boxes.
+std::map<int, float> cluster_widths(const Layout& l, const LayoutGraph& g) {
+  std::map<int, std::pair<float, float>> x;
+  for (size_t v = 0; v < l.center.size(); ++v) {
+    const int c = v < g.cluster.size() ? g.cluster[v] : 0;
+    auto [it, fresh] = x.try_emplace(c, INFINITY, -INFINITY);
+    it->second.first = std::min(it->second.first, l.center[v].x - l.size[v].x * 0.5f);
+    it->second.second = std::max(it->second.second, l.center[v].x + l.size[v].x * 0.5f);
+  }
+  std::map<int, float> w;
+  for (const auto& [c, r] : x) w[c] = r.second - r.first;
+  return w;
+}
+
 }  // namespace
 
 void detail::update_bounds(Layout& l) {
@@ -219,6 +234,15 @@ Layout compute_layout(const LayoutInput& input, const LayoutOptions& options, co
   l.dummy_begin = std::move(dummy_begin);
   l.dummy_x = std::move(dummy_x);
   detail::update_bounds(l);
+  // Stacking is there to make ranks narrower: where it made one wider (the
+  // layering placed a column's lane badly; seen once in a sample recorded by
+  // the ASan build), the side-by-side layout is kept.
+  Layout wide = detail::compute_layered(input, options, cancel);
+  if (wide.cancelled) return wide;
+  const std::map<int, float> stacked_w = cluster_widths(l, input.graph), wide_w = cluster_widths(wide, input.graph);
+  for (const auto& [c, w] : stacked_w) {
+    if (w > wide_w.at(c) + 0.5f) return wide;
+  }
   return l;
 }
 
