@@ -9,6 +9,7 @@
 #include "ddp/ddp.h"
 #include "nn/nn.h"
 #include "tensor/ops.h"
+#include "testing/gloo_ranks.h"
 #include "testing/test_util.h"
 #include "trace/emit.h"
 #include "trace/recorder.h"
@@ -19,13 +20,6 @@ using trace::HookKind;
 namespace ev = trace::ev;
 
 namespace {
-
-template <class Fn>
-void on_two_ranks(Fn fn) {
-  const std::vector<std::string> errors = testing::run_gloo_ranks(2, fn);
-  CHECK(errors[0] == "");
-  CHECK(errors[1] == "");
-}
 
 ddp::DdpOptions several_buckets() {
   ddp::DdpOptions opts;
@@ -61,7 +55,7 @@ TEST_CASE("comm hook: replaces the allreduce; an averaging hook gives DDP's grad
   std::vector<std::vector<float>> plain[2], averaged[2], summed[2];
   std::vector<size_t> seen[2];
   size_t buckets = 0;
-  on_two_ranks([&](int r, std::shared_ptr<ddp::ProcessGroup> pg) {
+  testing::on_two_ranks([&](int r, std::shared_ptr<ddp::ProcessGroup> pg) {
     plain[r] = step(r, pg, nullptr);
 
     averaged[r] = step(
@@ -95,7 +89,7 @@ TEST_CASE("comm hook: recorded as one hook of the Reducer on no Function, one fi
   trace::MemoryRecorder rec;
   rec.start();
   size_t buckets = 0;
-  on_two_ranks([&](int r, std::shared_ptr<ddp::ProcessGroup> pg) {
+  testing::on_two_ranks([&](int r, std::shared_ptr<ddp::ProcessGroup> pg) {
     auto model = nn::mlp({6, 12, 3}, 5);
     ddp::DistributedDataParallel d(model, pg, several_buckets());
     if (r == 0) buckets = d.reducer().num_buckets();
@@ -160,7 +154,7 @@ TEST_CASE("comm hook: recorded as one hook of the Reducer on no Function, one fi
 }
 
 TEST_CASE("comm hook: a second hook, an empty one, or a result of the wrong size is a clear error") {
-  on_two_ranks([&](int r, std::shared_ptr<ddp::ProcessGroup> pg) {
+  testing::on_two_ranks([&](int r, std::shared_ptr<ddp::ProcessGroup> pg) {
     auto model = nn::mlp({6, 12, 3}, 5);
     ddp::DistributedDataParallel d(model, pg, several_buckets());
     CHECK_THROWS_WITH_AS(d.register_comm_hook(nullptr), doctest::Contains("needs a callable hook"),

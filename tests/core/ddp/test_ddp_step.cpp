@@ -9,22 +9,12 @@
 #include "ddp/ddp.h"
 #include "nn/nn.h"
 #include "tensor/ops.h"
+#include "testing/gloo_ranks.h"
 #include "testing/test_util.h"
 #include "trace/emit.h"
 #include "trace/recorder.h"
 
 using namespace hookscope;
-
-namespace {
-
-template <class Fn>
-void on_two_ranks(Fn fn) {
-  const std::vector<std::string> errors = testing::run_gloo_ranks(2, fn);
-  CHECK(errors[0] == "");
-  CHECK(errors[1] == "");
-}
-
-}  // namespace
 
 TEST_CASE("AccumulateGrad keeps an incoming gradient nobody else holds, and copies a shared one") {
   Tensor w = Tensor::from_vector({3}, {1.f, 2.f, 3.f});
@@ -50,7 +40,7 @@ TEST_CASE("AccumulateGrad keeps an incoming gradient nobody else holds, and copi
 }
 
 TEST_CASE("DDP gradients are views of the buckets: reused every step, accumulated in place") {
-  on_two_ranks([](int r, std::shared_ptr<ddp::ProcessGroup> pg) {
+  testing::on_two_ranks([](int r, std::shared_ptr<ddp::ProcessGroup> pg) {
     auto model = nn::mlp({6, 12, 3}, 5);
     ddp::DdpOptions opts;
     opts.reducer.first_bucket_bytes = 64;
@@ -91,7 +81,7 @@ TEST_CASE("DDP gradients are views of the buckets: reused every step, accumulate
 TEST_CASE("a model with several buckets starts reducing bucket 0 before the backward ends") {
   trace::MemoryRecorder rec;
   rec.start();
-  on_two_ranks([](int r, std::shared_ptr<ddp::ProcessGroup> pg) {
+  testing::on_two_ranks([](int r, std::shared_ptr<ddp::ProcessGroup> pg) {
     auto model = nn::mlp({32, 64, 64, 64, 10}, 3);
     ddp::DdpOptions opts;
     opts.reducer.first_bucket_bytes = 1024;
