@@ -69,10 +69,30 @@ ThreadState& this_thread_state() {
   return *ts;
 }
 
+// Note [Chunks are reused]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
 // A chunk's events are written before they are read, so they are not
 // zero-filled (192 KiB per chunk would be a noticeable share of the cost).
+// A chunk the file writer is done with comes back here (recycle_chunk) and
+// the next refill takes it: a fresh 192 KiB allocation is pages the kernel
+// must fault in on first write and, from glibc's heap, a consolidation of
+// its small-chunk free lists first, which a program's tensors keep long
+// (the torch bridge's cost, bench/torch_bridge_overhead.py). A few are kept;
+// more go back to the allocator.
+constexpr size_t kSpareChunks = 4;
+std::mutex g_spare_mutex;
+std::vector<Chunk*> g_spare;
+
 std::unique_ptr<Chunk> new_chunk(uint32_t thread) {
-  auto* c = static_cast<Chunk*>(::operator new(sizeof(Chunk)));
+  Chunk* c = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_spare_mutex);
+    if (!g_spare.empty()) {
+      c = g_spare.back();
+      g_spare.pop_back();
+    }
+  }
+  if (c == nullptr) c = static_cast<Chunk*>(::operator new(sizeof(Chunk)));
   c->thread = thread;
   c->count = 0;
   return std::unique_ptr<Chunk>(c);
@@ -129,6 +149,25 @@ void emit_slow(EventKind kind, uint8_t sub, uint64_t node, uint64_t key,
 
 }  // namespace detail
 
+void recycle_chunk(std::unique_ptr<Chunk> chunk) noexcept {
+  if (!chunk) return;
+  {
+    std::lock_guard<std::mutex> lock(g_spare_mutex);
+    if (g_spare.size() < kSpareChunks) {
+      // The vector's capacity is reserved once; push_back cannot throw after.
+      if (g_spare.capacity() < kSpareChunks) {
+        try {
+          g_spare.reserve(kSpareChunks);
+        } catch (const std::bad_alloc&) {
+          return;  // chunk freed below
+        }
+      }
+      g_spare.push_back(chunk.release());
+      return;
+    }
+  }
+}
+
 void set_recording(bool on) noexcept {
   std::lock_guard<std::mutex> lock(g_mutex);
   detail::g_recording.store(on && g_sink != nullptr);
@@ -156,6 +195,7 @@ void abandon_after_fork() noexcept {
   // Note [Recording across fork] (fork.h). Only this thread runs: no lock is needed,
   // and the old ones may never be unlocked.
   new (&g_mutex) std::mutex();
+  new (&g_spare_mutex) std::mutex();
   strings_after_fork();
   ThreadState* me = &this_thread_state();
   detail::g_recording.store(false);

@@ -21,6 +21,10 @@ struct Chunk {
   Event events[kChunkEvents];
 };
 
+// Gives a chunk a sink is done with back for the next one (Note [Chunks are
+// reused], emit.cpp); a sink may also just free it.
+void recycle_chunk(std::unique_ptr<Chunk> chunk) noexcept;
+
 // Receives full (and, at finish, partial) chunks. on_chunk may block to apply
 // back-pressure. It is called with the recorder's registry lock held, so it
 // must not emit events or attach/detach recorders, and while it blocks other

@@ -140,7 +140,9 @@ void TraceFileWriter::run() {
       append_dropped(dropped);
       append_chunk(*chunk);
     }
-    batch.clear();  // frees the chunks before the (slow) write
+    // Back for the next ones before the (slow) write (Note [Chunks are reused]).
+    for (auto& chunk : batch) recycle_chunk(std::move(chunk));
+    batch.clear();
     flush_buffer();
     if (!renamed_ && !failed_ && events_written_ > 0 && (wanted_ || !options_.publish_when)) {
       publish();

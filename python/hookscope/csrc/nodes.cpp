@@ -104,76 +104,148 @@ NodeState* find(Node* n) {
   return it->second.state.get();
 }
 
-// Registers `root` and every unregistered Node below it, children first, so
-// that every kNodeEdge names Nodes already created. Caller holds the GIL
-// (a Python Function's name() calls Python) and g_mutex.
-uint64_t ensure(const std::shared_ptr<Node>& root) {
-  if (!root) return 0;
-  if (NodeState* s = find(root.get())) return s->id;
-  struct Frame {
-    std::shared_ptr<Node> node;
-    size_t next = 0;
-  };
-  std::vector<Frame> stack;
-  std::unordered_set<Node*> on_stack;  // pushed and not yet registered
-  stack.push_back({root});
-  on_stack.insert(root.get());
+// Note [Registering a step's Functions]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Every backward registers the Functions its forward made (a small
+// transformer: ~100 a step), so this is the bridge's hottest path
+// (bench/torch_bridge_overhead.py). It allocates only what it keeps: the
+// walk's stack is reused from call to call, and a Node being walked is
+// marked by its registry entry (id 0 until its children are registered)
+// rather than by a set of its own. Allocations of a kilobyte or more were
+// the expensive part, not the walk: glibc consolidates its small-chunk free
+// lists before each one, and PyTorch's tensors leave thousands of those.
+
+// A reusable vector for a call that cannot be re-entered while it runs
+// (callers hold g_mutex; re-entry from Python or a freed Node's observer
+// would get a fresh vector).
+template <typename T>
+struct Reused {
+  explicit Reused(std::vector<T>& store, bool& busy) : busy_(busy), mine_(!busy) {
+    if (mine_) {
+      busy_ = true;
+      v = &store;
+    } else {
+      v = &own_;
+    }
+    v->clear();
+  }
+  ~Reused() {
+    v->clear();
+    if (mine_) busy_ = false;
+  }
+  Reused(const Reused&) = delete;
+  Reused& operator=(const Reused&) = delete;
+  std::vector<T>* v;
+
+ private:
+  bool& busy_;
+  bool mine_;
+  std::vector<T> own_;
+};
+
+// A Node of the walk: its state is in the registry, id 0 until registered.
+struct Frame {
+  std::shared_ptr<Node> node;
+  std::shared_ptr<NodeState> state;
+  size_t next = 0;
+};
+
+// Enters a Node in the registry, unnamed (id 0: being walked) until its
+// children are registered.
+std::shared_ptr<NodeState> enter(const std::shared_ptr<Node>& n) {
+  auto state = std::make_shared<NodeState>();
+  state->epoch = g_epoch.load();
+  state->node = n.get();
+  g_nodes[n.get()] = Entry{n, state};
+  return state;
+}
+
+// A leaf's AccumulateGrad: its flags, and the previous one of its tensor.
+uint8_t note_accumulator(Node& n, uint64_t id, uint64_t& previous) {
+  auto* acc = dynamic_cast<torch::autograd::AccumulateGrad*>(&n);
+  if (!acc || !acc->variable.defined()) return 0;
+  c10::TensorImpl* impl = acc->variable.unsafeGetTensorImpl();
+  auto it = g_leaves.find(impl);
+  if (it != g_leaves.end() && it->second.weak.expired()) {
+    g_leaves.erase(it);
+    it = g_leaves.end();
+  }
+  if (it == g_leaves.end()) {
+    it = g_leaves.emplace(impl, LeafEntry{c10::weak_intrusive_ptr<c10::TensorImpl>(acc->variable.getIntrusivePtr()),
+                                          0}).first;
+  }
+  previous = it->second.last_accumulator;
+  it->second.last_accumulator = id;
+  g_new_accumulators.emplace_back(id, acc->variable);
+  return trace::kNodeIsLeafAccumulator;
+}
+
+// Names a walked Node whose children are registered: its events and observers.
+void register_node(const std::shared_ptr<Node>& n, std::shared_ptr<NodeState> state, uint32_t name) {
+  state->id = g_next_node++;
+  uint64_t previous = 0;
+  const uint8_t flags = note_accumulator(*n, state->id, previous);
+  // PyTorch's sequence number + 1 rides in actor (Note [Torch bridge node ids]);
+  // no label, so that Functions match those of hookscope's runtime in a diff.
+  trace::emit(trace::ev::NodeCreated{.node = state->id,
+                                     .name = name,
+                                     .flags = flags,
+                                     .previous_accumulator = previous,
+                                     .sequence_nr = static_cast<uint32_t>(n->sequence_nr() + 1)});
+  for (const auto& edge : n->next_edges()) {
+    if (!edge.function) continue;
+    if (NodeState* c = find(edge.function.get())) trace::emit_node_edge(state->id, c->id, edge.input_nr);
+  }
+  n->add_pre_hook(std::make_unique<ObserverPre>(state));
+  n->add_post_hook(std::make_unique<ObserverPost>(std::move(state)));
+}
+
+// Depth first from the stack's Node: children are registered before parents.
+void walk(std::vector<Frame>& stack) {
   while (!stack.empty()) {
     Frame& top = stack.back();
     const auto& edges = top.node->next_edges();
     if (top.next < edges.size()) {
       const auto& edge = edges[top.next++];
       Node* child = edge.function.get();
-      if (child && !on_stack.count(child) && !find(child)) {
-        on_stack.insert(child);
-        stack.push_back({edge.function});
+      if (child && !find(child)) {  // registered, or on the stack already
+        auto state = enter(edge.function);
+        stack.push_back({edge.function, std::move(state)});
       }
       continue;
     }
-    std::shared_ptr<Node> n = top.node;
+    const uint32_t name = name_id(*top.node);  // may raise (a Python Function's): still on the stack
+    Frame done = std::move(top);
     stack.pop_back();
-    auto state = std::make_shared<NodeState>();
-    state->id = g_next_node++;
-    state->epoch = g_epoch.load();
-    state->node = n.get();
-    uint8_t flags = 0;
-    uint64_t previous = 0;
-    auto* acc = dynamic_cast<torch::autograd::AccumulateGrad*>(n.get());
-    if (acc && acc->variable.defined()) {
-      flags = trace::kNodeIsLeafAccumulator;
-      c10::TensorImpl* impl = acc->variable.unsafeGetTensorImpl();
-      auto it = g_leaves.find(impl);
-      if (it != g_leaves.end() && it->second.weak.expired()) {
-        g_leaves.erase(it);
-        it = g_leaves.end();
-      }
-      if (it == g_leaves.end()) {
-        it = g_leaves.emplace(impl, LeafEntry{c10::weak_intrusive_ptr<c10::TensorImpl>(
-                                               acc->variable.getIntrusivePtr()),
-                                           0}).first;
-      }
-      previous = it->second.last_accumulator;
-      it->second.last_accumulator = state->id;
-      g_new_accumulators.emplace_back(state->id, acc->variable);
-    }
-    // PyTorch's sequence number + 1 rides in actor (Note [Torch bridge node ids]);
-    // no label, so that Functions match those of hookscope's runtime in a diff.
-    trace::emit(trace::ev::NodeCreated{.node = state->id,
-                                       .name = name_id(*n),
-                                       .flags = flags,
-                                       .previous_accumulator = previous,
-                                       .sequence_nr = static_cast<uint32_t>(n->sequence_nr() + 1)});
-    for (const auto& edge : n->next_edges()) {
-      if (!edge.function) continue;
-      if (NodeState* c = find(edge.function.get())) {
-        trace::emit_node_edge(state->id, c->id, edge.input_nr);
-      }
-    }
-    n->add_pre_hook(std::make_unique<ObserverPre>(state));
-    n->add_post_hook(std::make_unique<ObserverPost>(state));
-    g_nodes[n.get()] = Entry{n, state};
+    register_node(done.node, std::move(done.state), name);
   }
-  return find(root.get())->id;
+}
+
+// Registers `root` and every unregistered Node below it, children first, so
+// that every kNodeEdge names Nodes already created (Note [Registering a
+// step's Functions]). Caller holds the GIL (a Python Function's name()
+// calls Python) and g_mutex.
+uint64_t ensure(const std::shared_ptr<Node>& root) {
+  if (!root) return 0;
+  if (NodeState* s = find(root.get())) return s->id;
+  static std::vector<Frame> store;
+  static bool busy = false;
+  Reused<Frame> reused(store, busy);
+  std::vector<Frame>& stack = *reused.v;
+  std::shared_ptr<NodeState> root_state = enter(root);
+  stack.push_back({root, root_state});
+  try {
+    walk(stack);
+  } catch (...) {
+    // The Nodes still being walked leave the registry (a later call
+    // registers them whole).
+    for (const Frame& f : stack) {
+      auto it = g_nodes.find(f.node.get());
+      if (it != g_nodes.end() && it->second.state == f.state) g_nodes.erase(it);
+    }
+    throw;
+  }
+  return root_state->id;
 }
 
 // The bridge's own observer first: it is on every Node, and typeid is one
@@ -243,18 +315,37 @@ void keep_last(List& hooks) {
   if (it != hooks.end() && it + 1 != hooks.end()) std::rotate(it, it + 1, hooks.end());
 }
 
-std::vector<std::shared_ptr<Node>> live_nodes() {
-  std::vector<std::shared_ptr<Node>> out;
+// A live registered Node, held while a caller looks at it.
+struct Live {
+  std::shared_ptr<Node> node;
+  NodeState* state;
+};
+
+// The registered Nodes alive in this epoch, into `out`; drops the others.
+void live_nodes(std::vector<Live>& out) {
+  const uint64_t epoch = g_epoch.load();
   for (auto it = g_nodes.begin(); it != g_nodes.end();) {
-    auto n = it->second.weak.lock();
-    if (!n || it->second.state->epoch != g_epoch.load()) {
+    auto n = it->second.state->epoch == epoch ? it->second.weak.lock() : nullptr;
+    if (!n) {
       it = g_nodes.erase(it);
     } else {
-      out.push_back(std::move(n));
+      out.push_back({std::move(n), it->second.state.get()});
       ++it;
     }
   }
-  return out;
+}
+
+// Whether a Node has nothing a snapshot could find: no C++ hook known or
+// present, its lists only the bridge's observers (most of a step's Nodes).
+bool only_observers(Node& n, const NodeState& s) {
+  if (!s.post.empty() || !s.pre.empty() || !s.retain.empty()) return false;
+#if HOOKSCOPE_RETAINS_GRAD_HOOKS
+  if (!n.retains_grad_hooks().empty()) return false;
+#endif
+  const auto& post = n.post_hooks();
+  const auto& pre = n.pre_hooks();
+  return post.size() == 1 && pre.size() == 1 && typeid(*post.back()) == typeid(ObserverPost) &&
+         typeid(*pre.back()) == typeid(ObserverPre);
 }
 
 std::shared_ptr<Node> node_or_accumulator(PyObject* obj) {
@@ -340,18 +431,22 @@ void observe_graph(PyObject* roots) {
 size_t snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
   size_t removed = 0;
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
-  std::vector<std::shared_ptr<Node>> nodes = live_nodes();
+  // Reused from call to call (Note [Registering a step's Functions]).
+  static std::vector<Live> store;
+  static bool busy = false;
+  Reused<Live> reused(store, busy);
+  std::vector<Live>& nodes = *reused.v;
+  live_nodes(nodes);
 #if HOOKSCOPE_RETAINS_GRAD_HOOKS
   std::unordered_map<uintptr_t, uint32_t> retain_owners;
-  for (const auto& n : nodes) {
-    if (NodeState* s = find(n.get())) {
-      for (const Foreign& f : s->retain) retain_owners[f.addr] = f.owner;
-    }
+  for (const Live& l : nodes) {
+    for (const Foreign& f : l.state->retain) retain_owners[f.addr] = f.owner;
   }
 #endif
-  for (const auto& n : nodes) {
-    NodeState* s = find(n.get());
-    if (!s) continue;
+  for (const Live& l : nodes) {
+    Node* n = l.node.get();
+    NodeState* s = l.state;
+    if (only_observers(*n, *s)) continue;
     auto post = foreign_addrs(n->post_hooks(), [](const FunctionPostHook* h) { return is_python_post(h); });
     auto pre = foreign_addrs(n->pre_hooks(), [](const FunctionPreHook* h) { return is_python_pre(h); });
     removed += diff_hooks(*s, post, s->post, HookKind::kPost, add_owner, remove_actor);
@@ -366,8 +461,8 @@ size_t snapshot(uint32_t add_owner, uint32_t remove_actor, int pre_kind) {
     keep_last<ObserverPost>(n->post_hooks());
     keep_last<ObserverPre>(n->pre_hooks());
   }
-  // Nodes freed when `nodes` goes: their observers take the (recursive) lock.
-  nodes.clear();
+  // Nodes freed when `nodes` is cleared (Reused's end): their observers take
+  // the (recursive) lock, and erase their entries from the registry.
   return removed;
 }
 
@@ -405,11 +500,12 @@ size_t post_hook_count(PyObject* obj) {
 
 PyObject* python_hook_dicts() {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
-  std::vector<std::shared_ptr<Node>> nodes = live_nodes();
+  std::vector<Live> nodes;
+  live_nodes(nodes);
   PyObject* out = PyList_New(0);
-  for (const auto& n : nodes) {
-    NodeState* s = find(n.get());
-    if (!s) continue;
+  for (const Live& l : nodes) {
+    Node* n = l.node.get();
+    NodeState* s = l.state;
     auto add = [&](PyObject* dict, HookKind kind) {
       PyObject* item = Py_BuildValue("(KiO)", static_cast<unsigned long long>(s->id),
                                      static_cast<int>(kind), dict);
