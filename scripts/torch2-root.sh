@@ -127,7 +127,8 @@ install_packages() {
 }
 
 # Stage 3: hookscope-cli and the runtime programs the torch tests compare
-# against (hook_order_runtime, saved_tensors_runtime, module_api_runtime) for
+# against (hook_order_runtime, saved_tensors_runtime, module_api_runtime,
+# ddp_comm_hook_runtime) for
 # this source tree, built in the root against 2.6 by CMake (ninja makes a warm
 # run a no-op), and the bridge built by pip, at the same time (Note [The
 # root's bridge is pip's]). A new build directory (another worktree) compiles
@@ -144,7 +145,7 @@ build_programs() {
     cmake -S '$src' -B '$build' -G Ninja -DHOOKSCOPE_GUI=OFF -DHOOKSCOPE_CUDA=OFF \
           -DHOOKSCOPE_BENCH=OFF -DHOOKSCOPE_TORCH=ON $launcher \
           -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O2 -DNDEBUG' >/dev/null &&
-    cmake --build '$build' -j$(nproc) --target hookscope-cli hook_order_runtime saved_tensors_runtime module_api_runtime" \
+    cmake --build '$build' -j$(nproc) --target hookscope-cli hook_order_runtime saved_tensors_runtime module_api_runtime ddp_comm_hook_runtime" \
     >"$log" 2>&1 || { tail -30 "$log" >&2; echo "torch2-root: building hookscope-cli in the root failed; log: $log" >&2; return 1; }
 }
 
@@ -269,6 +270,7 @@ case "$cmd" in
     export HOOKSCOPE_CLI="$build/app/hookscope-cli"
     export HOOKSCOPE_RUNTIME_GRAPH="$build/tests/torch/hook_order_runtime"
     export HOOKSCOPE_SAVED_RUNTIME="$build/tests/torch/saved_tensors_runtime"
+    export HOOKSCOPE_COMM_HOOK_RUNTIME="$build/tests/torch/ddp_comm_hook_runtime"
     export HOOKSCOPE_GUI=""
     # tests/torch/pip_install.sh: the venv the bridge is in (Note [The root's bridge is pip's])
     export HOOKSCOPE_PIP_VENV="$build/pip/$(readlink "$root$build/pip/current")/venv"

@@ -4,8 +4,10 @@
 Every `_C.emit(_C.EV_<kind>, slot=value, ...)` in python/hookscope/ must name
 its kind as `_C.EV_<name>`, pass fields by their slot (node, key, arg, owner,
 actor, sub), give every slot the table marks REQ for that kind and no slot the
-kind does not have (core/trace/event_table.h, Note [Typed events]). So a field
-the C++ runtime fills and the bridge forgets fails here, without torch.
+kind does not have (core/trace/event_table.h, Note [Typed events]), and every
+slot marked GIVEN (a hook's Function: passed by every writer, 0 only for a
+hook on no Function, Note [Hooks on no Function]). So a field the C++ runtime
+fills and the bridge forgets fails here, without torch.
 
   check_bridge_emits.py TABLE_DUMP SOURCE_DIR   (TABLE_DUMP: tests/event_table_dump)
 """
@@ -72,6 +74,11 @@ def check_source(text, where, table):
                     f"{at}: {name} misses {slot}= ({f['name']}, {f['type']}), which every writer "
                     f"fills (REQ in core/trace/event_table.h): pass it, or, if zero is true for "
                     f"every writer that leaves it, make it OPT there and say what zero means")
+            elif f["given"] and slot not in given:
+                problems.append(
+                    f"{at}: {name} misses {slot}= ({f['name']}, {f['type']}), which every writer "
+                    f"passes (GIVEN in core/trace/event_table.h; 0 only where the table's comment "
+                    f"says): pass it")
     return problems
 
 
@@ -123,6 +130,19 @@ class BridgeEmits(unittest.TestCase):
         self.assertEqual(len(problems), 6, problems)  # the last two also miss node=
         self.assertIn("x.py:1: the kind must be written _C.EV_<name>", problems[0])
         self.assertIn("x.py:2: _C.EV_no_such_kind is no kind", problems[1])
+
+    def test_a_hook_event_without_its_function_is_caught(self):
+        # node is GIVEN, not REQ: 0 is true for a comm hook, but every writer
+        # passes it, so a tensor or Node hook's fire cannot lose its Function.
+        src = ("_C.emit(_C.EV_hook_fire, sub=i.kind, key=i.key, owner=i.owner)\n"
+               "_C.emit(_C.EV_hook_fire, sub=_C.HOOK_comm_hook, node=0, key=k, owner=o, actor=b, arg=n)\n")
+        problems = check_source(src, "x.py", self.table)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("x.py:1: hook_fire misses node= (node, uint64_t), which every writer passes (GIVEN",
+                      problems[0])
+        for kind in ("hook_add", "hook_fire", "hook_remove", "hook_remove_failed"):
+            node = next(f for f in self.table[kind]["fields"] if f["slot"] == "node")
+            self.assertEqual((node["required"], node["given"]), (False, True), kind)
 
     def test_optional_fields_may_be_left_out(self):
         src = "_C.emit(_C.EV_hook_add, sub=1, node=2, key=3, owner=4)\n"

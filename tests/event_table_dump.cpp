@@ -17,7 +17,8 @@ int main() {
       const EventFieldInfo& f = k.fields[i];
       out += std::string(i ? "," : "") + "{\"name\":\"" + std::string(f.name) + "\",\"type\":\"" +
              std::string(f.type) + "\",\"slot\":\"" + std::string(f.slot) +
-             "\",\"required\":" + (f.required ? "true" : "false") + "}";
+             "\",\"required\":" + (f.required ? "true" : "false") +
+             ",\"given\":" + (f.given ? "true" : "false") + "}";
     }
     out += "]}";
   }

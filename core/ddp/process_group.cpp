@@ -6,6 +6,7 @@
 
 #include "ddp/process_group.h"
 #include "tensor/kernels.h"
+#include "trace/emitters_ddp.h"
 
 namespace hookscope::ddp {
 
@@ -44,6 +45,54 @@ class StagedWork : public Work {
   bool copied_back_ = false;
 };
 
+thread_local CollectiveWatch* t_watch = nullptr;  // Note [A comm hook's collectives]
+
+// A watched collective: writes its end once, when wait() returns or throws.
+class WatchedWork : public Work {
+ public:
+  WatchedWork(std::shared_ptr<Work> inner, CollectiveWatch::Begun begun)
+      : inner_(std::move(inner)), begun_(begun) {}
+
+  void wait() override {
+    try {
+      inner_->wait();
+    } catch (const CollectiveError& e) {
+      end(e.status());
+      throw;
+    }
+    end(trace::CollectiveStatus::kOk);
+  }
+  bool completed() const override { return inner_->completed(); }
+  uint64_t duration_ns() const override { return inner_->duration_ns(); }
+  uint32_t placement() const override { return inner_->placement(); }
+
+ private:
+  void end(trace::CollectiveStatus status) {
+    if (ended_) return;
+    ended_ = true;
+    trace::emit_collective_end(begun_.owner, status, begun_.collective, inner_->duration_ns(), inner_->placement());
+  }
+  std::shared_ptr<Work> inner_;
+  CollectiveWatch::Begun begun_;
+  bool ended_ = false;
+};
+
+// `launch()`'s work, its begin and end written when this thread has a watch.
+template <class Launch>
+std::shared_ptr<Work> watched(trace::CollectiveOp op, const Tensor& tensor, Launch launch) {
+  CollectiveWatch* watch = t_watch;
+  if (watch == nullptr || !tensor.defined()) return launch();
+  const CollectiveWatch::Begun begun = watch->begin(op, static_cast<uint64_t>(tensor.numel()) * sizeof(float));
+  std::shared_ptr<Work> work;
+  try {
+    work = launch();
+  } catch (const CollectiveError& e) {
+    trace::emit_collective_end(begun.owner, e.status(), begun.collective, 0, trace::kPlacementHost);
+    throw;
+  }
+  return std::make_shared<WatchedWork>(std::move(work), begun);
+}
+
 bool on_group_device(const ProcessGroup& g, const Tensor& t) {
   return t.device() == g.device() && (g.device() == Device::kCPU || t.device_index() == g.device_index());
 }
@@ -75,16 +124,23 @@ Tensor stage(const ProcessGroup& g, const Tensor& t, const char* what) {
 
 }  // namespace
 
+WatchCollectives::WatchCollectives(CollectiveWatch& watch) : previous_(t_watch) { t_watch = &watch; }
+WatchCollectives::~WatchCollectives() { t_watch = previous_; }
+
 std::shared_ptr<Work> ProcessGroup::allreduce_tensor(Tensor& tensor) {
-  if (on_group_device(*this, tensor)) return allreduce_on_device(tensor);
-  Tensor staged = stage(*this, tensor, "allreduce");
-  return std::make_shared<StagedWork>(allreduce_on_device(staged), staged, tensor);
+  return watched(trace::CollectiveOp::kAllreduce, tensor, [&]() -> std::shared_ptr<Work> {
+    if (on_group_device(*this, tensor)) return allreduce_on_device(tensor);
+    Tensor staged = stage(*this, tensor, "allreduce");
+    return std::make_shared<StagedWork>(allreduce_on_device(staged), staged, tensor);
+  });
 }
 
 std::shared_ptr<Work> ProcessGroup::broadcast_tensor(Tensor& tensor, int root) {
-  if (on_group_device(*this, tensor)) return broadcast_on_device(tensor, root);
-  Tensor staged = stage(*this, tensor, "broadcast");
-  return std::make_shared<StagedWork>(broadcast_on_device(staged, root), staged, tensor);
+  return watched(trace::CollectiveOp::kBroadcast, tensor, [&]() -> std::shared_ptr<Work> {
+    if (on_group_device(*this, tensor)) return broadcast_on_device(tensor, root);
+    Tensor staged = stage(*this, tensor, "broadcast");
+    return std::make_shared<StagedWork>(broadcast_on_device(staged, root), staged, tensor);
+  });
 }
 
 size_t ProcessGroup::register_allreduce(const Tensor& tensor) {

@@ -80,6 +80,46 @@ class Work {
   virtual uint32_t placement() const { return trace::kPlacementHost; }
 };
 
+// Note [A comm hook's collectives]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The torch bridge sees every c10d collective as PyTorch's profiler does
+// (Note [Collectives through RecordFunction] in python/hookscope/csrc), so
+// the allreduce a Python comm hook runs is a collective of its traces, and
+// the bucket's when its size is the bucket's. The runtime writes the same for
+// the same program: while a Reducer's comm hook runs, a CollectiveWatch is
+// set on its thread (WatchCollectives), and allreduce_tensor and
+// broadcast_tensor called there ask it to write the collective's begin
+// (watch->begin) and write its end when its wait() returns or throws. The
+// Reducer's watch makes the first allreduce of the bucket's size the
+// bucket's collective: kBucketReady, then kCollectiveBegin with the
+// Reducer's owner and the bucket; its end makes the bucket reduced (Reducers
+// panel, analysis). Any other collective of the hook is of no Reducer (owner
+// 0, kNoBucket). A hook that runs no allreduce of its bucket's size leaves
+// the bucket without kBucketReady, in both writers. The Reducer's own
+// allreduce and DDP's broadcast write their events themselves: no watch is
+// set there.
+class CollectiveWatch {
+ public:
+  struct Begun {
+    uint32_t owner = 0;       // kCollectiveEnd's owner
+    uint64_t collective = 0;  // its id
+  };
+  virtual ~CollectiveWatch() = default;
+  // A collective of `bytes` is about to start on this thread: write its begin.
+  virtual Begun begin(trace::CollectiveOp op, uint64_t bytes) = 0;
+};
+// Sets the calling thread's watch while it lives (the previous one after).
+class WatchCollectives {
+ public:
+  explicit WatchCollectives(CollectiveWatch& watch);
+  ~WatchCollectives();
+  WatchCollectives(const WatchCollectives&) = delete;
+  WatchCollectives& operator=(const WatchCollectives&) = delete;
+
+ private:
+  CollectiveWatch* previous_;
+};
+
 struct ProcessGroupOptions {
   std::chrono::milliseconds timeout{30000};  // per collective
   // Waiting for every rank to join. Longer than a collective's timeout: after

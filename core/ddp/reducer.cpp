@@ -242,14 +242,14 @@ struct Reducer::Core {
     while (next_bucket < buckets.size() && buckets[next_bucket].pending == 0) {
       Bucket& bucket = buckets[next_bucket];
       if (options.fault) options.fault(FaultPoint::kBeforeCollective, backward_index);
-      bucket.collective = g_next_collective.fetch_add(1);
-      trace::emit_bucket_ready(owner, bucket.collective, next_bucket,
-                               static_cast<uint32_t>(bucket.params.size()));
       if (comm_hook) {
         run_comm_hook(bucket);
         ++next_bucket;
         continue;
       }
+      bucket.collective = g_next_collective.fetch_add(1);
+      trace::emit_bucket_ready(owner, bucket.collective, next_bucket,
+                               static_cast<uint32_t>(bucket.params.size()));
       trace::emit_collective_begin(owner, trace::CollectiveOp::kAllreduce, bucket.collective,
                                    bucket.numel * sizeof(float), static_cast<uint32_t>(next_bucket));
       bucket.work = group->allreduce_registered(bucket.registered);
@@ -257,12 +257,37 @@ struct Reducer::Core {
     }
   }
 
-  // The hook's collectives are its own: the Reducer writes no collective
-  // events for a bucket it hands over, only the fire.
+  // Note [A comm hook's collectives] (ddp/process_group.h): while the hook
+  // runs, its first allreduce of the bucket's size is the bucket's collective.
+  struct BucketWatch : CollectiveWatch {
+    Core& core;
+    Bucket& bucket;
+    uint32_t index;
+    bool matched = false;
+    BucketWatch(Core& c, Bucket& b, size_t i) : core(c), bucket(b), index(static_cast<uint32_t>(i)) {}
+    Begun begin(trace::CollectiveOp op, uint64_t bytes) override {
+      const uint64_t id = g_next_collective.fetch_add(1);
+      if (matched || op != trace::CollectiveOp::kAllreduce || bytes != bucket.numel * sizeof(float)) {
+        trace::emit_collective_begin(0, op, id, bytes, trace::kNoBucket);
+        return {0, id};
+      }
+      matched = true;
+      bucket.collective = id;
+      trace::emit_bucket_ready(core.owner, id, index, static_cast<uint32_t>(bucket.params.size()));
+      trace::emit_collective_begin(core.owner, op, id, bytes, index);
+      return {core.owner, id};
+    }
+  };
+
   void run_comm_hook(Bucket& bucket) {
     GradBucket view{next_bucket, bucket.buffer, bucket.params, next_bucket + 1 == buckets.size()};
     trace::emit_comm_hook_fired(owner, comm_hook_key.value, static_cast<uint32_t>(next_bucket), view.bytes());
-    Tensor out = comm_hook(view);
+    Tensor out;
+    {
+      BucketWatch watch(*this, bucket, next_bucket);
+      WatchCollectives watching(watch);
+      out = comm_hook(view);
+    }
     if (!out.defined() || out.numel() != bucket.buffer.numel() || out.device() != bucket.buffer.device()) {
       throw std::invalid_argument(
           label + ": its comm hook returned " +

@@ -47,7 +47,9 @@ struct ReducerOptions {
 // kCommHook on no Function, owned by the Reducer, fired once per bucket with
 // the bucket's index and bytes, removed by the Reducer's destructor whatever
 // its policy: it lives in the Reducer, not on a Function, so nothing keeps it
-// (Note [Comm hooks in traces] in trace/event.h).
+// (Note [Comm hooks in traces] in trace/event.h). Its allreduce of the
+// bucket is the bucket's collective (Note [A comm hook's collectives] in
+// ddp/process_group.h), as the torch bridge records PyTorch's.
 struct GradBucket {
   size_t index = 0;            // in reduction order
   Tensor buffer;               // the bucket's gradients, flat, on the parameters' device

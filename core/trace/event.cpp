@@ -20,13 +20,16 @@ std::string_view to_string(EventKind kind) {
 }
 
 const std::vector<EventKindInfo>& event_table() {
-#define HOOKSCOPE_EVENT_FIELD_REQ(type, name, slot) EventFieldInfo{#name, #type, #slot, true},
-#define HOOKSCOPE_EVENT_FIELD_OPT(type, name, slot) EventFieldInfo{#name, #type, #slot, false},
+#define HOOKSCOPE_EVENT_FIELD_REQ(type, name, slot) EventFieldInfo{#name, #type, #slot, true, true},
+#define HOOKSCOPE_EVENT_FIELD_OPT(type, name, slot) EventFieldInfo{#name, #type, #slot, false, false},
+#define HOOKSCOPE_EVENT_FIELD_GIVEN(type, name, slot) EventFieldInfo{#name, #type, #slot, false, true},
 #define HOOKSCOPE_EVENT_KIND_INFO(Name, value, text)                                            \
   EventKindInfo{EventKind::k##Name, #text, #Name,                                               \
-                {HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_EVENT_FIELD_REQ, HOOKSCOPE_EVENT_FIELD_OPT)}},
+                {HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_EVENT_FIELD_REQ, HOOKSCOPE_EVENT_FIELD_OPT,              \
+                                                HOOKSCOPE_EVENT_FIELD_GIVEN)}},
   static const std::vector<EventKindInfo> table = {HOOKSCOPE_EVENT_KINDS(HOOKSCOPE_EVENT_KIND_INFO)};
 #undef HOOKSCOPE_EVENT_KIND_INFO
+#undef HOOKSCOPE_EVENT_FIELD_GIVEN
 #undef HOOKSCOPE_EVENT_FIELD_OPT
 #undef HOOKSCOPE_EVENT_FIELD_REQ
   return table;

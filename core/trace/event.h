@@ -95,8 +95,21 @@ constexpr bool is_module_hook(HookKind kind) {
 // hands it, with the bucket's index and bytes (HookFired's `bucket`, `bytes`).
 // It is attached as long as its Reducer lives: the Reducer's destructor
 // removes it with its other hooks, and a kept (lingering) Reducer keeps it.
-// The runtime (core/ddp/comm_hook.h) and the torch bridge
-// (python/hookscope/_ddp.py) write the same events.
+// The runtime (core/ddp/reducer.h, Note [Comm hooks]) and the torch bridge
+// (python/hookscope/_ddp.py) write the same events, and the same collectives
+// for what the hook runs (Note [A comm hook's collectives] in
+// core/ddp/process_group.h).
+
+// Whether a hook event of `event` kind (kHookAdded, kHookFired, kHookRemoved,
+// kHookRemoveFailed) for a hook of `hook` kind is on no Function, so that its
+// `node` is 0 (Note [Hooks on no Function] in trace/event_table.h).
+constexpr bool hook_on_no_function(EventKind event, HookKind hook) {
+  if (hook == HookKind::kCommHook) return true;
+  if (!is_module_hook(hook)) return false;
+  // Module hooks: backward (pre) hooks fire from their BackwardHookFunction Node.
+  if (event != EventKind::kHookFired) return true;
+  return hook == HookKind::kModuleForwardPre || hook == HookKind::kModuleForward;
+}
 
 enum class OwnerKind : uint8_t {
   kUser = 0,
@@ -167,7 +180,7 @@ namespace ev {
 #define HOOKSCOPE_EVENT_VIEW(Name, value, text)                        \
   struct Name {                                                        \
     static constexpr EventKind kKind = EventKind::k##Name;             \
-    HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_EVENT_FIELD_DECL, HOOKSCOPE_EVENT_FIELD_DECL) \
+    HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_EVENT_FIELD_DECL, HOOKSCOPE_EVENT_FIELD_DECL, HOOKSCOPE_EVENT_FIELD_DECL) \
   };
 HOOKSCOPE_EVENT_KINDS(HOOKSCOPE_EVENT_VIEW)
 #undef HOOKSCOPE_EVENT_VIEW
@@ -208,10 +221,10 @@ constexpr Slot to_slot(T value) {
   constexpr Event to_event(const ev::Name& v) {                                          \
     Event r;                                                                             \
     r.kind = EventKind::k##Name;                                                         \
-    HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_EVENT_PACK, HOOKSCOPE_EVENT_PACK) return r;  \
+    HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_EVENT_PACK, HOOKSCOPE_EVENT_PACK, HOOKSCOPE_EVENT_PACK) return r;  \
   }                                                                                      \
   constexpr void from_event(const Event& r, ev::Name& v) {                               \
-    HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_EVENT_UNPACK, HOOKSCOPE_EVENT_UNPACK)        \
+    HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_EVENT_UNPACK, HOOKSCOPE_EVENT_UNPACK, HOOKSCOPE_EVENT_UNPACK)        \
   }
 HOOKSCOPE_EVENT_KINDS(HOOKSCOPE_EVENT_CODEC)
 #undef HOOKSCOPE_EVENT_CODEC
@@ -231,7 +244,8 @@ struct EventFieldInfo {
   std::string_view name;  // the view's member
   std::string_view type;  // as written in the table
   std::string_view slot;  // node, key, arg, owner, actor or sub
-  bool required;          // REQ: every writer fills it
+  bool required;          // REQ: every writer fills it (zero only as a value: index 0, an enum's first)
+  bool given;             // REQ or GIVEN: every writer passes it (GIVEN: zero may mean "none")
 };
 struct EventKindInfo {
   EventKind kind;

@@ -68,7 +68,7 @@ constexpr bool event_arg_is_string(EventKind k) {
 #define HOOKSCOPE_ARG_IS_STRING(type, name, slot) \
   || (std::string_view(#type) == "StringId" && std::string_view(#slot) == "arg")
 #define HOOKSCOPE_KIND_ARG_IS_STRING(Name, value, text) \
-  case EventKind::k##Name: return false HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_ARG_IS_STRING, HOOKSCOPE_ARG_IS_STRING);
+  case EventKind::k##Name: return false HOOKSCOPE_EVENT_FIELDS_##Name(HOOKSCOPE_ARG_IS_STRING, HOOKSCOPE_ARG_IS_STRING, HOOKSCOPE_ARG_IS_STRING);
   switch (k) {
     HOOKSCOPE_EVENT_KINDS(HOOKSCOPE_KIND_ARG_IS_STRING)
     default: return false;

@@ -24,9 +24,10 @@ class _ReducerSentinel:
     a static_graph DDP keeps it in its _DDPSink Node, alive as long as the
     program keeps that graph, e.g. a loss) is destroyed when it goes."""
 
-    def __init__(self, owner, nparams, reducer):
+    def __init__(self, owner, nparams, reducer, accumulators):
         self.owner, self.nparams = owner, nparams
         self.comm_hook = 0   # its comm hook's key, once registered
+        self.accumulators = accumulators   # Note [The last Reducer's hooks]
         try:
             self.reducer = weakref.ref(reducer) if reducer is not None else None
         except TypeError:
@@ -35,12 +36,38 @@ class _ReducerSentinel:
     def __del__(self):
         reducer = self.reducer() if self.reducer is not None else None
         if reducer is not None:
-            weakref.finalize(reducer, _reducer_destroyed, self.owner, self.comm_hook)
+            weakref.finalize(reducer, _reducer_destroyed, self.owner, self.comm_hook, self.accumulators)
             return
         _reducer_destroyed(self.owner, self.comm_hook)
 
 
-def _reducer_destroyed(owner, comm_hook=0):
+# Note [The last Reducer's hooks]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's Reducer destructor removes its hooks by key, then lets go of the
+# AccumulateGrads it holds. When nothing else holds them (the last DDP on a
+# module), they go with it, before the snapshot that would see its hooks go:
+# the trace said "reducer_destroyed, 6 hooks removed" with no hook_remove
+# for them, where the runtime writes each (tests/torch/test_runtime_parity.py).
+# So the sentinel holds the AccumulateGrads too, and lets go of them after
+# the snapshot: hook_remove by the Reducer, reducer_destroyed, then
+# node_released, in the runtime's order. They live microseconds longer; what
+# the program computes does not change.
+def _accumulators(params):
+    """The AccumulateGrad Nodes of `params` (the Reducer holds them already):
+    get_gradient_edge (2.2+), or the one next edge of a view's Function (1.13)."""
+    edge = getattr(torch.autograd.graph, "get_gradient_edge", None)
+    out = []
+    with torch.enable_grad():
+        for p in params:
+            if edge is not None:
+                out.append(edge(p).node)
+                continue
+            fn = p.view_as(p).grad_fn
+            out.append(fn.next_functions[0][0] if fn is not None and fn.next_functions else None)
+    return out
+
+
+def _reducer_destroyed(owner, comm_hook=0, accumulators=None):
     from ._recorder import running
     rec = running()
     if rec is None or not _C.is_running():
@@ -109,7 +136,8 @@ def install(rec):
             buckets = 0
         _C.emit(_C.EV_reducer_constructed, arg=len(params), actor=buckets, owner=owner)
         object.__setattr__(self, "_hookscope_sentinel",
-                           _ReducerSentinel(owner, len(params), getattr(self, "reducer", None)))
+                           _ReducerSentinel(owner, len(params), getattr(self, "reducer", None),
+                                            _accumulators(params)))
 
     def forward(self, *args, **kwargs):
         owner = self.__dict__.get("_hookscope_reducer")
@@ -151,7 +179,9 @@ def install(rec):
             # A child learns its rank here (Note [Recorded child processes]).
             r = _children.rank_known(rec)
             r.groups += 1
-            _C.emit(_C.EV_process_group_created, arg=dist.get_world_size(), actor=r.groups,
+            # generation: 0 for the run's first group, as the runtime counts them
+            # (a rebuilt group after a failure is generation 1, ...)
+            _C.emit(_C.EV_process_group_created, arg=dist.get_world_size(), actor=r.groups - 1,
                     key=r.groups)
         return result
 

@@ -3,8 +3,14 @@
 // recorded as the torch bridge records PyTorch's (Note [Comm hooks in traces]).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "analysis/model.h"
+#include "analysis/state.h"
 
 #include "ddp/ddp.h"
 #include "nn/nn.h"
@@ -149,8 +155,153 @@ TEST_CASE("comm hook: recorded as one hook of the Reducer on no Function, one fi
     // mlp {6, 12, 3}, parameters reversed: bucket 0 is 2.bias and 2.weight, 3 + 36 floats (>= 64 bytes).
     CHECK(bytes.front() == 39 * sizeof(float));
     CHECK(removed == 1);
-    CHECK(collectives == 0);  // the hook's collectives are its own, not the Reducer's allreduce
+    CHECK(collectives == twice.size());  // the hook's allreduce, once a bucket call (next test)
   }
+}
+
+namespace {
+
+// Each rank's events as the Reducers panel reads them (analysis replay).
+struct HookRun {
+  std::vector<trace::Event> events;  // without the start snapshot (testing::recorded)
+  trace::TraceData trace;            // for the analysis
+  size_t buckets = 0;
+};
+
+HookRun run_with_hook(const std::function<Tensor(ddp::ProcessGroup&, ddp::GradBucket&)>& hook, int backwards) {
+  trace::MemoryRecorder rec;
+  rec.start();
+  HookRun run;
+  testing::on_two_ranks([&](int r, std::shared_ptr<ddp::ProcessGroup> pg) {
+    auto model = nn::mlp({6, 12, 3}, 5);
+    ddp::DistributedDataParallel d(model, pg, several_buckets());
+    if (r == 0) run.buckets = d.reducer().num_buckets();
+    d.register_comm_hook([&, pg](ddp::GradBucket& b) { return hook(*pg, b); });
+    nn::SyntheticClassification data(6, 3, 11);
+    for (int i = 0; i < backwards; ++i) {
+      auto shard = data.batch(0, 16, r, 2);
+      cross_entropy(d(shard.x), shard.y).backward();
+    }
+  });
+  rec.finish();
+  run.events = testing::recorded(rec);
+  run.trace = rec.take_trace();
+  run.trace.header.world_size = 2;
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("comm hook: its allreduce of the bucket is the bucket's collective, as the torch bridge records it") {
+  // Note [A comm hook's collectives]: the hook's fire, then the bucket ready
+  // and its collective begun when the hook's allreduce starts, ended when it
+  // completes; a collective of another size is of no Reducer.
+  const HookRun run = run_with_hook(
+      [](ddp::ProcessGroup& pg, ddp::GradBucket& b) {
+        Tensor flag = Tensor::full({1}, 1.f);
+        pg.allreduce_tensor(flag)->wait();  // the user's own, not the bucket's
+        pg.allreduce_tensor(b.buffer)->wait();
+        return b.buffer;
+      },
+      2);
+  REQUIRE(run.buckets > 1);
+  for (uint16_t rank : {0, 1}) {
+    CAPTURE(rank);
+    uint32_t reducer = 0;
+    std::vector<std::string> story;  // per bucket call, in order
+    std::map<uint64_t, uint32_t> begun;  // collective -> its owner
+    size_t ended_ok = 0;
+    uint64_t ready_collective = 0;
+    for (const auto& e : run.events) {
+      if (e.rank != rank) continue;
+      if (e.kind == EventKind::kReducerConstructed) reducer = e.as<ev::ReducerConstructed>().owner;
+      if (reducer == 0) continue;  // DDP's broadcast at construction
+      if (e.kind == EventKind::kHookFired && e.as<ev::HookFired>().hook_kind == HookKind::kCommHook) {
+        const auto fire = e.as<ev::HookFired>();
+        story.push_back("fire " + std::to_string(fire.bucket) + " " + std::to_string(fire.bytes));
+      } else if (e.kind == EventKind::kBucketReady) {
+        const auto ready = e.as<ev::BucketReady>();
+        CHECK(ready.owner == reducer);
+        ready_collective = ready.collective_id;
+        story.push_back("ready " + std::to_string(ready.bucket));
+      } else if (e.kind == EventKind::kCollectiveBegin) {
+        const auto c = e.as<ev::CollectiveBegin>();
+        CHECK(c.op == trace::CollectiveOp::kAllreduce);
+        begun[c.collective_id] = c.owner;
+        if (c.owner == 0) {
+          CHECK(c.bucket == trace::kNoBucket);
+          CHECK(c.bytes == sizeof(float));
+          story.push_back("other");
+        } else {
+          CHECK(c.owner == reducer);
+          CHECK(c.collective_id == ready_collective);
+          story.push_back("begin " + std::to_string(c.bucket) + " " + std::to_string(c.bytes));
+        }
+      } else if (e.kind == EventKind::kCollectiveEnd) {
+        const auto c = e.as<ev::CollectiveEnd>();
+        REQUIRE(begun.count(c.collective_id));
+        CHECK(c.owner == begun[c.collective_id]);
+        if (c.status == trace::CollectiveStatus::kOk) ++ended_ok;
+      }
+    }
+    std::vector<std::string> want;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t b = 0; b < run.buckets; ++b) {
+        // The bucket's bytes: the fire's and the collective's are the same.
+        std::string bytes;
+        for (const std::string& s : story) {
+          if (s.rfind("fire " + std::to_string(b) + " ", 0) == 0) bytes = s.substr(s.rfind(' ') + 1);
+        }
+        want.push_back("fire " + std::to_string(b) + " " + bytes);
+        want.push_back("other");
+        want.push_back("ready " + std::to_string(b));
+        want.push_back("begin " + std::to_string(b) + " " + bytes);
+      }
+    }
+    CHECK(story == want);
+    CHECK(ended_ok == begun.size());
+    CHECK(begun.size() == 4 * run.buckets);
+  }
+}
+
+TEST_CASE("comm hook: the Reducers replay reads its buckets reduced, not just ready") {
+  HookRun run = run_with_hook(
+      [](ddp::ProcessGroup& pg, ddp::GradBucket& b) {
+        pg.allreduce_tensor(b.buffer)->wait();
+        return b.buffer;
+      },
+      1);
+  analysis::Model m(std::move(run.trace));
+  const auto& finalized = m.events_of_kind(EventKind::kBucketsFinalized);
+  REQUIRE(finalized.size() == 2);  // one backward on each rank
+  for (analysis::EventIndex done : finalized) {
+    const analysis::ReducerIndex r = m.reducer_of(m.find_owner(0, m.event(done).owner));
+    REQUIRE(r != analysis::kNoIndex);
+    const analysis::State st = m.state_at(done);
+    auto at = std::find_if(st.reducers.begin(), st.reducers.end(),
+                           [&](const analysis::ReducerAt& x) { return x.reducer == r; });
+    REQUIRE(at != st.reducers.end());
+    CHECK(at->finalized);
+    REQUIRE(at->buckets.size() == run.buckets);
+    for (const analysis::BucketAt& b : at->buckets) {
+      CAPTURE(b.index);
+      CHECK(b.pending == 0);
+      CHECK(b.status == analysis::BucketStatus::kReduced);
+    }
+  }
+}
+
+TEST_CASE("comm hook: a hook that runs no allreduce of its bucket's size leaves the bucket without a collective") {
+  // As the bridge cannot tell such a hook's collectives from the program's,
+  // the runtime does not invent one: the fire alone says the hook ran.
+  const HookRun run = run_with_hook([](ddp::ProcessGroup&, ddp::GradBucket& b) { return b.buffer; }, 1);
+  size_t fires = 0;
+  for (const auto& e : run.events) {
+    CHECK(e.kind != EventKind::kBucketReady);
+    if (e.kind == EventKind::kCollectiveBegin) CHECK(e.as<ev::CollectiveBegin>().op == trace::CollectiveOp::kBroadcast);
+    if (e.kind == EventKind::kHookFired && e.as<ev::HookFired>().hook_kind == HookKind::kCommHook) ++fires;
+  }
+  CHECK(fires == 2 * run.buckets);
 }
 
 TEST_CASE("comm hook: a second hook, an empty one, or a result of the wrong size is a clear error") {

@@ -77,18 +77,48 @@ TEST_CASE("event table: every kind has one row, one typed emitter, and each emit
     const trace::EventKindInfo* info = trace::event_kind_info(e.kind);
     REQUIRE_MESSAGE(info != nullptr, "no row for kind ", static_cast<int>(e.kind));
     seen.insert(e.kind);
-    // A comm hook's fire is on no Function (Note [Comm hooks in traces]), as
-    // a module hook's forward fire is: node 0 is its truth, not a gap.
+    // A GIVEN field (a hook's Function) is zero exactly for a hook on no
+    // Function (Note [Hooks on no Function]): the comm hook's fire here.
     const bool on_no_function =
-        e.kind == EventKind::kHookFired && e.as<ev::HookFired>().hook_kind == trace::HookKind::kCommHook;
+        trace::is_hook_event(e.kind) && trace::hook_on_no_function(e.kind, trace::hook_kind_of(e));
     for (const trace::EventFieldInfo& f : info->fields) {
-      if (!f.required || (on_no_function && f.slot == "node")) continue;
+      if (f.required) CHECK_MESSAGE(f.given, info->name, ": ", f.name, " is REQ, so every writer passes it");
+      if (!f.required && !(f.given && !on_no_function)) continue;
       CHECK_MESSAGE(trace::slot_value(e, f.slot) != 0, info->name, ": the emitter left ", f.name, " (",
                     f.slot, ") zero");
     }
   }
   // One emitter per row: a kind added to the table without one shows here.
   CHECK(seen.size() == trace::event_table().size());
+}
+
+TEST_CASE("event table: a hook event's Function is GIVEN, zero only for hooks on no Function") {
+  using trace::HookKind;
+  // Every hook event names its Function in `node`: GIVEN (every writer passes
+  // it), not REQ, because zero is true for some hooks; no other field is GIVEN.
+  for (const trace::EventKindInfo& k : trace::event_table()) {
+    for (const trace::EventFieldInfo& f : k.fields) {
+      const bool given_not_required = f.given && !f.required;
+      CHECK_MESSAGE(given_not_required == (trace::is_hook_event(k.kind) && f.slot == "node"), k.name, ".", f.name);
+    }
+  }
+  // Note [Module hooks in traces], Note [Comm hooks in traces]: which ones.
+  for (EventKind e : {EventKind::kHookAdded, EventKind::kHookFired, EventKind::kHookRemoved,
+                      EventKind::kHookRemoveFailed}) {
+    CAPTURE(trace::to_string(e));
+    for (HookKind h : {HookKind::kTensorPre, HookKind::kRetainGrad, HookKind::kPre, HookKind::kPost,
+                       HookKind::kPostAccumulate}) {
+      CHECK_FALSE(trace::hook_on_no_function(e, h));  // tensor and Node hooks (a Reducer's: kPost)
+    }
+    CHECK(trace::hook_on_no_function(e, HookKind::kCommHook));
+    CHECK(trace::hook_on_no_function(e, HookKind::kModuleForwardPre));
+    CHECK(trace::hook_on_no_function(e, HookKind::kModuleForward));
+    // A module backward hook fires from the module's BackwardHookFunction Node.
+    const bool fire = e == EventKind::kHookFired;
+    CHECK(trace::hook_on_no_function(e, HookKind::kModuleBackwardPre) == !fire);
+    CHECK(trace::hook_on_no_function(e, HookKind::kModuleBackward) == !fire);
+    CHECK(trace::hook_on_no_function(e, HookKind::kModuleLegacyBackward) == !fire);
+  }
 }
 
 TEST_CASE("event table: rows are consistent with the record and with to_string") {
