@@ -217,4 +217,8 @@ std::vector<uint32_t> number_families(const std::vector<uint64_t>& signatures);
 // The short name of a hook kind on a badge: "post", "pre", "tensor-pre", ...
 std::string_view hook_kind_tag(trace::HookKind kind);
 
+// Note [Untagged post hooks]: the tag a box's badge row writes before a
+// kind's chips; "" for post hooks in compact boxes.
+std::string_view box_kind_tag(const BoxMetrics& m, trace::HookKind kind);
+
 }  // namespace hookscope::render
