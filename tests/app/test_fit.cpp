@@ -155,13 +155,14 @@ std::vector<size_t> after_rebuild_events(const analysis::Model& m) {
   return at;
 }
 
-TEST_CASE("fit: recovery-none mid-backward after the rebuilds shows every live box at 1920x1080, text >= 10 px") {
+TEST_CASE("fit: recovery-none mid-backward after the rebuilds shows every live box at 1280x800 and 1920x1080") {
   testing::scratch_config_dir("hookscope_fit");
   const std::string trace = sample("recovery-none");
   const std::vector<size_t> at = after_rebuild_events(analysis::Model(trace::read_trace(trace)));
   REQUIRE(at.size() >= 4);
-  // At 1280x800 the two ranks side by side are still wider than the canvas
-  // at 10 px text: fit falls back to naming what is off it (checked).
+  // Both ranks side by side, rank 1 with three copies of each parameter
+  // after the second rebuild, fit the 1280x800 window's graph panel with
+  // text at 10 px, a few pixels to spare (Note [Compact boxes]).
   check_trace(trace, true, at, 1280.f);
 }
 
