@@ -25,9 +25,9 @@ float GraphView::place_chips(std::vector<Chip>& chips, const GraphScene& scene, 
     Chip& c = chips[i];
     if (c.kind != last_kind) {
       if (last_kind >= 0) x += m.kind_gap;
-      const std::string_view tag = hook_kind_tag(static_cast<trace::HookKind>(c.kind));
+      const std::string_view tag = box_kind_tag(m, static_cast<trace::HookKind>(c.kind));
       kind_x[c.kind] = x;
-      x += text_width(fs, tag.data(), tag.data() + tag.size()) + m.chip_gap;
+      if (!tag.empty()) x += text_width(fs, tag.data(), tag.data() + tag.size()) + m.chip_gap;
       last_kind = c.kind;
     }
     const int len = chip_text(buf, sizeof buf, scene.owner_tag(c.owner), c.count);

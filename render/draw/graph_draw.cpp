@@ -257,8 +257,8 @@ void GraphView::draw_chips(Frame& f, const BoxLook& b) {
   for (const Chip& chip : f.chips) {
     if (std::isnan(chip.x0)) break;
     stats_.box_chip_kinds.back() |= static_cast<uint16_t>(1u << chip.kind);
-    if (chip.kind != last_kind && text_on) {
-      const std::string_view tag = hook_kind_tag(static_cast<trace::HookKind>(chip.kind));
+    const std::string_view tag = box_kind_tag(m, static_cast<trace::HookKind>(chip.kind));
+    if (chip.kind != last_kind && text_on && !tag.empty()) {
       const float kx = f.to_screen({kind_x[chip.kind], 0.f}).x;
       put_text(f, cfs, kx, y0 + (y1 - y0 - cfs) * 0.5f, palette().text_dim, tag.data(), tag.data() + tag.size());
     }

@@ -48,6 +48,16 @@ bool current_box(const Layout& l, const FoldedGraph& fg, const GraphScene& scene
 // (Note [Packed ranks]), and fits again unless the user panned or zoomed.
 // What stays too big to fit readably (a 2,000-Function graph) is shown at
 // the readable zoom around what matters (focus_region), with the minimap.
+//
+// Its sizes (compact_metrics, compact_layout_options) are as small as stays
+// legible at that zoom (10 px text): 3 units of pad in a box and a chip, 2
+// between chips, 4 between the title and the chips, 8 between boxes (a
+// stacked column's edge lane runs 4 from it), 16 between ranks (their
+// captions say where one ends), a 6 px margin at fit; post hooks' chips
+// untagged (Note [Untagged post hooks]). With them recovery-none after two
+// rebuilds (44 live boxes, rank 1 holding three copies of each parameter) is
+// 1147 units wide, 765 px at 10 px text, where the 1280x800 window's graph
+// panel has 789 px (tests/app/test_fit.cpp); it was 1458 units before.
 void GraphView::set_compact(bool compact) {
   auto_compact_ = false;
   switch_metrics(compact);
@@ -107,7 +117,7 @@ void GraphView::fit_now(const Frame& f) {
   const bool can_map = options_.minimap && minimap_open_ && full_w > 3.f * options_.minimap_width;
   float w = full_w;
   const float h = std::max(f.canvas_max.y - f.canvas_min.y, 1.f);
-  const float margin = metrics_.compact ? 8.f : 16.f;
+  const float margin = metrics_.compact ? 6.f : 16.f;
   minimap_needed_ = false;
   at_fit_ = true;
   zoom_ = std::min((w - 2 * margin) / std::max(hi.x - lo.x, 1.f),

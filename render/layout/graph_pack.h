@@ -30,9 +30,9 @@ namespace hookscope::render {
 // hooks) above gen 1 above gen 2, not interleaved.
 struct PackOptions {
   float aspect = 1.6f;  // canvas width / height
-  float gap_x = 24.f;   // between components on a shelf
-  float gap_y = 24.f;   // between shelves
-  float rank_gap = 36.f;
+  float gap_x = 16.f;   // between components on a shelf (compact gaps: Note [Compact boxes])
+  float gap_y = 16.f;   // between shelves
+  float rank_gap = 16.f;  // as compact_layout_options().cluster_gap
   // Per node of the graph: its module generation (unit_generations()); a
   // component's is its lowest. Empty: one generation.
   std::vector<uint32_t> generation;

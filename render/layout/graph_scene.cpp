@@ -83,6 +83,20 @@ std::string_view hook_kind_tag(trace::HookKind kind) {
   return "?";
 }
 
+// Note [Untagged post hooks]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A compact box (Note [Compact boxes]) writes no "post" before its post
+// hooks' chips: post hooks are the Function hooks of PyTorch
+// (`Node::register_hook`, DDP's Reducer hooks on AccumulateGrad), most boxes
+// carry them and nothing else, and the word made every such box ~45 units
+// wider: two ranks of recovery-none after the rebuilds did not fit 1280x800
+// at 10 px text. Every other kind keeps its tag, so an untagged chip is a post
+// hook; the chip's tooltip names its kind, and full boxes still write "post".
+std::string_view box_kind_tag(const BoxMetrics& m, trace::HookKind kind) {
+  if (m.compact && kind == trace::HookKind::kPost) return {};
+  return hook_kind_tag(kind);
+}
+
 GraphScene::GraphScene(const analysis::Model& model)
     : model_(&model), generations_(model), module_anchors_(analysis::module_hook_anchors(model)) {
   assign_slots();
@@ -426,7 +440,8 @@ std::vector<Vec2> GraphScene::box_sizes(const FoldedGraph& folded, const Measure
       float w = width(unit_compact_title(folded, u));
       for (int k = 0; k < trace::kNumHookKinds; ++k) {
         if (!(kinds[u] >> k & 1)) continue;
-        w += m.kind_gap + (width(std::string(hook_kind_tag(static_cast<trace::HookKind>(k)))) + m.chip_gap) * compact_chip +
+        const std::string_view tag = box_kind_tag(m, static_cast<trace::HookKind>(k));
+        w += m.kind_gap + (tag.empty() ? 0.f : (width(std::string(tag)) + m.chip_gap) * compact_chip) +
              static_cast<float>(std::min<int>(owners[u], 3)) * ((group ? group_chip : chip) * compact_chip + m.chip_gap);
       }
       sizes[u] = {std::max(w, m.min_width) + 2.f * m.pad, std::max(m.line_height, m.chip_height) + 2.f * m.pad};

@@ -103,20 +103,24 @@ struct BoxMetrics {
   bool compact = false;
 };
 
-// The metrics of the compact view made from the full ones.
+// The compact view's metrics from the full ones (sizes: Note [Compact boxes]).
 inline BoxMetrics compact_metrics(BoxMetrics m) {
   m.compact = true;
-  m.pad = 4.f;
+  m.pad = 3.f;
   m.chip_height = m.line_height + 2.f;
+  m.chip_pad = 3.f;
+  m.chip_gap = 2.f;
+  m.kind_gap = 4.f;
   m.min_width = 40.f;
   return m;
 }
 
-// The layout's gaps for compact boxes: a backward graph's depth fits a
-// 1280x800 window at the readable zoom.
+// The layout's gaps for compact boxes (Note [Compact boxes]): a backward
+// graph's depth, and two rebuilt ranks side by side, fit 1280x800 at 10 px.
 inline LayoutOptions compact_layout_options(LayoutOptions o) {
-  o.layer_gap = 18.f;
-  o.node_gap = 12.f;
+  o.layer_gap = 16.f;
+  o.node_gap = 8.f;
+  o.cluster_gap = 16.f;  // the ranks' captions above say where one ends
   o.stack_leaves = true;  // Note [Stacked leaves]
   return o;
 }
@@ -216,5 +220,9 @@ std::vector<uint32_t> number_families(const std::vector<uint64_t>& signatures);
 
 // The short name of a hook kind on a badge: "post", "pre", "tensor-pre", ...
 std::string_view hook_kind_tag(trace::HookKind kind);
+
+// Note [Untagged post hooks]: the tag a box's badge row writes before a
+// kind's chips; "" for post hooks in compact boxes.
+std::string_view box_kind_tag(const BoxMetrics& m, trace::HookKind kind);
 
 }  // namespace hookscope::render

@@ -171,9 +171,11 @@ void Writer::chip_row(uint32_t unit, float left, float right, float top) {
   for (const SvgChip& c : chips) {
     if (c.kind != last_kind) {
       if (last_kind >= 0) x += m.kind_gap;
-      const std::string_view tag = hook_kind_tag(static_cast<trace::HookKind>(c.kind));
-      text(x, top + (m.chip_height - cfs) * 0.5f, cfs, pal.text_dim, tag, "kind");
-      x += measure(tag, cfs) + m.chip_gap;
+      const std::string_view tag = box_kind_tag(m, static_cast<trace::HookKind>(c.kind));
+      if (!tag.empty()) {
+        text(x, top + (m.chip_height - cfs) * 0.5f, cfs, pal.text_dim, tag, "kind");
+        x += measure(tag, cfs) + m.chip_gap;
+      }
       last_kind = c.kind;
     }
     std::string label = scene.owner_tag(c.owner);

@@ -515,7 +515,7 @@ Layout detail::compute_layered(const LayoutInput& input, const LayoutOptions& op
   if (detail::cancelled(cancel)) return stop();
   std::vector<float> x = detail::place_x(g, options, seed ? &seed_x : nullptr, cancel);
   if (detail::cancelled(cancel)) return stop();
-  separate_clusters(g, graph.cluster, n, 3.f * options.node_gap, x);
+  separate_clusters(g, graph.cluster, n, options.cluster_gap > 0.f ? options.cluster_gap : 3.f * options.node_gap, x);
 
   // Layer bands: as tall as their tallest box; a band of dummies only is
   // half the default height, so long edges do not stretch the picture.

@@ -90,6 +90,8 @@ struct LayoutOptions {
   size_t max_dummies = 0;
   // Note [Stacked leaves]: a parent's leaf children one below the other.
   bool stack_leaves = false;
+  // Between two clusters (ranks) side by side; 0: 3 node_gaps.
+  float cluster_gap = 0.f;
 };
 
 // Note [Stacked leaves]
