@@ -159,6 +159,7 @@ def install(rec):
         if self.training and self.require_backward_grad_sync and torch.is_grad_enabled():
             n = self.__dict__["_hookscope_backward"] + 1
             object.__setattr__(self, "_hookscope_backward", n)
+            object.__setattr__(self, "_hookscope_unused_now", 0)
             rec.last_ddp = weakref.ref(self)
             _C.emit(_C.EV_prepare_for_backward, arg=n, owner=owner)
             _C.set_prepared(owner, True)
@@ -275,6 +276,35 @@ def _unused(ddp, owner, index, handled):
     _C.emit(_C.EV_unused_parameter, node=node, arg=_C.intern(name), owner=owner, actor=index)
     if handled:  # find_unused_parameters / static_graph: the Reducer marks it ready
         _C.emit(_C.EV_mark_ready, node=node, arg=index, owner=owner)
+        object.__setattr__(ddp, "_hookscope_unused_now", ddp.__dict__.get("_hookscope_unused_now", 0) + 1)
+
+
+# Note [A bridge trace's finalized backward]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's Reducer finalizes a backward (waits for every bucket's
+# collective, writes the gradients back) in a callback it queues on the
+# autograd engine once every parameter is ready, so it has run when
+# backward returns; neither Python nor RecordFunction sees the callback. The
+# bridge writes buckets_finalized where the runtime's Reducer does, before
+# backward_end, when the backward returned without an exception and the DDP
+# prepared for it had every parameter marked ready: by its hooks (counted in
+# csrc/observers.cpp) or as unused (find_unused_parameters, static_graph).
+# A backward that left a parameter unready (DDP raises at the next forward)
+# or ran inside no_sync() (nothing prepared) is not finalized.
+def finalized_backward(rec):
+    """(owner, backward index) of the DDP whose Reducer finalized the
+    backward that just returned, or None."""
+    ddp = rec.last_ddp() if getattr(rec, "last_ddp", None) else None
+    if ddp is None:
+        return None
+    d = ddp.__dict__
+    owner = d.get("_hookscope_reducer")
+    if not owner:
+        return None
+    ready = _C.ready_count(owner)
+    if ready < 0 or ready + d.get("_hookscope_unused_now", 0) < len(d.get("_hookscope_params", ())):
+        return None
+    return owner, d.get("_hookscope_backward", 0)
 
 
 _TWICE = re.compile(r"Parameter at index (\d+)(?: with name ([\w.]+))? has been marked as ready twice")

@@ -169,6 +169,11 @@ class Recorder:
         _C.set_in_backward(False)
         if error is not None and self.record_failure(error):
             self.on_backward_error(error)
+        if error is None and self.last_ddp is not None:
+            from . import _ddp
+            done = _ddp.finalized_backward(self)   # Note [A bridge trace's finalized backward]
+            if done is not None:
+                _C.emit(_C.EV_buckets_finalized, owner=done[0], arg=done[1])
         # ending (trace::BackwardEnding): kThrew = 2, kCompleted = 0; Functions run: not counted.
         _C.emit(_C.EV_backward_end, sub=2 if error is not None else 0)
         _C.clear_prepared()

@@ -116,6 +116,21 @@ class DdpBuckets(unittest.TestCase):
                     self.assertEqual(e.get("actor", 0), bucket_of[e.get("arg", 0)],
                                      f"rank {r}: parameter {e.get('arg', 0)}'s bucket")
 
+    def test_each_backward_finalized(self):
+        # Note [A bridge trace's finalized backward]: PyTorch's Reducer
+        # finalizes every backward here (all parameters used); the bridge
+        # writes it once, with the DDP's backward count, before backward_end.
+        for r in range(2):
+            evs, _, _ = self.rank(r)
+            owner = next(e["owner"] for e in evs if e["kind"] == "reducer_constructed")
+            for n, p in enumerate(backwards(evs), start=1):
+                done = [e for e in p if e["kind"] == "buckets_finalized"]
+                self.assertEqual([(e.get("owner"), e.get("arg", 0)) for e in done], [(owner, n)],
+                                 f"rank {r} backward {n}: one buckets_finalized of Reducer {owner}")
+                after = [e["kind"] for e in p[p.index(done[0]) + 1:]]
+                self.assertTrue(set(after) <= {"collective_end"},
+                                f"rank {r} backward {n}: finalized last, then only Gloo's late ends: {after}")
+
     def test_collectives_of_no_bucket(self):
         evs, sizes, _ = self.rank(0)
         begins = [e for e in evs if e["kind"] == "collective_begin"]

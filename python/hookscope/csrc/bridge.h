@@ -74,6 +74,9 @@ void set_prepared(uint32_t owner, bool prepared);
 // `owner`'s DDP ran forward inside no_sync(): until it prepares again (or the
 // backward ends), its fires are no-ops of reason NoopReason::kNoSync.
 void set_no_sync(uint32_t owner);
+// Parameters the prepared Reducer's hooks marked ready in this backward; -1
+// when it was not prepared for it (Note [A bridge trace's finalized backward]).
+int64_t ready_count(uint32_t owner);
 void clear_prepared();  // at the end of every backward
 
 // `owner`'s buckets (Note [Collectives through RecordFunction]): byte sizes

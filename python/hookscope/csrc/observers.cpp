@@ -25,6 +25,7 @@ struct Reducer {
   std::vector<uint64_t> bucket_bytes;
   std::vector<uint32_t> bucket_params;    // parameters per bucket (0: not known)
   uint32_t next_bucket = 0;               // in the backward in progress
+  uint32_t ready = 0;                     // parameters its hooks marked ready in it
 };
 std::unordered_map<uint32_t, Reducer> g_reducers;
 std::vector<uint32_t> g_prepared;
@@ -42,6 +43,7 @@ void emit_fire(const NodeState& s, const Foreign& f) {
     trace::emit_autograd_hook_noop(f.owner, no_sync ? trace::NoopReason::kNoSync : trace::NoopReason::kNotPrepared,
                                    s.id, f.key, p != params.end() ? p->second : 0);
   } else if (p != params.end()) {
+    ++r->second.ready;
     const auto& buckets = r->second.bucket_of_param;
     trace::emit_mark_ready(f.owner, s.id, p->second,
                            p->second < buckets.size() ? buckets[p->second] : trace::kNoBucket);
@@ -164,9 +166,19 @@ void set_prepared(uint32_t owner, bool prepared) {
   if (!prepared && it != g_prepared.end()) g_prepared.erase(it);
   if (prepared) {
     auto r = g_reducers.find(owner);
-    if (r != g_reducers.end()) r->second.next_bucket = 0;
+    if (r != g_reducers.end()) {
+      r->second.next_bucket = 0;
+      r->second.ready = 0;
+    }
   }
   if (prepared) g_no_sync.erase(std::remove(g_no_sync.begin(), g_no_sync.end(), owner), g_no_sync.end());
+}
+
+int64_t ready_count(uint32_t owner) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  if (std::find(g_prepared.begin(), g_prepared.end(), owner) == g_prepared.end()) return -1;
+  auto r = g_reducers.find(owner);
+  return r == g_reducers.end() ? 0 : r->second.ready;
 }
 
 void set_no_sync(uint32_t owner) {
