@@ -167,8 +167,17 @@ void TimelineView::draw_lost(TimelineFrame& f, const TimelineTrack& track, float
     f.dl->AddRectFilled({x, y}, {f.max.x, y + height}, with_alpha(palette().alarm, 40));
     f.dl->AddLine({x, y}, {x, y + height}, palette().alarm, 2.f);
     const char* text = "no data after here (process killed)";
+    // A collapsed band over the spot (a rank lost during start-up) would hide
+    // the text's start: it begins after the band.
+    float tx = x + 6.f;
+    const std::vector<IdleGap>& gaps = index_.idle_gaps();
+    for (size_t k = 0; k < gaps.size() && k < gap_collapsed_.size(); ++k) {
+      const float b0 = x_of(static_cast<double>(gaps[k].begin)), b1 = x_of(static_cast<double>(gaps[k].end));
+      if (gap_collapsed_[k] && tx >= b0 && tx < b1) tx = b1 + 6.f;
+    }
+    stats_.lost_label_x.push_back(tx);
     const ImVec4 clip{x, y, f.max.x, y + height};
-    f.dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), {x + 6.f, y + 1.f}, palette().alarm, text, nullptr, 0.f, &clip);
+    f.dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), {tx, y + 1.f}, palette().alarm, text, nullptr, 0.f, &clip);
   }
 }
 
