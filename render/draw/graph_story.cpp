@@ -147,68 +147,80 @@ std::string status_at(const std::string& text, analysis::EventIndex at) {
 
 }  // namespace
 
-void GraphView::draw_banners(Frame& f) {
-  if (story_.incidents().empty()) return;
-  const Palette& pal = palette();
-  const float fs = ImGui::GetFontSize();
-  const float h = std::round(fs * 1.45f), step = h + 2.f;
-  const int rows = banner_rows();
-  struct Banner {
-    uint16_t rank;
-    bool failed;
-    std::string text;
-    float x0, x1, text_w;
-    int row;
-  };
+struct GraphView::Banner {
+  uint16_t rank = 0;
+  bool failed = true;  // failed or lost; else rebuilt
+  std::string text;
+  float x0 = 0.f, x1 = 0.f, text_w = 0.f;
+  int row = -1;  // -1: no row (counted in "+N more")
+};
+
+// Each rank's banner at this event: its text, where it goes, its row.
+std::vector<GraphView::Banner> GraphView::plan_banners(const Frame& f, float fs) const {
   std::vector<Banner> banners;
-  std::vector<std::pair<float, float>> row0;  // what the captions' line holds already
-  if (rows > 1) row0 = f.caption_spans;
+  const int rows = banner_rows();
   auto free_row = [&](float x0, float x1) {
     auto clear = [&](float a, float b) { return x0 >= b + 4.f || a >= x1 + 4.f; };
     for (int row = 0; row < rows; ++row) {
-      const bool ok = std::all_of(banners.begin(), banners.end(), [&](const Banner& o) {
-        return o.row != row || clear(o.x0, o.x1);
-      }) && (row > 0 || std::all_of(row0.begin(), row0.end(), [&](const auto& c) { return clear(c.first, c.second); }));
-      if (ok) return row;
+      const bool taken = std::any_of(banners.begin(), banners.end(), [&](const Banner& o) {
+        return o.row == row && !clear(o.x0, o.x1);
+      }) || (row == 0 && rows > 1 && std::any_of(f.caption_spans.begin(), f.caption_spans.end(), [&](const auto& c) {
+        return !clear(c.first, c.second);
+      }));
+      if (!taken) return row;
     }
     return -1;
   };
   for (uint16_t rank : story_.ranks()) {
     const RankIncident* st = story_.rank_status(rank, f.state->index);
     if (!st) continue;
-    std::string text;
-    if (st->kind == IncidentKind::kRebuilt) {
+    Banner b;
+    b.rank = rank;
+    b.failed = st->kind != IncidentKind::kRebuilt;
+    if (!b.failed) {
       const RankIncident* before = story_.failure_before(*st);
-      text = before ? fmt::format("rank {} rebuilt at #{} after it {} at #{}", rank, st->at,
-                                  before->kind == IncidentKind::kLost ? "was lost" : "failed", before->at)
-                    : fmt::format("rank {} rebuilt at #{}", rank, st->at);
+      b.text = before ? fmt::format("rank {} rebuilt at #{} after it {} at #{}", rank, st->at,
+                                    before->kind == IncidentKind::kLost ? "was lost" : "failed", before->at)
+                      : fmt::format("rank {} rebuilt at #{}", rank, st->at);
     } else {
-      text = status_at(st->text, st->at);
-      if (st->kind == IncidentKind::kLost) text += fmt::format(" · no data after #{}", st->last_data);
+      b.text = status_at(st->text, st->at);
+      if (st->kind == IncidentKind::kLost) b.text += fmt::format(" · no data after #{}", st->last_data);
     }
     float x0 = f.canvas_min.x + 2.f, x1 = f.canvas_max.x - 2.f;
     bool has_column = false;
-    for (const RankBounds& b : rank_bounds_) {
-      if (b.rank != rank) continue;
+    for (const RankBounds& r : rank_bounds_) {
+      if (r.rank != rank) continue;
       has_column = true;
-      x0 = std::max(f.to_screen(b.min).x, f.canvas_min.x + 2.f);
-      x1 = std::min(f.to_screen(b.max).x, f.canvas_max.x - 2.f);
+      x0 = std::max(f.to_screen(r.min).x, f.canvas_min.x + 2.f);
+      x1 = std::min(f.to_screen(r.max).x, f.canvas_max.x - 2.f);
     }
     // A rebuilt rank off screen is named in the edge list; a failure always shows.
-    if (st->kind == IncidentKind::kRebuilt && (x1 - x0 < 12.f || !has_column)) continue;
+    if (!b.failed && (x1 - x0 < 12.f || !has_column)) continue;
     if (!has_column) {
       // No live Function on that rank here (the compact view lays out live
       // ones only): the banner goes at the right end, as wide as its text,
       // so it does not sit over the other ranks' captions and boxes.
-      text += " · no live Functions";
-      x0 = x1 - (text_width(fs, text.c_str()) + 16.f);
+      b.text += " · no live Functions";
+      x0 = x1 - (text_width(fs, b.text.c_str()) + 16.f);
     }
-    const float tw = text_width(fs, text.c_str()) + 16.f;
-    if (x1 - x0 < tw) x1 = std::min(x0 + tw, f.panel_max.x - 2.f);
-    if (x1 - x0 < tw) x0 = std::max(f.panel_min.x + 2.f, x1 - tw);
-    const int row = free_row(x0, x1);
-    banners.push_back({rank, st->kind != IncidentKind::kRebuilt, std::move(text), x0, x1, tw, row});
+    b.text_w = text_width(fs, b.text.c_str()) + 16.f;
+    if (x1 - x0 < b.text_w) x1 = std::min(x0 + b.text_w, f.panel_max.x - 2.f);
+    if (x1 - x0 < b.text_w) x0 = std::max(f.panel_min.x + 2.f, x1 - b.text_w);
+    b.x0 = x0;
+    b.x1 = x1;
+    b.row = free_row(x0, x1);
+    banners.push_back(std::move(b));
   }
+  return banners;
+}
+
+void GraphView::draw_banners(Frame& f) {
+  if (story_.incidents().empty()) return;
+  const Palette& pal = palette();
+  const float fs = ImGui::GetFontSize();
+  const float h = std::round(fs * 1.45f), step = h + 2.f;
+  const int rows = banner_rows();
+  std::vector<Banner> banners = plan_banners(f, fs);
   // "+N more" at the right of the last row; the banners it would cover join it.
   std::string more;
   float more_x0 = f.panel_max.x;
@@ -233,9 +245,9 @@ void GraphView::draw_banners(Frame& f) {
     f.dl->AddRectFilled({b.x0, y0}, {b.x1, y1}, b.failed ? pal.banner : pal.recovered, 3.f);
     const float clip[4] = {b.x0, y0, b.x1, y1};
     put_text(f, fs, b.x0 + 8.f, y0 + (h - fs) * 0.5f, pal.banner_text, b.text.c_str(), nullptr, clip);
+    const bool clipped = b.x1 - b.x0 < b.text_w - 0.5f;
     stats_.banners.push_back({b.rank, {b.x0, y0, b.x1, y1}});
     stats_.banner_failed.push_back(b.failed);
-    const bool clipped = b.x1 - b.x0 < b.text_w - 0.5f;
     stats_.banner_clipped.push_back(clipped);
     if (clipped && ImGui::IsMouseHoveringRect({b.x0, y0}, {b.x1, y1})) ImGui::SetTooltip("%s", b.text.c_str());
   }
@@ -248,7 +260,8 @@ void GraphView::draw_banners(Frame& f) {
   if (ImGui::IsMouseHoveringRect({more_x0, y0}, {x1, y1})) ImGui::SetTooltip("%s", hidden.c_str());
 }
 
-// The owners that hold hooks now (or are alive), each a square of its colour
+// The owners that hold hooks now (or held one and are alive: Note [Legend of
+// the trace's owners]), each a square of its colour
 // (red-ringed once destroyed, ringed in the lingering colour while replaced
 // but alive: Note [Lingering owners]) and its tag; hover for the full name. Entries
 // wrap onto a second line; what does not fit then is "+N more" (hover

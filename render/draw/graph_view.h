@@ -253,6 +253,8 @@ class GraphView {
   void draw_minimap(Frame& f);
   void draw_rank_captions(Frame& f);
   void draw_banners(Frame& f);
+  struct Banner;  // graph_story.cpp
+  std::vector<Banner> plan_banners(const Frame& f, float font_size) const;
   // Note [Banner rows]: the header strip's rows, fixed for the trace.
   static constexpr size_t kBannerRows = 3;
   int banner_rows() const;
