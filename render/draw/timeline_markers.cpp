@@ -67,7 +67,10 @@ const char* marker_name(MarkerKind kind) {
   return "";
 }
 
-// A swatch and a name per tick class and per marker kind, on one line.
+// A swatch and a name per tick class and per marker kind the trace has, on
+// one line: a run with no rebuild says nothing of "rebuilt", one with no
+// alarm tick nothing of "alarm" (Note [Legend of the trace's owners]: a
+// legend names only what the view can show).
 void TimelineView::draw_legend() {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float h = ImGui::GetTextLineHeight();
@@ -83,11 +86,23 @@ void TimelineView::draw_legend() {
     ImGui::SameLine(0.f, 3.f);
     ImGui::TextUnformatted(name);
     ImGui::SameLine(0.f, 8.f);
+    stats_.legend.emplace_back(name);
   };
-  for (int cls : {0, 1, 2, 3, 4, 5, 6}) item(tick_class_color(cls), tick_class_name(cls), false);
+  uint8_t classes = 0;  // the top of each track's class summary: every class it holds
+  for (const TimelineTrack& t : index_.tracks()) {
+    if (t.summary.empty() && t.size() > 0) classes = 0xff;  // (no summary: say all)
+    if (!t.summary.empty()) {
+      for (uint8_t bits : t.summary.back()) classes |= bits;
+    }
+  }
+  for (int cls : {0, 1, 2, 3, 4, 5, 6}) {
+    if (classes >> cls & 1) item(tick_class_color(cls), tick_class_name(cls), false);
+  }
   for (MarkerKind k : {MarkerKind::kFailed, MarkerKind::kLost, MarkerKind::kRebuilt, MarkerKind::kReducerBuilt,
                        MarkerKind::kReducerDestroyed, MarkerKind::kReducerLingering}) {
-    item(marker_color(k), marker_name(k), true);
+    if (std::any_of(markers_.begin(), markers_.end(), [&](const TimelineMarker& m) { return m.kind == k; })) {
+      item(marker_color(k), marker_name(k), true);
+    }
   }
   ImGui::NewLine();
 }

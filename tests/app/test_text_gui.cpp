@@ -77,8 +77,9 @@ TEST_CASE("gui text: the owners' legend stays inside the graph panel and says ge
 
 // Note [Legend of the trace's owners]: the legend names exactly the owners
 // whose hooks the graph can show at the event: holding hooks, or alive and
-// having held one by then; never an owner that never held a hook.
-TEST_CASE("gui text: the owners' legend names only owners that hold or held hooks, on every sample" *
+// having held one by then; never an owner that never held a hook. The
+// timeline's legend names the marker kinds the trace has.
+TEST_CASE("gui text: the legends name only owners that hold or held hooks and markers the trace has, on every sample" *
           doctest::test_suite("gui")) {
   if (no_xvfb()) return;
   for (const char* name : {"recovery-none", "recovery-by-key", "shared-module-by-type", "autograd-demo"}) {
@@ -98,12 +99,21 @@ TEST_CASE("gui text: the owners' legend names only owners that hold or held hook
         if (info.created_at <= at && (holds || (held && info.destroyed_at > at))) want.insert(m.owner_name(o));
       }
       const std::string shot = std::string("legend_") + name + "_" + std::to_string(at);
-      const json legend = report_of(sample(name), "--at " + std::to_string(at), shot)["legend"];
+      const json report = report_of(sample(name), "--at " + std::to_string(at), shot);
+      const json& legend = report["legend"];
       INFO(legend.dump());
       std::set<std::string> got;
       for (const json& n : legend["names"]) got.insert(n.get<std::string>());
       CHECK(got == want);
       CHECK(legend["entries"].get<size_t>() + legend["more"].get<size_t>() == got.size());
+      // The timeline's legend: the marker kinds the trace has, no others.
+      std::set<std::string> timeline;
+      for (const json& n : report["timeline_legend"]) timeline.insert(n.get<std::string>());
+      INFO(report["timeline_legend"].dump());
+      CHECK((timeline.count("failed") == 1) == !m.events_of_kind(trace::EventKind::kFailure).empty());
+      CHECK((timeline.count("Reducer built") == 1) == !m.events_of_kind(trace::EventKind::kReducerConstructed).empty());
+      CHECK((timeline.count("destroyed") == 1) == !m.events_of_kind(trace::EventKind::kReducerDestroyed).empty());
+      CHECK(timeline.count("Function") == 1);
     }
   }
 }

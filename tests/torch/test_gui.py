@@ -214,6 +214,8 @@ class GuiTest(unittest.TestCase):
             r = timeline_report(traces, f"banners_failed_{size}", size)
             banners = r["banners"]
             tu.expect(sorted(b["rank"] for b in banners) == [0, 1], f"{size}: banners {banners}")
+            legend = r["timeline_legend"]
+            tu.expect("failed" in legend and "lost" in legend and "rebuilt" not in legend, f"timeline legend {legend}")
             for i, b in enumerate(banners):
                 x0, y0, x1, y1 = b["rect"]
                 tu.expect(b["failed"] and not b["clipped"], f"{size}: banner {b}")

@@ -59,6 +59,13 @@ std::optional<size_t> click_timeline(hookscope::testing::HeadlessImGui& imgui, T
   ImGui::GetIO().MousePos = {-1.f, -1.f};
   return moved;
 }
+
+// `view` on `m`, drawn twice (the first frame fits).
+void open_view(hookscope::testing::HeadlessImGui& imgui, TimelineView& view, const analysis::Model& m) {
+  view.set_model(&m);
+  imgui.frame([&] { view.draw(0); });
+  imgui.frame([&] { view.draw(0); });
+}
 #endif
 
 // Note [Idle gaps]: two ranks start 4.5 s apart, train 0.3 s, then rank 0
@@ -154,9 +161,7 @@ TEST_CASE("timeline view: after a killed peer the training, not the wait, takes 
   const analysis::Model m(killed_peer_trace(0));
   hookscope::testing::HeadlessImGui imgui(1280.f, 300.f);
   TimelineView view;
-  view.set_model(&m);
-  imgui.frame([&] { view.draw(0); });
-  imgui.frame([&] { view.draw(0); });
+  open_view(imgui, view, m);
   const TimelineDrawStats& s = view.stats();
   const float plot_w = s.plot_x1 - s.plot_x0;
   REQUIRE(s.gaps.size() == 1);
@@ -359,9 +364,7 @@ TEST_CASE("timeline view: idle gaps are collapsed to labelled bands, work fills 
   const analysis::Model m(idle_trace());
   hookscope::testing::HeadlessImGui imgui(1280.f, 300.f);
   TimelineView view;
-  view.set_model(&m);
-  imgui.frame([&] { view.draw(0); });
-  imgui.frame([&] { view.draw(0); });
+  open_view(imgui, view, m);
   const TimelineDrawStats& s = view.stats();
   const float plot_w = s.plot_x1 - s.plot_x0;
   REQUIRE(s.gaps.size() == 2);
