@@ -19,18 +19,24 @@ bool App::write_draw_report(const std::string& path) const {
     columns += fmt::format("{}{{\"rank\":{},\"rect\":{}}}", columns.empty() ? "" : ",", rank, rect(r));
   }
   for (size_t i = 0; i < g.banners.size(); ++i) {
-    banners += fmt::format("{}{{\"rank\":{},\"failed\":{},\"rect\":{}}}", banners.empty() ? "" : ",",
-                           g.banners[i].first, g.banner_failed[i] ? "true" : "false", rect(g.banners[i].second));
+    banners += fmt::format("{}{{\"rank\":{},\"failed\":{},\"clipped\":{},\"rect\":{}}}", banners.empty() ? "" : ",",
+                           g.banners[i].first, g.banner_failed[i] ? "true" : "false",
+                           g.banner_clipped[i] ? "true" : "false", rect(g.banners[i].second));
   }
-  std::string reducers;  // Note [Lingering owners]: the Reducers panel's words
-  for (const std::string& w : reducer_words_) {
-    std::string quoted;  // labels come from the trace: only printable ASCII besides quotes and backslashes
-    for (char c : w) {
-      if (c == '"' || c == '\\') quoted += '\\';
-      quoted += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+  // Labels come from the trace: a JSON list of strings, quotes and backslashes escaped, controls as '?'.
+  auto strings = [](const std::vector<std::string>& words) {
+    std::string list;
+    for (const std::string& w : words) {
+      std::string quoted;
+      for (char c : w) {
+        if (c == '"' || c == '\\') quoted += '\\';
+        quoted += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+      }
+      list += fmt::format("{}\"{}\"", list.empty() ? "" : ",", quoted);
     }
-    reducers += fmt::format("{}\"{}\"", reducers.empty() ? "" : ",", quoted);
-  }
+    return list;
+  };
+  const std::string reducers = strings(reducer_words_);  // Note [Lingering owners]: the Reducers panel's words
   const render::TimelineDrawStats& t = timeline_.stats();
   std::string gaps;  // Note [Idle gaps]: labels are ours (durations, event kind and collective names)
   for (const render::TimelineGapDraw& d : t.gaps) {
@@ -40,24 +46,26 @@ bool App::write_draw_report(const std::string& path) const {
   }
   std::string chip_kinds;  // per box: a bit per hook kind it shows chips of
   for (uint16_t k : g.box_chip_kinds) chip_kinds += fmt::format("{}{}", chip_kinds.empty() ? "" : ",", k);
+  std::string lost_labels;
+  for (float x : t.lost_label_x) lost_labels += fmt::format("{}{}", lost_labels.empty() ? "" : ",", x);
   std::string marker_labels;  // Note [Timeline markers]: each label's x extent
   for (const auto& [x0, x1] : t.marker_label_x) {
     marker_labels += fmt::format("{}[{},{}]", marker_labels.empty() ? "" : ",", x0, x1);
   }
   const std::string json = fmt::format(
       "{{\"event\":{},\"compact\":{},\"zoom\":{},\"min_text_px\":{},\"small_texts\":{},\"texts\":{},"
-      "\"boxes\":[{}],\"box_chip_kinds\":[{}],\"hidden_chips\":{},\"rank_columns\":[{}],\"banners\":[{}],\"minimap_shown\":{},\"minimap\":{},"
+      "\"boxes\":[{}],\"box_chip_kinds\":[{}],\"hidden_chips\":{},\"rank_columns\":[{}],\"banners\":[{}],\"banner_more\":{},\"minimap_shown\":{},\"minimap\":{},"
       "\"content\":{},\"stale_chips\":{},\"ghost_chips\":{},\"removal_boxes\":{},\"alarms\":{},"
-      "\"timeline_markers\":{},\"timeline_marker_labels\":{},\"timeline_marker_label_x\":[{}],\"timeline_gaps\":[{}],\"timeline_plot\":[{},{}],\"timeline_training\":[{},{}],"
+      "\"timeline_markers\":{},\"timeline_marker_labels\":{},\"timeline_marker_label_x\":[{}],\"timeline_gaps\":[{}],\"timeline_lost_labels\":[{}],\"timeline_legend\":[{}],\"timeline_plot\":[{},{}],\"timeline_training\":[{},{}],"
       "\"timeline_tracks\":{},\"off_canvas\":\"{}\",\"focus_on_canvas\":{},\"live_units\":{},\"layout_units\":{},\"gen_labels\":{},"
       "\"layout\":[{},{}],\"legend\":{{\"entries\":{},\"more\":{},\"lines\":{},\"gens\":{},\"right\":{},"
-      "\"panel_right\":{}}},\"lingering\":{{\"boxes\":{},\"tags\":{},\"legend\":{}}},\"tag_rects\":[{}],\"reducers\":[{}],\"reducer_summary_overflow\":{}}}\n",
+      "\"panel_right\":{},\"names\":[{}]}},\"lingering\":{{\"boxes\":{},\"tags\":{},\"legend\":{}}},\"tag_rects\":[{}],\"reducers\":[{}],\"reducer_summary_overflow\":{}}}\n",
       session_.current(), graph_.compact() ? "true" : "false", graph_.zoom(), g.min_text_px, g.small_texts, g.texts,
-      boxes, chip_kinds, g.hidden_chips, columns, banners, g.minimap_shown ? "true" : "false", rect(g.minimap), rect(g.content), g.stale_chips,
-      g.ghost_chips, g.removal_boxes, g.alarms, t.markers, t.marker_labels, marker_labels, gaps, t.plot_x0, t.plot_x1, t.first_backward_x, t.last_event_x,
+      boxes, chip_kinds, g.hidden_chips, columns, banners, rect(g.banner_more), g.minimap_shown ? "true" : "false", rect(g.minimap), rect(g.content), g.stale_chips,
+      g.ghost_chips, g.removal_boxes, g.alarms, t.markers, t.marker_labels, marker_labels, gaps, lost_labels, strings(t.legend), t.plot_x0, t.plot_x1, t.first_backward_x, t.last_event_x,
       t.track_y.size(), g.off_canvas, g.focus_on_canvas ? "true" : "false", g.live_units, g.layout_units, g.gen_labels,
       g.layout_w, g.layout_h, g.legend_entries, g.legend_more, g.legend_lines, g.legend_gens, g.legend_right,
-      g.panel_right, g.lingering, g.lingering_tags, g.legend_lingering, tags, reducers, reducer_summary_right_);
+      g.panel_right, strings(g.legend_names), g.lingering, g.lingering_tags, g.legend_lingering, tags, reducers, reducer_summary_right_);
   std::FILE* out = std::fopen(path.c_str(), "w");
   if (!out) return false;
   const bool ok = std::fwrite(json.data(), 1, json.size(), out) == json.size();

@@ -20,9 +20,11 @@
 
 namespace hookscope::app {
 
-// The outline of a box with hooks only in A / only in B at the matching point.
-constexpr uint32_t kCompareOnlyA = render::rgba(90, 200, 255);
-constexpr uint32_t kCompareOnlyB = render::rgba(230, 180, 80);
+// The outline of a box with hooks only in A / only in B at the matching point,
+// its tag and the counts' text: the theme's (Note [Canvas palettes]), read on
+// the canvas and on the panels' background at WCAG AA in both themes.
+inline uint32_t compare_only_a() { return render::palette().compare_a; }
+inline uint32_t compare_only_b() { return render::palette().compare_b; }
 
 // What the last frame drew, for tests (HOOKSCOPE_COMPARE_REPORT=FILE).
 struct CompareDrawStats {

@@ -243,7 +243,7 @@ void App::compare_graph_side(bool side_b, float /*width*/) {
   const analysis::State* full = side_b ? &g.cursor_b->state() : full_state_or_pending(session_);
   if (!full) return;
   const analysis::State& state = *full;
-  const uint32_t color = side_b ? kCompareOnlyB : kCompareOnlyA;
+  const uint32_t color = side_b ? compare_only_b() : compare_only_a();
   ImGui::TextColored(col(color), "%s", side_b ? "B" : "A");
   ImGui::SameLine();
   ImGui::TextDisabled("after event #%zu  (outlined: hooks only in %s)", state.index, side_b ? "B" : "A");
@@ -287,7 +287,7 @@ void App::compare_graph_side(bool side_b, float /*width*/) {
     }
     tags.push_back(*at);
     dl->AddRectFilled({at->x0, at->y0}, {at->x1, at->y1}, color, 3.f);
-    dl->AddText({at->x0 + 4.f, at->y0 + 1.f}, render::rgba(16, 16, 20), tag.c_str());
+    dl->AddText({at->x0 + 4.f, at->y0 + 1.f}, render::ink_on(color), tag.c_str());
   }
   dl->PopClipRect();
   (side_b ? g.stats.marked_b : g.stats.marked_a) = marked;
@@ -347,9 +347,9 @@ void App::compare_differences() {
     }
     ImGui::PopID();
     ImGui::TableNextColumn();
-    ImGui::TextColored(col(kCompareOnlyA), "%u", extra(fc.hooks_a, fc.hooks_b));
+    ImGui::TextColored(col(compare_only_a()), "%u", extra(fc.hooks_a, fc.hooks_b));
     ImGui::TableNextColumn();
-    ImGui::TextColored(col(kCompareOnlyB), "%u", extra(fc.hooks_b, fc.hooks_a));
+    ImGui::TextColored(col(compare_only_b()), "%u", extra(fc.hooks_b, fc.hooks_a));
     ImGui::TableNextColumn();
     std::string kinds;
     for (int k = 0; k < trace::kNumHookKinds; ++k) {
@@ -436,8 +436,8 @@ void App::compare_order_table() {
     ImGui::PopID();
     ImGui::TableNextColumn();
     ImGui::Text("%zu", d.position + 1);
-    steps(d.steps_a, d.steps_b, d.position, kCompareOnlyA);
-    steps(d.steps_b, d.steps_a, d.position, kCompareOnlyB);
+    steps(d.steps_a, d.steps_b, d.position, compare_only_a());
+    steps(d.steps_b, d.steps_a, d.position, compare_only_b());
   }
   float rest = 0.f;
   for (; r < order.size(); ++r) rest += row_height(order[r]);

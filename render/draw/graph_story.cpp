@@ -56,6 +56,7 @@ bool GraphView::draw_tag(Frame& f, uint32_t unit, const char* text, uint32_t col
 // Ranks lay out as disjoint columns (LayoutGraph::cluster); the header strip
 // names each above its column, clipped to it, so captions never overprint.
 void GraphView::draw_rank_captions(Frame& f) {
+  f.caption_spans.clear();
   if (f.header_h <= 0.f) return;
   const float fs = ImGui::GetFontSize();
   std::string left_of, right_of;  // ranks whose columns are off screen
@@ -101,70 +102,166 @@ void GraphView::draw_rank_captions(Frame& f) {
     const float w = text_width(fs, right_of.c_str());
     right_start = f.canvas_max.x - w - 12.f;
     put_text(f, fs, f.canvas_max.x - w - 6.f, y, palette().text_dim, right_of.c_str());
+    f.caption_spans.emplace_back(f.canvas_max.x - w - 6.f, f.canvas_max.x - 6.f);
   }
   if (!left_of.empty()) {
     left_of = "<< " + left_of;
     left_end = f.canvas_min.x + text_width(fs, left_of.c_str()) + 10.f;
     put_text(f, fs, f.canvas_min.x + 4.f, y, palette().text_dim, left_of.c_str());
+    f.caption_spans.emplace_back(f.canvas_min.x + 4.f, left_end - 6.f);
   }
   for (const auto& [cx0, cx1, caption] : shown) {
     const float x0 = std::max(cx0, left_end), x1 = std::min(cx1, right_start);
     if (x1 - x0 < 12.f) continue;
     const float clip[4] = {x0, f.panel_min.y, x1, f.panel_min.y + fs * 1.5f};
     put_text(f, fs, x0 + 4.f, y, palette().text_dim, caption.c_str(), nullptr, clip);
+    f.caption_spans.emplace_back(x0 + 4.f, std::min(x1, x0 + 4.f + text_width(fs, caption.c_str())));
   }
+}
+
+// Note [Banner rows]
+// ~~~~~~~~~~~~~~~~~~
+// A rank's banner sits over its column in the header strip. Two can meet: a
+// rank with no live Function has its banner at the strip's right end, and a
+// banner wider than its column grows over its neighbour's. So banners are
+// packed into rows, each in the first row where it touches nothing (with
+// several rows, the captions' line is row 0's and counts too). The strip has
+// as many rows as the run has ranks with a status (a status lasts to the end,
+// so that is the most banners at once), at most kBannerRows: fixed for the
+// trace, the canvas does not move as events step past a failure and a fit
+// holds. A banner that finds no row is counted in "+N more" at the right of
+// the last row (hover lists them). Its text leads with what matters ("rank 1
+// lost at #532"), the detail after; hover shows it whole when it is clipped.
+int GraphView::banner_rows() const {
+  return static_cast<int>(std::clamp<size_t>(story_.ranks().size(), 1, kBannerRows));
+}
+
+namespace {
+
+// "rank 0 failed (throw)" at #12: "rank 0 failed at #12 (throw)".
+std::string status_at(const std::string& text, analysis::EventIndex at) {
+  const size_t paren = text.find(" (");
+  if (paren == std::string::npos) return fmt::format("{} at #{}", text, at);
+  return fmt::format("{} at #{}{}", text.substr(0, paren), at, text.substr(paren));
+}
+
+}  // namespace
+
+struct GraphView::Banner {
+  uint16_t rank = 0;
+  bool failed = true;  // failed or lost; else rebuilt
+  std::string text;
+  float x0 = 0.f, x1 = 0.f, text_w = 0.f;
+  int row = -1;  // -1: no row (counted in "+N more")
+};
+
+// Each rank's banner at this event: its text, where it goes, its row.
+std::vector<GraphView::Banner> GraphView::plan_banners(const Frame& f, float fs) const {
+  std::vector<Banner> banners;
+  const int rows = banner_rows();
+  auto free_row = [&](float x0, float x1) {
+    auto clear = [&](float a, float b) { return x0 >= b + 4.f || a >= x1 + 4.f; };
+    for (int row = 0; row < rows; ++row) {
+      const bool taken = std::any_of(banners.begin(), banners.end(), [&](const Banner& o) {
+        return o.row == row && !clear(o.x0, o.x1);
+      }) || (row == 0 && rows > 1 && std::any_of(f.caption_spans.begin(), f.caption_spans.end(), [&](const auto& c) {
+        return !clear(c.first, c.second);
+      }));
+      if (!taken) return row;
+    }
+    return -1;
+  };
+  for (uint16_t rank : story_.ranks()) {
+    const RankIncident* st = story_.rank_status(rank, f.state->index);
+    if (!st) continue;
+    Banner b;
+    b.rank = rank;
+    b.failed = st->kind != IncidentKind::kRebuilt;
+    if (!b.failed) {
+      const RankIncident* before = story_.failure_before(*st);
+      b.text = before ? fmt::format("rank {} rebuilt at #{} after it {} at #{}", rank, st->at,
+                                    before->kind == IncidentKind::kLost ? "was lost" : "failed", before->at)
+                      : fmt::format("rank {} rebuilt at #{}", rank, st->at);
+    } else {
+      b.text = status_at(st->text, st->at);
+      if (st->kind == IncidentKind::kLost) b.text += fmt::format(" · no data after #{}", st->last_data);
+    }
+    float x0 = f.canvas_min.x + 2.f, x1 = f.canvas_max.x - 2.f;
+    bool has_column = false;
+    for (const RankBounds& r : rank_bounds_) {
+      if (r.rank != rank) continue;
+      has_column = true;
+      x0 = std::max(f.to_screen(r.min).x, f.canvas_min.x + 2.f);
+      x1 = std::min(f.to_screen(r.max).x, f.canvas_max.x - 2.f);
+    }
+    // A rebuilt rank off screen is named in the edge list; a failure always shows.
+    if (!b.failed && (x1 - x0 < 12.f || !has_column)) continue;
+    if (!has_column) {
+      // No live Function on that rank here (the compact view lays out live
+      // ones only): the banner goes at the right end, as wide as its text,
+      // so it does not sit over the other ranks' captions and boxes.
+      b.text += " · no live Functions";
+      x0 = x1 - (text_width(fs, b.text.c_str()) + 16.f);
+    }
+    b.text_w = text_width(fs, b.text.c_str()) + 16.f;
+    if (x1 - x0 < b.text_w) x1 = std::min(x0 + b.text_w, f.panel_max.x - 2.f);
+    if (x1 - x0 < b.text_w) x0 = std::max(f.panel_min.x + 2.f, x1 - b.text_w);
+    b.x0 = x0;
+    b.x1 = x1;
+    b.row = free_row(x0, x1);
+    banners.push_back(std::move(b));
+  }
+  return banners;
 }
 
 void GraphView::draw_banners(Frame& f) {
   if (story_.incidents().empty()) return;
   const Palette& pal = palette();
   const float fs = ImGui::GetFontSize();
-  const float y0 = f.panel_min.y + 1.f, y1 = y0 + std::round(fs * 1.45f);  // the captions' line
-  for (uint16_t rank : story_.ranks()) {
-    const RankIncident* st = story_.rank_status(rank, f.state->index);
-    if (!st) continue;
-    std::string text;
-    uint32_t fill;
-    if (st->kind == IncidentKind::kRebuilt) {
-      const RankIncident* before = story_.failure_before(*st);
-      text = before ? fmt::format("rank {} rebuilt at #{} after it {} at #{}", rank, st->at,
-                                  before->kind == IncidentKind::kLost ? "was lost" : "failed", before->at)
-                    : fmt::format("rank {} rebuilt at #{}", rank, st->at);
-      fill = pal.recovered;
-    } else {
-      text = fmt::format("{} at #{}", st->text, st->at);
-      if (st->kind == IncidentKind::kLost) text += fmt::format(" · no data after #{}", st->last_data);
-      fill = pal.banner;
+  const float h = std::round(fs * 1.45f), step = h + 2.f;
+  const int rows = banner_rows();
+  std::vector<Banner> banners = plan_banners(f, fs);
+  // "+N more" at the right of the last row; the banners it would cover join it.
+  std::string more;
+  float more_x0 = f.panel_max.x;
+  for (size_t n = 0;;) {
+    size_t now = 0;
+    for (const Banner& b : banners) now += b.row < 0;
+    if (now == 0 || now == n) break;
+    n = now;
+    more = fmt::format("+{} more", n);
+    more_x0 = f.panel_max.x - 2.f - (text_width(fs, more.c_str()) + 16.f);
+    for (Banner& b : banners) {
+      if (b.row == rows - 1 && b.x1 + 4.f > more_x0) b.row = -1;
     }
-    float x0 = f.canvas_min.x + 2.f, x1 = f.canvas_max.x - 2.f;
-    bool has_column = false;
-    for (const RankBounds& b : rank_bounds_) {
-      if (b.rank != rank) continue;
-      has_column = true;
-      x0 = std::max(f.to_screen(b.min).x, f.canvas_min.x + 2.f);
-      x1 = std::min(f.to_screen(b.max).x, f.canvas_max.x - 2.f);
-    }
-    // A rebuilt rank off screen is named in the edge list; a failure always shows.
-    if (st->kind == IncidentKind::kRebuilt && (x1 - x0 < 12.f || !has_column)) continue;
-    if (!has_column) {
-      // No live Function on that rank here (the compact view lays out live
-      // ones only): the banner goes at the right end, as wide as its text,
-      // so it does not sit over the other ranks' captions and boxes.
-      text += " · no live Functions";
-      x0 = x1 - (text_width(fs, text.c_str()) + 16.f);
-    }
-    const float tw = text_width(fs, text.c_str()) + 16.f;
-    if (x1 - x0 < tw) x1 = std::min(x0 + tw, f.panel_max.x - 2.f);
-    if (x1 - x0 < tw) x0 = std::max(f.panel_min.x + 2.f, x1 - tw);
-    f.dl->AddRectFilled({x0, y0}, {x1, y1}, fill, 3.f);
-    const float clip[4] = {x0, y0, x1, y1};
-    put_text(f, fs, x0 + 8.f, y0 + (y1 - y0 - fs) * 0.5f, pal.banner_text, text.c_str(), nullptr, clip);
-    stats_.banners.push_back({rank, {x0, y0, x1, y1}});
-    stats_.banner_failed.push_back(st->kind != IncidentKind::kRebuilt);
   }
+  std::string hidden;
+  for (const Banner& b : banners) {
+    if (b.row < 0) {
+      hidden += fmt::format("{}{}", hidden.empty() ? "" : "\n", b.text);
+      continue;
+    }
+    const float y0 = f.panel_min.y + 1.f + static_cast<float>(b.row) * step, y1 = y0 + h;
+    f.dl->AddRectFilled({b.x0, y0}, {b.x1, y1}, b.failed ? pal.banner : pal.recovered, 3.f);
+    const float clip[4] = {b.x0, y0, b.x1, y1};
+    put_text(f, fs, b.x0 + 8.f, y0 + (h - fs) * 0.5f, pal.banner_text, b.text.c_str(), nullptr, clip);
+    const bool clipped = b.x1 - b.x0 < b.text_w - 0.5f;
+    stats_.banners.push_back({b.rank, {b.x0, y0, b.x1, y1}});
+    stats_.banner_failed.push_back(b.failed);
+    stats_.banner_clipped.push_back(clipped);
+    if (clipped && ImGui::IsMouseHoveringRect({b.x0, y0}, {b.x1, y1})) ImGui::SetTooltip("%s", b.text.c_str());
+  }
+  if (hidden.empty()) return;
+  const float y0 = f.panel_min.y + 1.f + static_cast<float>(rows - 1) * step, y1 = y0 + h;
+  const float x1 = f.panel_max.x - 2.f;
+  f.dl->AddRectFilled({more_x0, y0}, {x1, y1}, pal.banner, 3.f);
+  put_text(f, fs, more_x0 + 8.f, y0 + (h - fs) * 0.5f, pal.banner_text, more.c_str());
+  stats_.banner_more = {more_x0, y0, x1, y1};
+  if (ImGui::IsMouseHoveringRect({more_x0, y0}, {x1, y1})) ImGui::SetTooltip("%s", hidden.c_str());
 }
 
-// The owners that hold hooks now (or are alive), each a square of its colour
+// The owners that hold hooks now (or held one and are alive: Note [Legend of
+// the trace's owners]), each a square of its colour
 // (red-ringed once destroyed, ringed in the lingering colour while replaced
 // but alive: Note [Lingering owners]) and its tag; hover for the full name. Entries
 // wrap onto a second line; what does not fit then is "+N more" (hover
@@ -178,13 +275,29 @@ struct GraphView::LegendEntry {
   std::vector<uint32_t> gens;  // Note [Module generations]: only on a rank holding copies
 };
 
+// Note [Legend of the trace's owners]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The legend names what the graph can show: owners holding hooks now, and
+// live owners that have held one by this event (a Reducer between removing
+// and adding its hooks). An owner that has never held a hook is not there:
+// the torch bridge makes its "c++ hooks" owner at start whether or not the
+// program registers a C++ hook, and a legend saying "C++ hooks" beside a
+// graph of R1 chips sends the user looking for chips that do not exist.
 std::vector<GraphView::LegendEntry> GraphView::legend_entries(const analysis::State& state) const {
   const analysis::Model& model = *model_;
+  if (owner_first_hook_of_ != &model || owner_first_hook_.size() != model.owners().size()) {
+    owner_first_hook_.assign(model.owners().size(), analysis::kNever);
+    for (const analysis::HookInfo& h : model.hooks()) {
+      if (h.owner < owner_first_hook_.size()) owner_first_hook_[h.owner] = std::min(owner_first_hook_[h.owner], h.added_at);
+    }
+    owner_first_hook_of_ = &model;
+  }
   std::vector<LegendEntry> entries;
   const Generations& gens = scene_->generations();
   const auto at = static_cast<analysis::EventIndex>(state.index);
   for (const analysis::OwnerAt& o : state.owners) {
-    if (!o.live && o.hooks == 0) continue;
+    const bool held = o.owner < owner_first_hook_.size() && owner_first_hook_[o.owner] <= at;
+    if (o.hooks == 0 && (!o.live || !held)) continue;
     const std::string name = model.owner_name(o.owner);
     auto it = std::find_if(entries.begin(), entries.end(), [&](const LegendEntry& e) { return e.name == name; });
     if (it == entries.end()) {  // Note [Owner legend labels]
@@ -205,6 +318,7 @@ std::vector<GraphView::LegendEntry> GraphView::legend_entries(const analysis::St
 
 void GraphView::draw_legend(const analysis::State& state) {
   const std::vector<LegendEntry> entries = legend_entries(state);
+  for (const LegendEntry& e : entries) stats_.legend_names.push_back(e.name);
   if (entries.empty()) {
     ImGui::TextDisabled("no hook owners");
     return;

@@ -83,6 +83,8 @@ struct GraphDrawStats {
   std::vector<std::pair<uint16_t, Rect>> rank_columns;  // every rank's column (boxes' bounds)
   std::vector<std::pair<uint16_t, Rect>> banners;       // a failed / lost rank's banner
   std::vector<uint16_t> banner_failed;                  // per banner: 1 failed or lost, 0 rebuilt
+  std::vector<uint16_t> banner_clipped;                 // per banner: 1 its text is wider than it (hover shows it)
+  Rect banner_more;  // "+N more" after the banners that found no row (Note [Banner rows]); empty: none
   bool minimap_shown = false;
   Rect minimap;
   Rect content;                   // where boxes are drawn
@@ -93,6 +95,7 @@ struct GraphDrawStats {
   // saying "gen", and its right edge beside the panel's (it never runs past).
   uint32_t legend_entries = 0, legend_more = 0, legend_lines = 0, legend_gens = 0;
   float legend_right = 0.f, panel_right = 0.f;
+  std::vector<std::string> legend_names;  // every entry's owner name, shown or in "+N more" (Note [Legend of the trace's owners])
   uint32_t removal_boxes = 0;     // boxes highlighted for a removal at this event
   uint32_t live_units = 0;        // boxes that are live now (drawn or not: off screen, culled)
   uint32_t layout_units = 0;      // boxes laid out (compact: the live ones only)
@@ -250,9 +253,18 @@ class GraphView {
   void draw_minimap(Frame& f);
   void draw_rank_captions(Frame& f);
   void draw_banners(Frame& f);
+  struct Banner;  // graph_story.cpp
+  std::vector<Banner> plan_banners(const Frame& f, float font_size) const;
+  // Note [Banner rows]: the header strip's rows, fixed for the trace.
+  static constexpr size_t kBannerRows = 3;
+  int banner_rows() const;
   void draw_legend(const analysis::State& state);
   struct LegendEntry;  // graph_story.cpp
   std::vector<LegendEntry> legend_entries(const analysis::State& state) const;
+  // Per owner, the event its first hook was added at (kNever: none), for the
+  // legend (Note [Legend of the trace's owners]); made at the first legend of a model.
+  mutable std::vector<analysis::EventIndex> owner_first_hook_;
+  mutable const analysis::Model* owner_first_hook_of_ = nullptr;
   void draw_legend_entry(const LegendEntry& e, const std::string& label);
   // False when `yield` and it would overlap a tag drawn already (then it is not drawn).
   bool draw_tag(Frame& f, uint32_t unit, const char* text, uint32_t color, bool yield = false);

@@ -67,7 +67,10 @@ const char* marker_name(MarkerKind kind) {
   return "";
 }
 
-// A swatch and a name per tick class and per marker kind, on one line.
+// A swatch and a name per tick class and per marker kind the trace has, on
+// one line: a run with no rebuild says nothing of "rebuilt", one with no
+// alarm tick nothing of "alarm" (Note [Legend of the trace's owners]: a
+// legend names only what the view can show).
 void TimelineView::draw_legend() {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float h = ImGui::GetTextLineHeight();
@@ -83,11 +86,23 @@ void TimelineView::draw_legend() {
     ImGui::SameLine(0.f, 3.f);
     ImGui::TextUnformatted(name);
     ImGui::SameLine(0.f, 8.f);
+    stats_.legend.emplace_back(name);
   };
-  for (int cls : {0, 1, 2, 3, 4, 5, 6}) item(tick_class_color(cls), tick_class_name(cls), false);
+  uint8_t classes = 0;  // the top of each track's class summary: every class it holds
+  for (const TimelineTrack& t : index_.tracks()) {
+    if (t.summary.empty() && t.size() > 0) classes = 0xff;  // (no summary: say all)
+    if (!t.summary.empty()) {
+      for (uint8_t bits : t.summary.back()) classes |= bits;
+    }
+  }
+  for (int cls : {0, 1, 2, 3, 4, 5, 6}) {
+    if (classes >> cls & 1) item(tick_class_color(cls), tick_class_name(cls), false);
+  }
   for (MarkerKind k : {MarkerKind::kFailed, MarkerKind::kLost, MarkerKind::kRebuilt, MarkerKind::kReducerBuilt,
                        MarkerKind::kReducerDestroyed, MarkerKind::kReducerLingering}) {
-    item(marker_color(k), marker_name(k), true);
+    if (std::any_of(markers_.begin(), markers_.end(), [&](const TimelineMarker& m) { return m.kind == k; })) {
+      item(marker_color(k), marker_name(k), true);
+    }
   }
   ImGui::NewLine();
 }
@@ -167,8 +182,17 @@ void TimelineView::draw_lost(TimelineFrame& f, const TimelineTrack& track, float
     f.dl->AddRectFilled({x, y}, {f.max.x, y + height}, with_alpha(palette().alarm, 40));
     f.dl->AddLine({x, y}, {x, y + height}, palette().alarm, 2.f);
     const char* text = "no data after here (process killed)";
+    // A collapsed band over the spot (a rank lost during start-up) would hide
+    // the text's start: it begins after the band.
+    float tx = x + 6.f;
+    const std::vector<IdleGap>& gaps = index_.idle_gaps();
+    for (size_t k = 0; k < gaps.size() && k < gap_collapsed_.size(); ++k) {
+      const float b0 = x_of(static_cast<double>(gaps[k].begin)), b1 = x_of(static_cast<double>(gaps[k].end));
+      if (gap_collapsed_[k] && tx >= b0 && tx < b1) tx = b1 + 6.f;
+    }
+    stats_.lost_label_x.push_back(tx);
     const ImVec4 clip{x, y, f.max.x, y + height};
-    f.dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), {x + 6.f, y + 1.f}, palette().alarm, text, nullptr, 0.f, &clip);
+    f.dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), {tx, y + 1.f}, palette().alarm, text, nullptr, 0.f, &clip);
   }
 }
 

@@ -71,6 +71,8 @@ struct TimelineDrawStats {
   uint32_t markers = 0;        // marker lines drawn
   uint32_t marker_labels = 0;  // of them labelled (labels never overlap each other nor an idle gap)
   std::vector<std::pair<float, float>> marker_label_x;  // each label's left and right
+  std::vector<float> lost_label_x;  // where each lost rank's "no data after here" starts
+  std::vector<std::string> legend;  // the legend's names: tick classes and marker kinds the trace has
   std::vector<std::pair<float, float>> track_y;  // each track's rows on screen, top and bottom
   std::vector<TimelineGapDraw> gaps;             // idle gaps in view (Note [Idle gaps])
   float plot_x0 = 0.f, plot_x1 = 0.f;            // where time is drawn

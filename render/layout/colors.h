@@ -52,7 +52,9 @@ constexpr uint32_t with_alpha(uint32_t color, uint32_t a) { return (color & 0x00
   X(destroyed,     rgba(255, 150, 60),        rgba(190, 84, 0))  /* an owner destroyed (timeline marker, Events row) */ \
   X(lingering,     rgba(196, 120, 255),       rgba(128, 40, 200))  /* a Reducer replaced but alive (Note [Lingering owners]) */ \
   X(warning,       rgba(240, 190, 70),        rgba(140, 95, 0))  /* a failed removal */ \
-  X(track,         rgba(255, 255, 255, 6),    rgba(0, 0, 0, 8))  /* a timeline track's band */
+  X(track,         rgba(255, 255, 255, 6),    rgba(0, 0, 0, 8))  /* a timeline track's band */ \
+  X(compare_a,     rgba(90, 200, 255),        rgba(0, 96, 184))  /* Compare: hooks only in A (outline, tag, text) */ \
+  X(compare_b,     rgba(230, 180, 80),        rgba(160, 80, 0))  /* Compare: hooks only in B */
 
 struct Palette {
   bool light = false;

@@ -3,6 +3,7 @@
 #include "analysis/owner_status.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 #include <set>
@@ -245,6 +246,22 @@ void add_startup_band(const analysis::Model& model, double first_time, double la
                                     static_cast<uint32_t>(work)});
 }
 
+// Note [Quiet stretches]: after the start-up band (whose walk looks at the
+// idle gaps only), the quiet stretches long beside the time with activity.
+void add_quiet_gaps(const std::vector<IdleGap>& quiet, double first_time, double last_time, std::vector<IdleGap>& gaps) {
+  if (quiet.empty()) return;
+  double idle = 0.0;
+  for (const IdleGap& g : gaps) idle += static_cast<double>(g.end) - static_cast<double>(g.begin);
+  const double active = last_time - first_time - idle;
+  const int64_t from = !gaps.empty() && gaps.front().events > 0 ? gaps.front().end : INT64_MIN;  // the start-up band's end
+  const size_t had = gaps.size();
+  for (const IdleGap& q : quiet) {
+    if (q.begin >= from && static_cast<double>(q.end) - static_cast<double>(q.begin) >= kQuietShare * active) gaps.push_back(q);
+  }
+  if (gaps.size() == had) return;
+  std::stable_sort(gaps.begin(), gaps.end(), [](const IdleGap& a, const IdleGap& b) { return a.begin < b.begin; });
+}
+
 }  // namespace
 
 TimelineTrack& TimelineIndex::add_track(std::string name, std::vector<int64_t> time,
@@ -308,6 +325,7 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
   uint32_t latest_event = 0;
   int open_backward = 0;
   bool any_backward = false;
+  std::vector<IdleGap> quiet;  // Note [Quiet stretches]: candidates
   for (size_t begin = 0; begin < n; begin += kChunk) {
     const size_t end = std::min(n, begin + kChunk);
     using trace::PackedEvents;
@@ -327,14 +345,16 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
       // Unsigned: a hostile trace's times may be int64's ends, whose signed
       // difference overflows (found by fuzz_gui_frame).
       if (i > 0 && t > latest &&
-          static_cast<uint64_t>(t) - static_cast<uint64_t>(latest) >= static_cast<uint64_t>(kIdleGapMinNs)) {
+          static_cast<uint64_t>(t) - static_cast<uint64_t>(latest) >= static_cast<uint64_t>(kQuietMinNs)) {
         std::optional<trace::CollectiveOp> op;
         if (!collectives.empty()) {
           const auto& [building, span] = collectives.begin()->second;
           op = static_cast<trace::CollectiveOp>(building->spans[span].op);
         }
-        gaps_.push_back({latest, t, latest_event, static_cast<uint32_t>(i),
-                         idle_what(op ? &*op : nullptr, open_backward, any_backward, e.kind)});
+        // Note [Quiet stretches]: the shorter ones wait for the active span's length.
+        const bool idle = static_cast<uint64_t>(t) - static_cast<uint64_t>(latest) >= static_cast<uint64_t>(kIdleGapMinNs);
+        (idle ? gaps_ : quiet).push_back({latest, t, latest_event, static_cast<uint32_t>(i),
+                                          idle_what(op ? &*op : nullptr, open_backward, any_backward, e.kind)});
       }
       if (t >= latest) {
         latest = t;
@@ -478,8 +498,11 @@ TimelineIndex::TimelineIndex(const analysis::Model& model) {
   }
   // Note [Idle gaps]: only stretches that matter at the trace's scale.
   const double span = n == 0 ? 0.0 : static_cast<double>(latest) - static_cast<double>(first_time);
-  std::erase_if(gaps_, [&](const IdleGap& g) { return static_cast<double>(g.end) - static_cast<double>(g.begin) < kIdleGapShare * span; });
+  auto short_gap = [&](const IdleGap& g) { return static_cast<double>(g.end) - static_cast<double>(g.begin) < kIdleGapShare * span; };
+  std::copy_if(gaps_.begin(), gaps_.end(), std::back_inserter(quiet), short_gap);  // Note [Quiet stretches] may take it
+  std::erase_if(gaps_, short_gap);
   if (n > 0) add_startup_band(model, static_cast<double>(first_time), static_cast<double>(latest), gaps_);
+  if (n > 0) add_quiet_gaps(quiet, static_cast<double>(first_time), static_cast<double>(latest), gaps_);
 }
 
 }  // namespace hookscope::render

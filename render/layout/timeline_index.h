@@ -194,6 +194,16 @@ struct TimelineTrack {
 // the time with activity. Collapsed by default, the training gets the
 // width; a click on its label draws it to scale (the whole trace stays
 // reachable), a click elsewhere in it moves to the nearest event.
+//
+// Note [Quiet stretches]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// Shorter pauses matter beside a short run: a rank killed mid-step leaves
+// its peer 126 ms in an allreduce after 38 ms of training, and drawn to
+// scale that wait took three quarters of the axis, under kIdleGapMinNs. So
+// a stretch with no event of kQuietMinNs or more, after the start-up band,
+// is an idle gap too when it lasts kQuietShare of the time with activity
+// (the trace less its idle gaps and start-up band). A run of many steps
+// keeps its pauses between steps: each is short beside them all.
 struct IdleGap {
   int64_t begin = 0, end = 0;      // ns: the last event before it, the first after (a start-up band: its first event)
   uint32_t before = 0, after = 0;  // those events
@@ -203,6 +213,8 @@ struct IdleGap {
 constexpr int64_t kIdleGapMinNs = 500'000'000;
 constexpr double kIdleGapShare = 0.05;
 constexpr double kStartupShare = 0.2;  // Note [Start-up band]
+constexpr int64_t kQuietMinNs = 50'000'000;  // Note [Quiet stretches]: above a loaded machine's scheduling hiccups
+constexpr double kQuietShare = 0.25;
 
 class TimelineIndex {
  public:

@@ -190,14 +190,15 @@ TEST_CASE("gui timeline: a failed run's wait in allreduce is one labelled band, 
       testing::record_once(fit_dir(), "timeout", "recovery --fail-mode timeout --timeout-ms 3000 --recoveries 1");
   const analysis::Model m(trace::read_trace(trace));
   const render::TimelineIndex index(m);
-  // The wait is the one idle gap; the start-up before the first forward may
-  // be a band of its own (Note [Start-up band]), with events in it.
+  // The wait is the one idle gap of kIdleGapMinNs; the start-up before the
+  // first forward may be a band of its own (Note [Start-up band]), with
+  // events in it, and a shorter wait (a loaded machine's) one too when it is
+  // long beside the work (Note [Quiet stretches]).
   std::vector<render::IdleGap> idle;
   for (const render::IdleGap& g : index.idle_gaps()) {
-    if (g.events == 0) idle.push_back(g);
+    if (g.events == 0 && g.end - g.begin >= render::kIdleGapMinNs) idle.push_back(g);
   }
   REQUIRE(idle.size() == 1);
-  CHECK(index.idle_gaps().size() <= 2);
   const render::IdleGap& gap = idle[0];
   // To scale, the wait would take most of the axis.
   CHECK(static_cast<double>(gap.end - gap.begin) > 0.5 * static_cast<double>(index.end_ns() - index.begin_ns()));
@@ -214,8 +215,8 @@ TEST_CASE("gui timeline: a failed run's wait in allreduce is one labelled band, 
       std::ifstream in(rep);
       const nlohmann::json report = nlohmann::json::parse(in);
       nlohmann::json gaps = nlohmann::json::array(), bands = report["timeline_gaps"];
-      for (const auto& g : bands) {
-        if (g["events"].get<int>() == 0) gaps.push_back(g);
+      for (const auto& g : bands) {  // seconds long: the wait (quiet stretches say "ms")
+        if (g["events"].get<int>() == 0 && g["label"].get<std::string>().find(" ms ") == std::string::npos) gaps.push_back(g);
       }
       REQUIRE(gaps.size() == 1);
       CHECK(gaps[0]["collapsed"].get<bool>());

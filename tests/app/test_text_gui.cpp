@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "analysis/model.h"
@@ -72,6 +73,49 @@ TEST_CASE("gui text: the owners' legend stays inside the graph panel and says ge
   INFO("before: " << before.dump());
   CHECK(before["gens"].get<int>() == 0);
   CHECK(before["right"].get<float>() <= before["panel_right"].get<float>());
+}
+
+// Note [Legend of the trace's owners]: the legend names exactly the owners
+// whose hooks the graph can show at the event: holding hooks, or alive and
+// having held one by then; never an owner that never held a hook. The
+// timeline's legend names the marker kinds the trace has.
+TEST_CASE("gui text: the legends name only owners that hold or held hooks and markers the trace has, on every sample" *
+          doctest::test_suite("gui")) {
+  if (no_xvfb()) return;
+  for (const char* name : {"recovery-none", "recovery-by-key", "shared-module-by-type", "autograd-demo"}) {
+    const analysis::Model m(trace::read_trace(sample(name)));
+    for (const size_t at : {m.num_events() / 2, m.num_events() - 1}) {
+      CAPTURE(name);
+      CAPTURE(at);
+      std::set<std::string> want;
+      for (analysis::OwnerIndex o = 0; o < m.owners().size(); ++o) {
+        const analysis::OwnerInfo& info = m.owners()[o];
+        bool held = false, holds = false;
+        for (const analysis::HookInfo& h : m.hooks()) {
+          if (h.owner != o || h.added_at > at) continue;
+          held = true;
+          holds |= h.ended_at == analysis::kNever || h.ended_at > at;
+        }
+        if (info.created_at <= at && (holds || (held && info.destroyed_at > at))) want.insert(m.owner_name(o));
+      }
+      const std::string shot = std::string("legend_") + name + "_" + std::to_string(at);
+      const json report = report_of(sample(name), "--at " + std::to_string(at), shot);
+      const json& legend = report["legend"];
+      INFO(legend.dump());
+      std::set<std::string> got;
+      for (const json& n : legend["names"]) got.insert(n.get<std::string>());
+      CHECK(got == want);
+      CHECK(legend["entries"].get<size_t>() + legend["more"].get<size_t>() == got.size());
+      // The timeline's legend: the marker kinds the trace has, no others.
+      std::set<std::string> timeline;
+      for (const json& n : report["timeline_legend"]) timeline.insert(n.get<std::string>());
+      INFO(report["timeline_legend"].dump());
+      CHECK((timeline.count("failed") == 1) == !m.events_of_kind(trace::EventKind::kFailure).empty());
+      CHECK((timeline.count("Reducer built") == 1) == !m.events_of_kind(trace::EventKind::kReducerConstructed).empty());
+      CHECK((timeline.count("destroyed") == 1) == !m.events_of_kind(trace::EventKind::kReducerDestroyed).empty());
+      CHECK(timeline.count("Function") == 1);
+    }
+  }
 }
 
 TEST_CASE("gui text: readiness columns carry backward-pass numbers; lanes of two ranks name the rank" *

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -225,8 +226,8 @@ TEST_CASE("gui compare: A at after rebuild 1 puts B at its own, hooks only in A 
   // content rect leaves out its minimap column, shown or not by its own fit.
   CHECK(s.area("graph_a") > 90'000);
   CHECK(s.area("graph_b") > 90'000);
-  CHECK(s.count("graph_a", app::kCompareOnlyA, 8) > 200);  // the outlines are drawn
-  CHECK(s.count("graph_b", app::kCompareOnlyA, 8) == 0);
+  CHECK(s.count("graph_a", render::kDarkPalette.compare_a, 8) > 200);  // the outlines are drawn
+  CHECK(s.count("graph_b", render::kDarkPalette.compare_a, 8) == 0);
   // Note [Compare tags]: outlined boxes tagged where there is room (the
   // others are in the list below the graphs), and no tag over another,
   // over a box or a banner, or out of its graph's canvas (the header strip,
@@ -251,6 +252,39 @@ TEST_CASE("gui compare: A at after rebuild 1 puts B at its own, hooks only in A 
       for (const auto& banner : s.report[std::string("banners_") + side]) CHECK_FALSE(overlap(tags[i], banner));
     }
   }
+}
+
+// Light theme: the only-in-A outlines and tags take the light palette's
+// colour (dark blue, not the dark theme's light blue, 1.8:1 on white), and
+// what is drawn reads at WCAG AA on the graph's background, measured on the
+// screenshot's pixels.
+TEST_CASE("gui compare: in the light theme hooks only in A are outlined in a colour that reads on white (>= 4.5:1)" *
+          doctest::test_suite("gui")) {
+  if (!have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed");
+    return;
+  }
+  const RecoveryPair pair;
+  const size_t at = analysis::resolve_point(pair.a, "rebuild:1").index;
+  const Shot s = shoot(pair.none, "--light --compare " + pair.by_key + " --panel compare --at " + std::to_string(at),
+                       "compare_light", "HOOKSCOPE_COMPARE_REPORT");
+  const render::Palette& pal = render::kLightPalette;
+  REQUIRE(s.report["marked_a"].get<int>() > 0);
+  CHECK(s.count("graph_a", pal.compare_a, 8) > 200);
+  CHECK(s.count("graph_a", render::kDarkPalette.compare_a, 8) == 0);
+  // The canvas's background is the most common pixel of A's graph.
+  const auto& g = s.report["graph_a"];
+  std::map<uint32_t, size_t> seen;
+  for (int y = g[1].get<int>() + 1; y < g[3].get<int>() - 1; y += 3) {
+    for (int x = g[0].get<int>() + 1; x < g[2].get<int>() - 1; x += 3) {
+      const unsigned char* p = &s.rgba[(static_cast<size_t>(y) * s.w + x) * 4];
+      ++seen[render::rgba(p[0], p[1], p[2])];
+    }
+  }
+  const uint32_t bg = std::max_element(seen.begin(), seen.end(), [](auto& l, auto& r) { return l.second < r.second; })->first;
+  CHECK(render::relative_luminance(bg) > 0.8);  // the light theme's canvas
+  CHECK(render::contrast_ratio(pal.compare_a, bg) >= 4.5);
+  CHECK(render::contrast_ratio(pal.compare_b, bg) >= 4.5);
 }
 
 // The Hook order tab, picked with --compare-tab: from the first step where A
@@ -279,8 +313,8 @@ TEST_CASE("gui compare: --compare-tab order shows the Hook order tab, the rows i
   CHECK(drawn >= 1);
   CHECK(drawn < order.size());
   // Differing steps are written in A's colour (and B's), inside the panel.
-  CHECK(s.count("window", app::kCompareOnlyA, 10) > 30);
-  CHECK(s.count("window", app::kCompareOnlyB, 10) > 30);
+  CHECK(s.count("window", render::kDarkPalette.compare_a, 10) > 30);
+  CHECK(s.count("window", render::kDarkPalette.compare_b, 10) > 30);
 }
 
 TEST_CASE("gui export: the graph as SVG and PNG (view and whole), the lanes as PNG" * doctest::test_suite("gui")) {

@@ -130,10 +130,10 @@ def record_ddp_steps(name, by_hand=True, **env):
     return traces
 
 
-def timeline_report(traces, name):
-    """The GUI's draw report (Note [Draw report]) at 1280x800 after opening `traces`."""
+def timeline_report(traces, name, size="1280x800"):
+    """The GUI's draw report (Note [Draw report]) at `size` after opening `traces`."""
     png, rep = os.path.join(tu.OUT, f"{name}.png"), os.path.join(tu.OUT, f"{name}.json")
-    r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", GUI, "--size", "1280x800", *traces,
+    r = subprocess.run(["xvfb-run", "-a", "-s", f"-screen 0 {size}x24", GUI, "--size", size, *traces,
                         "--screenshot", png], capture_output=True, text=True, timeout=180,
                        env=dict(os.environ, HOOKSCOPE_DRAW_REPORT=rep))
     tu.expect(r.returncode == 0, f"GUI failed: {r.stdout}{r.stderr}")
@@ -186,7 +186,13 @@ class GuiTest(unittest.TestCase):
 
     def test_timeline_ranks_by_hand(self):
         traces = record_ddp_steps("timeline_hand")
-        check_training_width(timeline_report(traces, "timeline_hand"), "ranks by hand")
+        report = timeline_report(traces, "timeline_hand")
+        check_training_width(report, "ranks by hand")
+        # Note [Legend of the trace's owners]: the bridge makes its "c++ hooks"
+        # owner at start, but this program registers no C++ hook: the legend
+        # names the Reducer (the R1 chips) only.
+        names = report["legend"]["names"]
+        tu.expect(names and all(n.startswith("Reducer") for n in names), f"legend: {names}")
 
     def test_timeline_spawn(self):
         traces = record_ddp_steps("timeline_spawn", by_hand=False)
@@ -195,7 +201,28 @@ class GuiTest(unittest.TestCase):
     def test_timeline_failed_run(self):
         # Rank 1 killed at step 2: rank 0's allreduce fails at once (connection reset).
         traces = record_ddp_steps("timeline_failed", KILL_RANK1_AT=2, TIMEOUT_S=3)
-        check_training_width(timeline_report(traces, "timeline_failed"), "a rank killed")
+        report = timeline_report(traces, "timeline_failed")
+        check_training_width(report, "a rank killed")
+        # Rank 1's "no data after here" is readable: not under a collapsed band.
+        for x in report["timeline_lost_labels"]:
+            tu.expect(not any(g["collapsed"] and g["x0"] - 1 <= x < g["x1"] for g in report["timeline_gaps"]),
+                      f"lost label at {x} under a band: {report['timeline_gaps']}")
+        # At the end rank 0 failed (its allreduce threw) and rank 1 was lost:
+        # two banners (Note [Banner rows]), apart, each text whole, in the
+        # header strip above the boxes, at both sizes.
+        for size in ("1280x800", "1920x1080"):
+            r = timeline_report(traces, f"banners_failed_{size}", size)
+            banners = r["banners"]
+            tu.expect(sorted(b["rank"] for b in banners) == [0, 1], f"{size}: banners {banners}")
+            legend = r["timeline_legend"]
+            tu.expect("failed" in legend and "lost" in legend and "rebuilt" not in legend, f"timeline legend {legend}")
+            for i, b in enumerate(banners):
+                x0, y0, x1, y1 = b["rect"]
+                tu.expect(b["failed"] and not b["clipped"], f"{size}: banner {b}")
+                tu.expect(y1 <= r["content"][1] + 0.5, f"{size}: banner {b} below the header strip {r['content']}")
+                for o in banners[i + 1:]:
+                    ox0, oy0, ox1, oy1 = o["rect"]
+                    tu.expect(x1 <= ox0 or ox1 <= x0 or y1 <= oy0 or oy1 <= y0, f"{size}: banners overlap: {b} {o}")
 
     def test_timeline_hung_rank(self):
         # Rank 1 stopped at step 2: rank 0 waits gloo's 3 s timeout in its allreduce.

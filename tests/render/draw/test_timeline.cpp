@@ -59,6 +59,13 @@ std::optional<size_t> click_timeline(hookscope::testing::HeadlessImGui& imgui, T
   ImGui::GetIO().MousePos = {-1.f, -1.f};
   return moved;
 }
+
+// `view` on `m`, drawn twice (the first frame fits).
+void open_view(hookscope::testing::HeadlessImGui& imgui, TimelineView& view, const analysis::Model& m) {
+  view.set_model(&m);
+  imgui.frame([&] { view.draw(0); });
+  imgui.frame([&] { view.draw(0); });
+}
 #endif
 
 // Note [Idle gaps]: two ranks start 4.5 s apart, train 0.3 s, then rank 0
@@ -110,6 +117,66 @@ TEST_CASE("timeline index: idle stretches are found and say what they were (Note
     CHECK(g.events > 0);
   }
 }
+// Note [Quiet stretches]: a rank killed mid-step leaves its peer 126 ms in an
+// allreduce after 40 ms of training (under kIdleGapMinNs); `steps` more steps
+// of 40 ms, 60 ms apart, before it.
+trace::TraceData killed_peer_trace(int steps) {
+  analysis::TraceBuilder b;
+  constexpr uint64_t kMs = 1'000'000;
+  uint64_t t = 1000 * kMs;
+  b.rank(0).time(t);
+  const uint32_t reducer = b.owner(trace::OwnerKind::kReducer, "Reducer 1");
+  for (int step = 0; step <= steps; ++step) {
+    if (step > 0) t += 60 * kMs;  // between steps: quiet, but one of many
+    for (uint16_t r : {0, 1}) {
+      b.rank(r).time(t);
+      b.push(trace::EventKind::kBackwardBegin);
+      for (int i = 0; i < 10; ++i) b.time(t += 2 * kMs).function("AddBackward0");
+      b.time(t += kMs).push(trace::EventKind::kBackwardEnd);
+    }
+  }
+  b.rank(0).time(t += kMs);
+  const uint64_t collective = b.bucket_ready(reducer, 0, 4);
+  b.time(t += 126 * kMs).collective_end(reducer, collective, trace::CollectiveStatus::kError);
+  for (int i = 0; i < 3; ++i) b.time(t += kMs).function("SubBackward0");
+  return b.take();
+}
+
+TEST_CASE("timeline index: a wait long beside a short run is a gap under kIdleGapMinNs, pauses between many steps are not") {
+  const analysis::Model one(killed_peer_trace(0));
+  const TimelineIndex index(one);
+  REQUIRE(index.idle_gaps().size() == 1);
+  const IdleGap& wait = index.idle_gaps()[0];
+  CHECK(wait.what == "waiting in allreduce");
+  CHECK(wait.events == 0);
+  CHECK(static_cast<double>(wait.end - wait.begin) == doctest::Approx(126e6).epsilon(0.01));
+  // Ten steps: the 60 ms pauses are short beside 1 s of them all, and the
+  // wait too; nothing collapses.
+  const analysis::Model ten(killed_peer_trace(10));
+  CHECK(TimelineIndex(ten).idle_gaps().empty());
+}
+
+#ifdef HOOKSCOPE_RENDER_DRAW
+TEST_CASE("timeline view: after a killed peer the training, not the wait, takes the width (Note [Quiet stretches])") {
+  const analysis::Model m(killed_peer_trace(0));
+  hookscope::testing::HeadlessImGui imgui(1280.f, 300.f);
+  TimelineView view;
+  open_view(imgui, view, m);
+  const TimelineDrawStats& s = view.stats();
+  const float plot_w = s.plot_x1 - s.plot_x0;
+  REQUIRE(s.gaps.size() == 1);
+  CHECK(s.gaps[0].collapsed);
+  CHECK(s.gaps[0].label == "126 ms waiting in allreduce");
+  // The training (first to last backward event) gets most of the plot;
+  // drawn to scale it had 40 / 170 of it.
+  const auto& backwards = m.events_of_kind(trace::EventKind::kBackwardEnd);
+  const float train0 = view.x_at(static_cast<double>(m.time_ns(0)));
+  const float train1 = view.x_at(static_cast<double>(m.time_ns(backwards.back())));
+  CHECK(train1 - train0 >= 0.6f * plot_w);
+  CHECK(s.gaps[0].x1 - s.gaps[0].x0 <= 0.1f * plot_w);
+}
+#endif
+
 TEST_CASE("timeline index: times at int64's two ends make one idle gap, not an overflow") {
   // fuzz_gui_frame's find: the gap test subtracted the times in int64.
   analysis::TraceBuilder b;
@@ -297,9 +364,7 @@ TEST_CASE("timeline view: idle gaps are collapsed to labelled bands, work fills 
   const analysis::Model m(idle_trace());
   hookscope::testing::HeadlessImGui imgui(1280.f, 300.f);
   TimelineView view;
-  view.set_model(&m);
-  imgui.frame([&] { view.draw(0); });
-  imgui.frame([&] { view.draw(0); });
+  open_view(imgui, view, m);
   const TimelineDrawStats& s = view.stats();
   const float plot_w = s.plot_x1 - s.plot_x0;
   REQUIRE(s.gaps.size() == 2);

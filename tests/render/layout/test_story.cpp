@@ -74,6 +74,15 @@ TEST_CASE("palette: every text colour reads at WCAG AA (>= 4.5:1) on what it is 
         {"alarm '!' on its disc", {ink_on(p->alarm), p->alarm}},
         {"stale-fire tag", {ink_on(p->stale), p->stale}},
         {"removal tag", {ink_on(p->removed), p->removed}},
+        // Compare: outlines and "+N only in A" tags on the canvas, counts and
+        // differing steps in the panels (ImGui's WindowBg of the theme:
+        // StyleColorsDark 0.06 grey, StyleColorsLight 0.94 grey).
+        {"only-in-A on background", {p->compare_a, p->background}},
+        {"only-in-B on background", {p->compare_b, p->background}},
+        {"only-in-A on the panel", {p->compare_a, p->light ? rgba(240, 240, 240) : rgba(15, 15, 15)}},
+        {"only-in-B on the panel", {p->compare_b, p->light ? rgba(240, 240, 240) : rgba(15, 15, 15)}},
+        {"only-in-A tag", {ink_on(p->compare_a), p->compare_a}},
+        {"only-in-B tag", {ink_on(p->compare_b), p->compare_b}},
     };
     for (const auto& [what, colors] : pairs) {
       const std::string pair_name = what;
