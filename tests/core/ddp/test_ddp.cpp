@@ -107,13 +107,20 @@ TEST_CASE("ProcessGroup: a peer that goes away is a CollectiveError, never a SIG
     });
   }
   auto store = ddp::make_hash_store();
-  std::string survivor_error;
+  std::string survivor_error, peer_error, first_round_error;
   std::thread peer([&] {
-    auto pg = ddp::make_gloo_process_group(store, 1, 2);
-    Tensor t = Tensor::zeros({1 << 20});
-    pg->allreduce_registered(pg->register_allreduce(t))->wait();  // one round, then gone
+    try {
+      auto pg = ddp::make_gloo_process_group(store, 1, 2);
+      Tensor t = Tensor::zeros({1 << 20});
+      pg->allreduce_registered(pg->register_allreduce(t))->wait();  // one round, then gone
+    } catch (const std::exception& e) {
+      peer_error = e.what();
+    }
   });
-  {
+  // The peer is joined on every path: a first round that failed (a loaded
+  // machine: the suite at -j2) used to leave the thread joinable, and its
+  // destructor ended the test binary (std::terminate) instead of failing.
+  try {
     ddp::ProcessGroupOptions opts;
     opts.timeout = std::chrono::milliseconds(5000);
     auto pg = ddp::make_gloo_process_group(store, 0, 2, opts);
@@ -126,7 +133,14 @@ TEST_CASE("ProcessGroup: a peer that goes away is a CollectiveError, never a SIG
     } catch (const ddp::CollectiveError& e) {
       survivor_error = e.what();
     }
+  } catch (const std::exception& e) {
+    first_round_error = e.what();
   }
+  if (peer.joinable()) peer.join();
+  CAPTURE(peer_error);
+  CAPTURE(first_round_error);
+  CHECK(first_round_error.empty());
+  CHECK(peer_error.empty());
   CAPTURE(survivor_error);
   CHECK(survivor_error.find("rank 0: gloo collective") != std::string::npos);
 }
