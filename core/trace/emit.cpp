@@ -79,17 +79,26 @@ ThreadState& this_thread_state() {
 // its small-chunk free lists first, which a program's tensors keep long
 // (the torch bridge's cost, bench/torch_bridge_overhead.py). A few are kept;
 // more go back to the allocator.
+// The pool is never destroyed: a thread may hand a chunk back while the
+// process exits, and what it holds stays reachable (no leak reported).
 constexpr size_t kSpareChunks = 4;
-std::mutex g_spare_mutex;
-std::vector<Chunk*> g_spare;
+struct SparePool {
+  std::mutex mutex;
+  std::vector<Chunk*> chunks;
+};
+SparePool& spare() {
+  static SparePool* pool = new SparePool;
+  return *pool;
+}
 
 std::unique_ptr<Chunk> new_chunk(uint32_t thread) {
   Chunk* c = nullptr;
   {
-    std::lock_guard<std::mutex> lock(g_spare_mutex);
-    if (!g_spare.empty()) {
-      c = g_spare.back();
-      g_spare.pop_back();
+    SparePool& pool = spare();
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    if (!pool.chunks.empty()) {
+      c = pool.chunks.back();
+      pool.chunks.pop_back();
     }
   }
   if (c == nullptr) c = static_cast<Chunk*>(::operator new(sizeof(Chunk)));
@@ -151,21 +160,15 @@ void emit_slow(EventKind kind, uint8_t sub, uint64_t node, uint64_t key,
 
 void recycle_chunk(std::unique_ptr<Chunk> chunk) noexcept {
   if (!chunk) return;
-  {
-    std::lock_guard<std::mutex> lock(g_spare_mutex);
-    if (g_spare.size() < kSpareChunks) {
-      // The vector's capacity is reserved once; push_back cannot throw after.
-      if (g_spare.capacity() < kSpareChunks) {
-        try {
-          g_spare.reserve(kSpareChunks);
-        } catch (const std::bad_alloc&) {
-          return;  // chunk freed below
-        }
-      }
-      g_spare.push_back(chunk.release());
-      return;
-    }
+  SparePool& pool = spare();
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  if (pool.chunks.size() >= kSpareChunks) return;  // freed on return
+  try {
+    pool.chunks.reserve(kSpareChunks);
+  } catch (const std::bad_alloc&) {
+    return;
   }
+  pool.chunks.push_back(chunk.release());
 }
 
 void set_recording(bool on) noexcept {
@@ -195,7 +198,7 @@ void abandon_after_fork() noexcept {
   // Note [Recording across fork] (fork.h). Only this thread runs: no lock is needed,
   // and the old ones may never be unlocked.
   new (&g_mutex) std::mutex();
-  new (&g_spare_mutex) std::mutex();
+  new (&spare().mutex) std::mutex();
   strings_after_fork();
   ThreadState* me = &this_thread_state();
   detail::g_recording.store(false);
