@@ -186,8 +186,8 @@ bool GraphView::place_canvas(Frame& f) {
   f.dl->AddRectFilled(f.panel_min, f.panel_max, palette().background);
   const float line = ImGui::GetFontSize();
   const bool captions = rank_bounds_.size() >= 2 || !story_.incidents().empty();
-  // One line, a rank's banner standing in for its caption (it names the
-  // rank); more where banners may meet (Note [Banner rows]).
+  // One line, a rank's banner beside its caption; more where banners may
+  // meet (Note [Banner rows]).
   const float banner_step = std::round(line * 1.45f) + 2.f;
   f.header_h = captions ? std::round(line * 1.6f) + static_cast<float>(banner_rows() - 1) * banner_step : 0.f;
   const bool minimap = options_.minimap && minimap_open_ && minimap_needed_ &&

@@ -55,16 +55,8 @@ Shot shoot(const std::string& args, const std::string& name, Size size, bool lig
   const std::string png = (lingering_dir() / (name + ".png")).string();
   const std::string json = (lingering_dir() / (name + ".json")).string();
   const std::string dims = std::to_string(size.w) + "x" + std::to_string(size.h);
-  const std::string cmd = report_env + "=" + json + " xvfb-run -a -s '-screen 0 " + dims + "x24' " +
-                          std::string(HOOKSCOPE_GUI_PATH) + " --size " + dims + (light ? " --light " : " ") + args +
-                          " --screenshot " + png;
-  testing::CommandResult r;
-  for (int attempt = 0; attempt < 4; ++attempt) {  // xvfb-run -a races as in run_gui
-    r = testing::run_command(cmd);
-    if (r.out.find("Xvfb failed to start") == std::string::npos && r.out.find("xvfb-run: error") == std::string::npos) {
-      break;
-    }
-  }
+  const testing::CommandResult r =
+      testing::run_gui(std::string(light ? "--light " : "") + args + " --screenshot " + png, report_env + "=" + json, dims);
   REQUIRE_MESSAGE(r.exit == 0, r.out);
   Shot s;
   testing::load_png(png, s);
