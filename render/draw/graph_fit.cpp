@@ -149,6 +149,16 @@ void GraphView::fit_now(const Frame& f) {
       stats_.fit_on_alarms = false;
     }
   }
+  // The focus's rank column whole where it fits, not sliced at the canvas's
+  // edge (a half pane of the Compare view cut its columns mid-box): the
+  // others are named off the canvas as ever.
+  const RankBounds* whole = nullptr;
+  for (const RankBounds& r : rank_bounds_) {
+    if (flo.x < r.min.x - 0.5f || fhi.x > r.max.x + 0.5f || flo.y < r.min.y - 0.5f || fhi.y > r.max.y + 0.5f) continue;
+    if (r.max.x - r.min.x <= view_w) flo.x = r.min.x, fhi.x = r.max.x, whole = &r;
+    if (r.max.y - r.min.y <= view_h) flo.y = r.min.y, fhi.y = r.max.y;
+    break;
+  }
   stats_.fit_focus = {flo.x, flo.y, fhi.x, fhi.y};
   // Per axis: all of it when it fits, else the focus, kept inside the live bounds.
   auto axis = [&](float a, float b, float fa, float fb, float extent) {
@@ -160,6 +170,25 @@ void GraphView::fit_now(const Frame& f) {
     return std::clamp(c, a + view * 0.5f, b - view * 0.5f);
   };
   center_ = {axis(lo.x, hi.x, flo.x, fhi.x, w), axis(lo.y, hi.y, flo.y, fhi.y, h)};
+  if (whole) {
+    // No other rank's column partly on the canvas (its boxes cut by the
+    // edge): the focus column left-aligned, or right-aligned, whichever
+    // leaves every column wholly in or out; else the centre stays.
+    const float half = w * 0.5f / zoom_, pad = margin / zoom_;
+    auto cut = [&](float c) {
+      return std::any_of(rank_bounds_.begin(), rank_bounds_.end(), [&](const RankBounds& r) {
+        return r.max.x > c - half && r.min.x < c + half && (r.min.x < c - half || r.max.x > c + half);
+      });
+    };
+    if (cut(center_.x)) {
+      for (const float c : {whole->min.x - pad + half, whole->max.x + pad - half}) {
+        if (!cut(c)) {
+          center_.x = c;
+          break;
+        }
+      }
+    }
+  }
 }
 
 // Note [Fit shows every rank]

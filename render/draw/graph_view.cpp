@@ -153,8 +153,10 @@ void GraphView::draw_toolbar(const analysis::State& state, bool pending) {
   ImGui::SameLine();
   if (ImGui::SmallButton("Re-layout")) relayout();
   ImGui::SameLine();
-  ImGui::Checkbox("Minimap", &minimap_open_);
-  ImGui::SameLine();
+  if (options_.minimap) {  // a view without one (the Compare view's halves) offers none
+    ImGui::Checkbox("Minimap", &minimap_open_);
+    ImGui::SameLine();
+  }
   bool compact = metrics_.compact;
   if (ImGui::Checkbox("Compact", &compact)) set_compact(compact);
   ImGui::SameLine();

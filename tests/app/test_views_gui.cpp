@@ -254,6 +254,40 @@ TEST_CASE("gui compare: A at after rebuild 1 puts B at its own, hooks only in A 
   }
 }
 
+// At 1280x800 each graph has half the width: where a side's ranks do not all
+// fit at readable text, fit shows the current event's rank column whole and
+// names the rest off the canvas; no box is cut by the canvas's edge (A's
+// columns were cut mid-box at its left edge, a minimap taking a third of
+// the pane). At the first rebuild, mid-backward after the last one (rank 1's
+// three generations live: 44 boxes) and at the end.
+TEST_CASE("gui compare: at 1280x800 no box of either graph is cut by its canvas's edge" * doctest::test_suite("gui")) {
+  if (!have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed");
+    return;
+  }
+  const RecoveryPair pair;
+  const auto& backwards = pair.a.events_of_kind(EventKind::kBackwardBegin);
+  REQUIRE(backwards.size() >= 2);
+  const std::vector<size_t> events = {analysis::resolve_point(pair.a, "rebuild:1").index,
+                                      size_t{backwards[backwards.size() - 2]} + 5, pair.a.num_events() - 1};
+  for (const size_t at : events) {
+    CAPTURE(at);
+    const Shot s = shoot(pair.none, "--compare " + pair.by_key + " --panel compare --at " + std::to_string(at),
+                         "compare_cut_" + std::to_string(at), "HOOKSCOPE_COMPARE_REPORT");
+    CHECK(s.report["boxes_a"].get<int>() > 0);
+    for (const char* side : {"a", "b"}) {
+      const nlohmann::json& c = s.report[std::string("graph_") + side];
+      const float x0 = c[0].get<float>(), x1 = c[2].get<float>();
+      for (const auto& box : s.report[std::string("box_rects_") + side]) {
+        INFO(side << ": box " << box.dump() << " on canvas " << c.dump());
+        const float b0 = box[0].get<float>(), b1 = box[2].get<float>();
+        CHECK_FALSE((b0 < x0 - 0.5f && b1 > x0 + 0.5f));  // across the left edge
+        CHECK_FALSE((b0 < x1 - 0.5f && b1 > x1 + 0.5f));  // across the right edge
+      }
+    }
+  }
+}
+
 // Light theme: the only-in-A outlines and tags take the light palette's
 // colour (dark blue, not the dark theme's light blue, 1.8:1 on white), and
 // what is drawn reads at WCAG AA on the graph's background, measured on the
