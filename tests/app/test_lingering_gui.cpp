@@ -172,7 +172,7 @@ TEST_CASE("gui lingering: a kept-alive DDP's replaced Reducers are alarms of the
   }
 }
 
-// Issue 25: no_sync micro-batches were red "alarm" ticks on the timeline. A
+// no_sync micro-batches (correct, expected) were red "alarm" ticks. A
 // no-op fire inside no_sync is a DDP tick; a lingering Reducer's is an alarm;
 // a fold (several events in a pixel) is red only when it holds an alarm.
 TEST_CASE("timeline: a kept-alive run's no_sync no-op fires are neutral ticks, a lingering Reducer's are alarms") {

@@ -124,7 +124,7 @@ class LingeringTest(unittest.TestCase):
             with open(report) as f:
                 return json.load(f)
 
-        # The Done-when of issue 25 on a bridge trace: both sizes, both themes.
+        # What the runtime's kept-alive run is held to, on a bridge trace: both sizes, both themes.
         for size, light in (("1280x800", False), ("1920x1080", True)):
             tag = f"{size}{'_light' if light else ''}"
             d = gui(f"lingering_{tag}", size, light, "--at", str(r2[0] + 40))
