@@ -68,11 +68,11 @@ def child(steps, model_name, record):
     tmp = tempfile.mkdtemp()
     rec = hookscope.start(os.path.join(tmp, "b.hstrace")) if record else None
     step()
-    control = ["callgrind_control", "--instr=on", str(os.getpid())]
+    control = ["callgrind_control", "-i", "on", str(os.getpid())]
     subprocess.run(control, check=True, stdout=subprocess.DEVNULL)
     for _ in range(steps):
         step()
-    control[1] = "--instr=off"
+    control[2] = "off"
     subprocess.run(control, check=True, stdout=subprocess.DEVNULL)
     if rec:
         rec.finish()
@@ -89,8 +89,9 @@ def counted(prefix):
             for line in f:
                 if line.startswith("thread:"):
                     thread = int(line.split()[1])
-                elif line.startswith("summary:") or (line.startswith("totals:") and total is None):
-                    total = int(line.split()[1])  # the two say the same; summary comes first
+                elif line.startswith("totals:"):
+                    # Not "summary:", which stays 0 when counting was switched on late.
+                    total = int(line.split()[1])
         if thread is not None and total is not None:
             out[thread] = out.get(thread, 0) + total
     return out
@@ -106,8 +107,8 @@ def run(steps, model_name, record, tmp):
     if done.returncode != 0:
         sys.exit(f"callgrind run failed ({done.returncode}):\n{done.stderr[-3000:]}")
     threads = counted(prefix + ".")
-    if 1 not in threads:
-        sys.exit(f"no count for the main thread in {prefix}.*: {sorted(threads)}")
+    if not threads.get(1):
+        sys.exit(f"no count for the main thread in {prefix}.*: {threads}")
     main = threads.pop(1)
     return main / steps, sum(threads.values()) / steps
 
@@ -128,11 +129,16 @@ def main():
         sys.exit("valgrind (with callgrind_control) is not installed: scripts/setup.sh installs it")
     steps = int(argv[0]) if argv else 10
     tmp = tempfile.mkdtemp(prefix="hookscope-callgrind-")
+    keep = os.environ.get("KEEP_CALLGRIND")  # a folder: the raw files stay there
+    if keep:
+        tmp = keep
+        os.makedirs(tmp, exist_ok=True)
     try:
         off_main, off_other = run(steps, model_name, False, tmp)
         on_main, on_other = run(steps, model_name, True, tmp)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
     import torch
     print(json.dumps({
         "model": model_name, "steps": steps, "torch": torch.__version__,
