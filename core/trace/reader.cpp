@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -48,7 +50,8 @@ class TraceReader {
     decode_chunks();
     if (stopped_) {
       out_.truncation = "truncated at byte " + std::to_string(stop_offset_) + ": " + stop_reason_ +
-                        "; " + std::to_string(out_.num_events()) + " events recovered";
+                        (unfinished_ ? ended_at() : "") + "; " + std::to_string(out_.num_events()) +
+                        " events recovered";
     }
     if (options_.progress) options_.progress(size_, size_);
     return std::move(out_);
@@ -56,6 +59,33 @@ class TraceReader {
 
  private:
   using ChunkRef = detail::ChunkRef;
+
+  // Note [Live chunks reach the file] (emit.cpp): a killed process's trace
+  // holds its events up to about its death; say when that was, by its
+  // last event: seconds into the recording and the wall clock.
+  std::string ended_at() const {
+    const size_t n = out_.num_events();
+    if (n == 0) return ": the process was killed or crashed before its first event reached the file";
+    const uint64_t last = out_.events.empty() ? out_.packed.t_ns(n - 1) : out_.events.back().t_ns;
+    const TraceHeader& h = out_.header;
+    const double since = last >= h.start_mono_ns ? static_cast<double>(last - h.start_mono_ns) * 1e-9 : 0.0;
+    char t[32];
+    std::snprintf(t, sizeof t, "%.3f", since);
+    std::string when = std::string(": the process was killed or crashed at about t=") + t +
+                       " s into the recording";
+    if (h.start_wall_ns > 0 && last >= h.start_mono_ns) {
+      const uint64_t wall_ns = h.start_wall_ns + (last - h.start_mono_ns);
+      const time_t secs = static_cast<time_t>(wall_ns / 1'000'000'000);
+      struct tm tm {};
+      char clock[32];
+      if (::gmtime_r(&secs, &tm) && std::strftime(clock, sizeof clock, "%Y-%m-%d %H:%M:%S", &tm)) {
+        char ms[8];
+        std::snprintf(ms, sizeof ms, ".%03u", static_cast<unsigned>(wall_ns / 1'000'000 % 1000));
+        when += std::string(" (") + clock + ms + " UTC)";
+      }
+    }
+    return when + ", its last event";
+  }
 
   void stop(uint64_t offset, std::string reason) {
     stopped_ = true;
@@ -67,11 +97,17 @@ class TraceReader {
     uint64_t total = 0;
     for (;;) {
       if (offset == size_) {
-        stop(offset, "the file ends without a footer (the recording did not finish)");
+        unfinished_ = true;
+        stop(offset, "the recording ended without its footer");
         return;
       }
       detail::BlockView block;
       std::string bad = detail::check_block(data_, size_, offset, block);
+      if (bad.ends_with("(cut short)")) {  // the write of its last block was cut
+        unfinished_ = true;
+        bad.resize(bad.size() - std::string_view(" (cut short)").size());
+        return stop(offset, "the recording ended without its footer, in an " + bad);
+      }
       if (!bad.empty()) return stop(offset, std::move(bad));
       const size_t end = offset + kBlockHeaderBytes + block.length;
       switch (static_cast<BlockType>(block.type)) {
@@ -287,6 +323,7 @@ class TraceReader {
   bool lenient_ = false;
   uint64_t max_events_ = 0;
   bool stopped_ = false;
+  bool unfinished_ = false;  // no footer: the process died or is still writing
   uint64_t stop_offset_ = 0;
   std::string stop_reason_;
 };
