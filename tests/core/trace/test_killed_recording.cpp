@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,9 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "testing/spawn_self.h"
 #include "testing/temp_dir.h"
 #include "trace/emit.h"
-#include "trace/fork.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
 
@@ -99,12 +100,10 @@ bool exactly_one_to(const std::vector<uint64_t>& nodes, uint64_t n) {
   return true;
 }
 
-// In a child process: record from a blocked thread and a busy one until
-// killed. Tells the parent through `ready_fd` once the blocked thread is
-// blocked.
-[[noreturn]] void record_until_killed(const std::string& path, int ready_fd) {
+// The child's part (spawn_self): record from a blocked thread and a busy
+// one until killed; `path`.ready tells the parent the blocked thread blocked.
+[[noreturn]] void record_until_killed(const std::string& path) {
   ::alarm(30);  // never outlives a failed parent
-  trace::abandon_after_fork();  // Note [Recording across fork]
   trace::FileRecorder rec(path);
   rec.start();
   Gate never;
@@ -115,27 +114,25 @@ bool exactly_one_to(const std::vector<uint64_t>& nodes, uint64_t n) {
   std::atomic<bool> stop{false};
   std::thread busy([&] { emit_busy_until(stop); });
   std::this_thread::sleep_for(milliseconds(20));
-  const char one = 1;
-  (void)!::write(ready_fd, &one, 1);
+  std::ofstream(path + ".ready") << "ready";
   busy.join();  // never: the parent kills this process
   std::_Exit(3);
 }
 
-// Forks a recording child, lets it run `run_for` after its blocked thread
+constexpr const char* kChildTest = "a process killed mid-recording keeps each thread's events*";
+constexpr const char* kChildEnv = "HOOKSCOPE_KILLED_RECORDING_CHILD";
+
+// Starts a recording child, lets it run `run_for` after its blocked thread
 // blocked, SIGKILLs it; returns the time of the kill (trace::now_ns's clock).
 uint64_t record_and_kill(const std::string& path, milliseconds run_for) {
-  int fds[2];
-  REQUIRE(::pipe(fds) == 0);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(fds[0]);
-    record_until_killed(path, fds[1]);
+  const pid_t pid = testing::spawn_self(kChildTest, std::string(kChildEnv) + "=" + path);
+  REQUIRE(pid > 0);
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (!fs::exists(path + ".ready") && Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
   }
-  ::close(fds[1]);
-  char c = 0;
-  const bool ready = ::read(fds[0], &c, 1) == 1;
-  ::close(fds[0]);
+  const bool ready = fs::exists(path + ".ready");
+  fs::remove(path + ".ready");
   std::this_thread::sleep_for(run_for);
   const uint64_t killed_at = trace::now_ns();
   ::kill(pid, SIGKILL);
@@ -218,13 +215,7 @@ TEST_CASE("a thread that stops emitting has its events in the file while the rec
 }
 
 TEST_CASE("a process killed mid-recording keeps each thread's events up to about the kill") {
-#if defined(__SANITIZE_THREAD__)
-  // Note [Recording across fork]'s test explains: ThreadSanitizer cannot
-  // follow a forked child that starts threads. The test above runs the same
-  // copying under it.
-  MESSAGE("skipped under ThreadSanitizer: a multi-threaded fork that starts threads is beyond it");
-  return;
-#endif
+  if (const char* path = std::getenv(kChildEnv)) record_until_killed(path);
   testing::TempDir dir("hookscope-killed");
   SUBCASE("a new file: under its own name from its header on") {
     const std::string path = dir.file("new.hstrace");
