@@ -113,7 +113,11 @@ bool exactly_one_to(const std::vector<uint64_t>& nodes, uint64_t n) {
   });
   std::atomic<bool> stop{false};
   std::thread busy([&] { emit_busy_until(stop); });
-  std::this_thread::sleep_for(milliseconds(20));
+  // Ready once under its name: an old trace is replaced only after the first
+  // block is on disk (fdatasync, Note [Safe trace writes]), which a loaded
+  // disk may take long to do; a kill before leaves the old trace.
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (!rec.writer().published() && Clock::now() < deadline) std::this_thread::sleep_for(milliseconds(5));
   std::ofstream(path + ".ready") << "ready";
   busy.join();  // never: the parent kills this process
   std::_Exit(3);
