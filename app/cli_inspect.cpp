@@ -64,6 +64,9 @@ Model load_model(const std::vector<std::string>& files, bool quiet) {
     if (!traces.back().truncation.empty() && !quiet) {
       fmt::print(stderr, "hookscope-cli: warning: {}: {}\n", terminal_safe(f), traces.back().truncation);
     }
+    if (const std::string newer = trace::superseded_by_temporary(f); !newer.empty() && !quiet) {
+      fmt::print(stderr, "hookscope-cli: warning: {}: {}\n", terminal_safe(f), terminal_safe(newer));
+    }
     if (traces.back().dropped_events && !quiet) {
       fmt::print(stderr, "hookscope-cli: warning: {}: the recorder dropped {} events (ring buffer)\n", f,
                  traces.back().dropped_events);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <ctime>
 #include <memory>
 #include <stdexcept>
@@ -17,6 +18,7 @@
 
 #include "trace/file_columns.h"
 #include "trace/reader_blocks.h"
+#include "trace/writer.h"
 
 namespace hookscope::trace {
 
@@ -337,6 +339,41 @@ TraceData read_trace_buffer(const void* data, size_t size, const std::string& so
   return TraceReader(bytes, size, source, options).read();
 }
 
+namespace {
+
+// Note [Safe trace writes]: a recording killed before it replaced an older
+// trace of its path left its events under temporary_name(path, pid). Says
+// so when one is newer than the trace itself (a rank killed at start-up:
+// its trace would otherwise read as the previous run's, whole).
+std::string newer_temporary(const std::string& path, const struct stat& st) {
+  namespace fs = std::filesystem;
+  const std::string prefix = fs::path(TraceFileWriter::temporary_prefix(path)).filename().string();
+  std::error_code ec;
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::string found;
+  struct timespec newest = st.st_mtim;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+        name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) {
+      continue;
+    }
+    struct stat t;
+    if (::stat(it->path().c_str(), &t) != 0 || !S_ISREG(t.st_mode)) continue;
+    if (t.st_mtim.tv_sec > newest.tv_sec ||
+        (t.st_mtim.tv_sec == newest.tv_sec && t.st_mtim.tv_nsec > newest.tv_nsec)) {
+      newest = t.st_mtim;
+      found = fs::path(path).parent_path().empty() ? name : it->path().string();
+    }
+  }
+  if (found.empty()) return "";
+  return "a newer recording of this trace was killed or crashed before it replaced it (this file is "
+         "an earlier run's); its events are in '" + found + "': open that file";
+}
+
+}  // namespace
+
 TraceData read_trace(const std::string& path, const ReadOptions& options) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -366,6 +403,12 @@ TraceData read_trace(const std::string& path, const ReadOptions& options) {
     got += static_cast<size_t>(r);
   }
   return read_trace_buffer(buf.get(), got, path, options);
+}
+
+std::string superseded_by_temporary(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return "";
+  return newer_temporary(path, st);
 }
 
 }  // namespace hookscope::trace

@@ -265,8 +265,10 @@ void TraceFileWriter::flush_buffer() {
 }
 
 std::string TraceFileWriter::temporary_name(const std::string& path, long pid) {
-  return path + ".tmp-" + std::to_string(pid);
+  return temporary_prefix(path) + std::to_string(pid);
 }
+
+std::string TraceFileWriter::temporary_prefix(const std::string& path) { return path + ".tmp-"; }
 
 void TraceFileWriter::publish() {
   if (::fdatasync(fd_) != 0 && errno != EINVAL) {
