@@ -246,6 +246,12 @@ int run_check(const std::vector<std::string>& files, const std::string& format, 
   } else {
     print_safe(analysis::format_findings(m, findings, all ? SIZE_MAX : 3));
   }
+  if (format != "json") {
+    // A killed rank's trace ends without its footer: the findings stop where it died.
+    for (size_t i = 0; i < m.num_traces(); ++i) {
+      if (!m.trace(i).truncation.empty()) print_safe(fmt::format("note: {}: {}\n", files[i], m.trace(i).truncation));
+    }
+  }
   return counts.errors + counts.warnings > 0 ? kExitFindings : kExitOk;
 }
 

@@ -352,7 +352,15 @@ std::string newer_temporary(const std::string& path, const struct stat& st) {
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
   std::string found;
+  // Not older than `path`: file times tick in milliseconds (the kernel's
+  // coarse clock), so a temporary made right after may carry the same time.
   struct timespec newest = st.st_mtim;
+  if (newest.tv_nsec > 0) {
+    --newest.tv_nsec;
+  } else {
+    --newest.tv_sec;
+    newest.tv_nsec = 999'999'999;
+  }
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
