@@ -64,6 +64,9 @@ Model load_model(const std::vector<std::string>& files, bool quiet) {
     if (!traces.back().truncation.empty() && !quiet) {
       fmt::print(stderr, "hookscope-cli: warning: {}: {}\n", terminal_safe(f), traces.back().truncation);
     }
+    if (const std::string newer = trace::superseded_by_temporary(f); !newer.empty() && !quiet) {
+      fmt::print(stderr, "hookscope-cli: warning: {}: {}\n", terminal_safe(f), terminal_safe(newer));
+    }
     if (traces.back().dropped_events && !quiet) {
       fmt::print(stderr, "hookscope-cli: warning: {}: the recorder dropped {} events (ring buffer)\n", f,
                  traces.back().dropped_events);
@@ -242,6 +245,12 @@ int run_check(const std::vector<std::string>& files, const std::string& format, 
     fmt::print("clean: no findings in {} events\n", m.num_events());
   } else {
     print_safe(analysis::format_findings(m, findings, all ? SIZE_MAX : 3));
+  }
+  if (format != "json") {
+    // A killed rank's trace ends without its footer: the findings stop where it died.
+    for (size_t i = 0; i < m.num_traces(); ++i) {
+      if (!m.trace(i).truncation.empty()) print_safe(fmt::format("note: {}: {}\n", files[i], m.trace(i).truncation));
+    }
   }
   return counts.errors + counts.warnings > 0 ? kExitFindings : kExitOk;
 }

@@ -68,6 +68,9 @@ LoadResult load_traces(const std::vector<std::string>& files,
       if (!traces.back().truncation.empty()) {
         r.warnings += fmt::format("{}: {}\n", files[i], traces.back().truncation);
       }
+      if (const std::string newer = trace::superseded_by_temporary(files[i]); !newer.empty()) {
+        r.warnings += fmt::format("{}: {}\n", files[i], newer);
+      }
     } catch (const Cancelled&) {
       r.errors = "cancelled\n";
       return r;

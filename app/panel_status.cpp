@@ -51,6 +51,9 @@ void App::draw_status_bar() {
     ImGui::TextDisabled("|");
     ImGui::SameLine();
     ImGui::TextColored(ImVec4(0.95f, 0.65f, 0.2f, 1.f), "%s", warning_.c_str());
+    // A killed rank's "ended without its footer ... at about t=" runs past
+    // the window's edge at 1280 px: the whole text on hover.
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", warning_.c_str());
   }
   if (!state.empty()) {
     const float w = ImGui::CalcTextSize(state.c_str()).x;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <stdexcept>
@@ -30,15 +31,30 @@ std::vector<ThreadState*> g_threads;
 std::atomic<uint64_t> g_generation{1};
 std::atomic<uint32_t> g_next_thread{0};
 
-// Note [Partial chunks reach the sink]
-// A thread hands its chunk to the sink when it is full, and also once it is
-// kFlushIntervalNs old, so that a process killed at any moment has lost at
-// most that much of each thread's events (a file sink writes what it gets).
-constexpr uint64_t kFlushIntervalNs = 100'000'000;
+// Note [Live chunks reach the file]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A thread hands its chunk to the sink when it is full (or at finish, or
+// flush_calling_thread). A process can die at any moment (a rank killed
+// with SIGKILL: the mission's story), and a thread may stop emitting for
+// good with its chunk half full: one blocked in a collective, or all of a
+// program that runs for a few ms. Their events must reach the file all the
+// same: a file writer's thread, every kLiveInterval (writer.cpp), copies
+// what each thread has emitted since its last hand-over
+// (take_live_events) and writes it like any chunk, so a killed process
+// loses at most that interval of each thread's events (write() survives
+// SIGKILL: the page cache has it).
+// The emitting thread stays lock-free: after storing an event it releases
+// the chunk's count into Chunk::published (a plain store on x86); the
+// writer acquires it and copies only events below it, which their thread
+// never writes again. Everything else is under g_mutex: the writer holds it
+// while it copies, and marks the copied prefix in Chunk::taken; a chunk
+// changes hands only under g_mutex (hand_over), dropping that prefix, so
+// no event reaches a sink twice and a thread's events keep their order.
+// The writer only try_locks g_mutex: a thread may hold it while it waits
+// for room in the writer's queue (back-pressure), which that writer makes.
 
 struct ThreadState {
   std::unique_ptr<Chunk> chunk;
-  uint64_t flush_deadline = 0;
   uint64_t generation = 0;
   uint32_t index;
   uint16_t rank = 0;
@@ -47,16 +63,35 @@ struct ThreadState {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_threads.push_back(this);
   }
-  ~ThreadState() {
-    tl_fast = nullptr;
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (g_sink && chunk && chunk->count > 0 &&
-        generation == g_generation.load()) {
-      g_sink->on_chunk(std::move(chunk));
-    }
-    g_threads.erase(std::find(g_threads.begin(), g_threads.end(), this));
-  }
+  ~ThreadState();
 };
+
+// Note [Live chunks reach the file]: gives `chunk` to `sink` without the
+// events a sink already has (Chunk::taken); an empty one is recycled.
+// Called with g_mutex held.
+void hand_over(ChunkSink& sink, std::unique_ptr<Chunk> chunk) {
+  if (chunk->taken > 0) {
+    std::memmove(chunk->events, chunk->events + chunk->taken,
+                 (chunk->count - chunk->taken) * sizeof(Event));
+    chunk->count -= chunk->taken;
+    chunk->taken = 0;
+    chunk->published = chunk->count;
+  }
+  if (chunk->count == 0) {
+    recycle_chunk(std::move(chunk));
+    return;
+  }
+  sink.on_chunk(std::move(chunk));
+}
+
+ThreadState::~ThreadState() {
+  tl_fast = nullptr;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_sink && chunk && chunk->count > 0 && generation == g_generation.load()) {
+    hand_over(*g_sink, std::move(chunk));
+  }
+  g_threads.erase(std::find(g_threads.begin(), g_threads.end(), this));
+}
 
 thread_local ThreadState tl_state;
 
@@ -104,6 +139,8 @@ std::unique_ptr<Chunk> new_chunk(uint32_t thread) {
   if (c == nullptr) c = static_cast<Chunk*>(::operator new(sizeof(Chunk)));
   c->thread = thread;
   c->count = 0;
+  c->published = 0;
+  c->taken = 0;
   return std::unique_ptr<Chunk>(c);
 }
 
@@ -119,11 +156,10 @@ Chunk* refill(ThreadState& ts) {
   if (!g_sink) return nullptr;
   uint64_t gen = g_generation.load();
   if (ts.generation == gen && ts.chunk && ts.chunk->count > 0) {
-    g_sink->on_chunk(std::move(ts.chunk));
+    hand_over(*g_sink, std::move(ts.chunk));
   }
   ts.chunk = new_chunk(ts.index);
   ts.generation = gen;
-  ts.flush_deadline = now_ns() + kFlushIntervalNs;
   return ts.chunk.get();
 }
 
@@ -153,7 +189,8 @@ void emit_slow(EventKind kind, uint8_t sub, uint64_t node, uint64_t key,
   e.sub = sub;
   e.rank = ts.rank;
   e.thread = ts.index;
-  if (__builtin_expect(t >= ts.flush_deadline, 0)) refill(ts);
+  // Note [Live chunks reach the file]: the writer may copy it from now on.
+  std::atomic_ref<uint32_t>(c->published).store(c->count, std::memory_order_release);
 }
 
 }  // namespace detail
@@ -190,7 +227,35 @@ void flush_calling_thread() noexcept {
   ThreadState& ts = this_thread_state();
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_sink && ts.chunk && ts.chunk->count > 0 && ts.generation == g_generation.load()) {
-    g_sink->on_chunk(std::move(ts.chunk));
+    hand_over(*g_sink, std::move(ts.chunk));
+  }
+}
+
+std::unique_lock<std::mutex> try_lock_registry() noexcept {
+  return std::unique_lock<std::mutex>(g_mutex, std::try_to_lock);
+}
+
+void take_live_events(const std::unique_lock<std::mutex>& registry, const ChunkSink& sink,
+                      std::vector<std::unique_ptr<Chunk>>& out) noexcept {
+  if (!registry.owns_lock() || registry.mutex() != &g_mutex || g_sink != &sink) return;
+  const uint64_t gen = g_generation.load();
+  for (ThreadState* ts : g_threads) {
+    Chunk* c = ts->chunk.get();
+    if (c == nullptr || ts->generation != gen) continue;
+    const uint32_t published = std::atomic_ref<uint32_t>(c->published).load(std::memory_order_acquire);
+    if (published <= c->taken) continue;
+    std::unique_ptr<Chunk> copy;
+    try {
+      out.reserve(out.size() + 1);
+      copy = new_chunk(ts->index);
+    } catch (const std::bad_alloc&) {
+      return;  // the chunk itself still reaches the sink when handed over
+    }
+    copy->count = published - c->taken;
+    std::memcpy(copy->events, c->events + c->taken, copy->count * sizeof(Event));
+    copy->published = copy->count;
+    c->taken = published;
+    out.push_back(std::move(copy));
   }
 }
 
@@ -253,7 +318,7 @@ void Recorder::finish() {
     uint64_t gen = g_generation.load();
     for (ThreadState* ts : g_threads) {
       if (ts->chunk && ts->generation == gen && ts->chunk->count > 0) {
-        sink_.on_chunk(std::move(ts->chunk));
+        hand_over(sink_, std::move(ts->chunk));
       }
       ts->chunk.reset();
     }

@@ -23,8 +23,9 @@ void abandon_after_fork() noexcept;
 void strings_after_fork() noexcept;
 
 // Hands the calling thread's partial chunk to the attached recorder now (it
-// would otherwise wait until full or kFlushIntervalNs old): a recording's
-// first events reach its file at once. No effect without a recorder.
+// would otherwise wait until full, or a file writer's next copy of it, Note
+// [Live chunks reach the file]): a recording's first events reach its file
+// at once. No effect without a recorder.
 void flush_calling_thread() noexcept;
 
 }  // namespace hookscope::trace

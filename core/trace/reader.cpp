@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <ctime>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -15,6 +18,7 @@
 
 #include "trace/file_columns.h"
 #include "trace/reader_blocks.h"
+#include "trace/writer.h"
 
 namespace hookscope::trace {
 
@@ -48,7 +52,8 @@ class TraceReader {
     decode_chunks();
     if (stopped_) {
       out_.truncation = "truncated at byte " + std::to_string(stop_offset_) + ": " + stop_reason_ +
-                        "; " + std::to_string(out_.num_events()) + " events recovered";
+                        (unfinished_ ? ended_at() : "") + "; " + std::to_string(out_.num_events()) +
+                        " events recovered";
     }
     if (options_.progress) options_.progress(size_, size_);
     return std::move(out_);
@@ -56,6 +61,33 @@ class TraceReader {
 
  private:
   using ChunkRef = detail::ChunkRef;
+
+  // Note [Live chunks reach the file] (emit.cpp): a killed process's trace
+  // holds its events up to about its death; say when that was, by its
+  // last event: seconds into the recording and the wall clock.
+  std::string ended_at() const {
+    const size_t n = out_.num_events();
+    if (n == 0) return ": the process was killed or crashed before its first event reached the file";
+    const uint64_t last = out_.events.empty() ? out_.packed.t_ns(n - 1) : out_.events.back().t_ns;
+    const TraceHeader& h = out_.header;
+    const double since = last >= h.start_mono_ns ? static_cast<double>(last - h.start_mono_ns) * 1e-9 : 0.0;
+    char t[32];
+    std::snprintf(t, sizeof t, "%.3f", since);
+    std::string when = std::string(": the process was killed or crashed at about t=") + t +
+                       " s into the recording";
+    if (h.start_wall_ns > 0 && last >= h.start_mono_ns) {
+      const uint64_t wall_ns = h.start_wall_ns + (last - h.start_mono_ns);
+      const time_t secs = static_cast<time_t>(wall_ns / 1'000'000'000);
+      struct tm tm {};
+      char clock[32];
+      if (::gmtime_r(&secs, &tm) && std::strftime(clock, sizeof clock, "%Y-%m-%d %H:%M:%S", &tm)) {
+        char ms[8];
+        std::snprintf(ms, sizeof ms, ".%03u", static_cast<unsigned>(wall_ns / 1'000'000 % 1000));
+        when += std::string(" (") + clock + ms + " UTC)";
+      }
+    }
+    return when + ", its last event";
+  }
 
   void stop(uint64_t offset, std::string reason) {
     stopped_ = true;
@@ -67,11 +99,17 @@ class TraceReader {
     uint64_t total = 0;
     for (;;) {
       if (offset == size_) {
-        stop(offset, "the file ends without a footer (the recording did not finish)");
+        unfinished_ = true;
+        stop(offset, "the recording ended without its footer");
         return;
       }
       detail::BlockView block;
       std::string bad = detail::check_block(data_, size_, offset, block);
+      if (bad.ends_with("(cut short)")) {  // the write of its last block was cut
+        unfinished_ = true;
+        bad.resize(bad.size() - std::string_view(" (cut short)").size());
+        return stop(offset, "the recording ended without its footer, in an " + bad);
+      }
       if (!bad.empty()) return stop(offset, std::move(bad));
       const size_t end = offset + kBlockHeaderBytes + block.length;
       switch (static_cast<BlockType>(block.type)) {
@@ -287,6 +325,7 @@ class TraceReader {
   bool lenient_ = false;
   uint64_t max_events_ = 0;
   bool stopped_ = false;
+  bool unfinished_ = false;  // no footer: the process died or is still writing
   uint64_t stop_offset_ = 0;
   std::string stop_reason_;
 };
@@ -299,6 +338,49 @@ TraceData read_trace_buffer(const void* data, size_t size, const std::string& so
   const auto* bytes = data ? static_cast<const uint8_t*>(data) : &kEmpty;
   return TraceReader(bytes, size, source, options).read();
 }
+
+namespace {
+
+// Note [Safe trace writes]: a recording killed before it replaced an older
+// trace of its path left its events under temporary_name(path, pid). Says
+// so when one is newer than the trace itself (a rank killed at start-up:
+// its trace would otherwise read as the previous run's, whole).
+std::string newer_temporary(const std::string& path, const struct stat& st) {
+  namespace fs = std::filesystem;
+  const std::string prefix = fs::path(TraceFileWriter::temporary_prefix(path)).filename().string();
+  std::error_code ec;
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::string found;
+  // Not older than `path`: file times tick in milliseconds (the kernel's
+  // coarse clock), so a temporary made right after may carry the same time.
+  struct timespec newest = st.st_mtim;
+  if (newest.tv_nsec > 0) {
+    --newest.tv_nsec;
+  } else {
+    --newest.tv_sec;
+    newest.tv_nsec = 999'999'999;
+  }
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+        name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) {
+      continue;
+    }
+    struct stat t;
+    if (::stat(it->path().c_str(), &t) != 0 || !S_ISREG(t.st_mode)) continue;
+    if (t.st_mtim.tv_sec > newest.tv_sec ||
+        (t.st_mtim.tv_sec == newest.tv_sec && t.st_mtim.tv_nsec > newest.tv_nsec)) {
+      newest = t.st_mtim;
+      found = fs::path(path).parent_path().empty() ? name : it->path().string();
+    }
+  }
+  if (found.empty()) return "";
+  return "a newer recording of this trace was killed or crashed before it replaced it (this file is "
+         "an earlier run's); its events are in '" + found + "': open that file";
+}
+
+}  // namespace
 
 TraceData read_trace(const std::string& path, const ReadOptions& options) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
@@ -329,6 +411,12 @@ TraceData read_trace(const std::string& path, const ReadOptions& options) {
     got += static_cast<size_t>(r);
   }
   return read_trace_buffer(buf.get(), got, path, options);
+}
+
+std::string superseded_by_temporary(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return "";
+  return newer_temporary(path, st);
 }
 
 }  // namespace hookscope::trace

@@ -73,4 +73,11 @@ std::optional<TraceIndex> read_trace_index(const std::string& path);
 std::optional<TraceIndex> read_trace_index_buffer(const void* data, size_t size,
                                                   const std::string& source = "memory");
 
+// Note [Safe trace writes]: a recording of `path` killed before it replaced
+// the trace there leaves its events under a temporary name. When one newer
+// than `path` exists, a message that says this file is an earlier run's and
+// names the temporary to open instead; else "". (The CLI and the GUI say it
+// when they open `path`.)
+std::string superseded_by_temporary(const std::string& path);
+
 }  // namespace hookscope::trace

@@ -18,6 +18,12 @@ constexpr size_t kChunkEvents = 4096;
 struct Chunk {
   uint32_t thread = 0;
   uint32_t count = 0;
+  // Note [Live chunks reach the file] (emit.cpp): while its thread fills
+  // it, `published` is the count it has released (std::atomic_ref: a Chunk
+  // stays copyable) and `taken` how many of those a sink already has as a
+  // copy. A chunk handed to a sink holds none already taken.
+  uint32_t published = 0;
+  uint32_t taken = 0;
   Event events[kChunkEvents];
 };
 
@@ -78,6 +84,15 @@ class MemoryRecorder : public ChunkSink {
   std::vector<std::unique_ptr<Chunk>> chunks_;
   Recorder recorder_;
 };
+
+// Note [Live chunks reach the file] (emit.cpp): the events each thread has
+// emitted since its last hand-over, copied into fresh chunks appended to
+// `out`, when `sink` is the attached one. `registry` must hold the lock
+// try_lock_registry() gives; with it held no chunk changes hands, so what
+// a sink received before comes before these copies.
+std::unique_lock<std::mutex> try_lock_registry() noexcept;
+void take_live_events(const std::unique_lock<std::mutex>& registry, const ChunkSink& sink,
+                      std::vector<std::unique_ptr<Chunk>>& out) noexcept;
 
 // Merge helper shared by the memory recorder and the trace reader.
 std::vector<Event> merge_chunks(const std::vector<const Chunk*>& chunks);

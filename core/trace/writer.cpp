@@ -22,6 +22,10 @@ namespace hookscope::trace {
 namespace {
 
 constexpr uint32_t kStringsPerBlock = 4096;
+// Note [Live chunks reach the file]: how often the writer copies the events
+// the threads have not handed over yet; a killed process loses at most
+// about this much of each thread's events (plus the time a write takes).
+constexpr auto kLiveInterval = std::chrono::milliseconds(50);
 
 void fill_header_defaults(TraceHeader& h) {
   h.version_major = kFormatMajor;
@@ -121,12 +125,26 @@ void TraceFileWriter::on_finish() { close_nothrow(); }
 
 void TraceFileWriter::run() {
   std::vector<std::unique_ptr<Chunk>> batch;
+  auto next_live = std::chrono::steady_clock::now() + kLiveInterval;
   for (;;) {
     uint64_t dropped;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      work_cv_.wait(lock, [&] { return !queue_.empty() || closing_; });
-      if (queue_.empty()) return;  // closing, and everything is written
+      work_cv_.wait_until(lock, next_live, [&] { return !queue_.empty() || closing_; });
+      if (queue_.empty() && closing_) return;  // everything is written
+    }
+    // Note [Live chunks reach the file]: the registry lock first (so no
+    // chunk changes hands until the live events are copied), then the
+    // queue: what was queued precedes the copies.
+    std::unique_lock<std::mutex> registry;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_live) {
+      registry = try_lock_registry();
+      // Busy (a thread hands a chunk over, or waits for room): soon again.
+      next_live = now + (registry.owns_lock() ? kLiveInterval : kLiveInterval / 10);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
       // Take everything waiting: one write() per batch.
       while (!queue_.empty()) {
         batch.push_back(std::move(queue_.front()));
@@ -135,6 +153,11 @@ void TraceFileWriter::run() {
       dropped = dropped_;
       space_cv_.notify_all();
     }
+    if (registry.owns_lock()) {
+      take_live_events(registry, *this, batch);
+      registry.unlock();
+    }
+    if (batch.empty()) continue;
     for (const auto& chunk : batch) {
       append_strings();
       append_dropped(dropped);
@@ -242,8 +265,10 @@ void TraceFileWriter::flush_buffer() {
 }
 
 std::string TraceFileWriter::temporary_name(const std::string& path, long pid) {
-  return path + ".tmp-" + std::to_string(pid);
+  return temporary_prefix(path) + std::to_string(pid);
 }
+
+std::string TraceFileWriter::temporary_prefix(const std::string& path) { return path + ".tmp-"; }
 
 void TraceFileWriter::publish() {
   if (::fdatasync(fd_) != 0 && errno != EINVAL) {

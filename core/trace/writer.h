@@ -111,6 +111,8 @@ class TraceFileWriter : public ChunkSink {
   const std::string& path() const { return path_; }
   // Where process `pid` writes a trace for `path` until it is renamed.
   static std::string temporary_name(const std::string& path, long pid);
+  // What every temporary_name(path, pid) starts with.
+  static std::string temporary_prefix(const std::string& path);
   const TraceHeader& header() const { return header_; }
   // Empty unless writing failed.
   std::string error() const;

@@ -7,9 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "testing/test_util.h"
 #include "testing/temp_dir.h"
@@ -103,6 +105,21 @@ TEST_CASE("a recorder that dies before its first block leaves the old trace as i
   CHECK(WIFSIGNALED(status));
   CHECK(slurp(path) == "old trace");
   CHECK(fs::exists(trace::TraceFileWriter::temporary_name(path, pid)));
+  // Opening the old trace says it is an earlier run's and where the killed one is.
+  const std::string said = trace::superseded_by_temporary(path);
+  CAPTURE(said);
+  CHECK(said.find("a newer recording of this trace was killed or crashed before it replaced it") == 0);
+  CHECK(said.find("'" + trace::TraceFileWriter::temporary_name(path, pid) + "': open that file") !=
+        std::string::npos);
+  // Once a later run replaces it, the leftover temporary is older: nothing to say.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {
+    trace::FileRecorder rec(path);
+    rec.start();
+    trace::emit(trace::EventKind::kBackwardBegin);
+    rec.finish();
+  }
+  CHECK(trace::superseded_by_temporary(path) == "");
 }
 
 TEST_CASE("a failed recording before any block: old trace kept, temporary removed, exit 2") {

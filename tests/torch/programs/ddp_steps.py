@@ -3,12 +3,15 @@ Ranks launched by hand (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set) or,
 with SPAWN=1, by torch.multiprocessing.spawn. KILL_RANK1_AT=N kills rank 1
 (SIGKILL) at step N: rank 0's allreduce fails at once (connection reset).
 HANG_RANK1_AT=N stops rank 1 (SIGSTOP; the caller kills it): rank 0 waits
-TIMEOUT_S seconds in the allreduce and fails. Recorded through `python -m hookscope.record` by
+TIMEOUT_S seconds in the allreduce and fails. STEP_SLEEP_S=S: each step
+then waits S seconds (as a real step's compute would; tests/torch/
+test_killed_rank.py). Recorded through `python -m hookscope.record` by
 tests/torch/test_gui.py (the timeline's start-up band, Note [Start-up band])."""
 
 import datetime
 import os
 import signal
+import time
 
 import torch
 import torch.distributed as dist
@@ -28,6 +31,7 @@ def main(rank=None, world=2):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     kill_at = int(os.environ.get("KILL_RANK1_AT", "-1"))
     hang_at = int(os.environ.get("HANG_RANK1_AT", "-1"))
+    pause = float(os.environ.get("STEP_SLEEP_S", "0"))
     for step in range(int(os.environ.get("STEPS", "5"))):
         if rank == 1 and step == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
@@ -37,6 +41,7 @@ def main(rank=None, world=2):
         opt.zero_grad()
         loss.backward()
         opt.step()
+        time.sleep(pause)
     dist.destroy_process_group()
 
 
