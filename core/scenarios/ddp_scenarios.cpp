@@ -243,6 +243,10 @@ class RankRun {
       }
       trace::emit_failure(o_.fail_mode, static_cast<uint32_t>(rep_.rank), trace::intern(what));
       write_failure_note();
+      // The writer copies each thread's new events to the file every 50 ms
+      // (Note [Live chunks reach the file]): the rank's own record of the
+      // failure it injected reaches the file before the kill takes the rest.
+      std::this_thread::sleep_for(std::chrono::milliseconds(120));
       ::kill(::getpid(), SIGKILL);
     }
     if (o_.fail_mode == FailureMode::kTimeout) {

@@ -98,11 +98,22 @@ TEST_CASE("process mode: a rank killed with SIGKILL - survivors recover - every 
           return f.find(".launch.hstrace") != std::string::npos;
         }) == 1);
   size_t killed_events = 0;
+  size_t killed_failures = 0;
   for (const auto& f : files) {
     auto t = trace::read_trace(f);  // the killed rank's file reads up to its last block
-    if (f.find("rank1.hstrace") != std::string::npos) killed_events = t.events.size();
+    if (f.find("rank1.hstrace") != std::string::npos) {
+      killed_events = t.events.size();
+      for (const auto& e : t.events) {
+        if (e.kind == trace::EventKind::kFailure &&
+            e.as<trace::ev::Failure>().mode == trace::FailureMode::kKill) {
+          ++killed_failures;
+        }
+      }
+    }
   }
   CHECK(killed_events > 0);
+  // Its own record of the kill it injected reached the file before the kill.
+  CHECK(killed_failures == 1);
   std::string all;
   for (const auto& f : files) all += " " + f;
   std::string check = run(cli + " check" + all);
