@@ -54,10 +54,11 @@ bool current_box(const Layout& l, const FoldedGraph& fg, const GraphScene& scene
 // between chips, 4 between the title and the chips, 8 between boxes (a
 // stacked column's edge lane runs 4 from it), 16 between ranks (their
 // captions say where one ends), a 6 px margin at fit; post hooks' chips
-// untagged (Note [Untagged post hooks]). With them recovery-none after two
-// rebuilds (44 live boxes, rank 1 holding three copies of each parameter) is
-// 1147 units wide, 765 px at 10 px text, where the 1280x800 window's graph
-// panel has 789 px (tests/app/test_fit.cpp); it was 1458 units before.
+// untagged (Note [Untagged post hooks]). With them and the columns pulled
+// narrow (Note [Narrow columns]) recovery-none after two rebuilds (44 live
+// boxes, rank 1 holding three copies of each parameter) is 1044 units wide,
+// 696 px at 10 px text, where the 1280x800 window's graph panel has 789 px
+// (tests/app/test_fit.cpp); it was 1458 units, then 1147, before.
 void GraphView::set_compact(bool compact) {
   auto_compact_ = false;
   switch_metrics(compact);
