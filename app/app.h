@@ -28,6 +28,7 @@
 #include "loader.h"
 #include "app_export.h"
 #include "panel_compare.h"
+#include "reducer_buckets.h"
 #include "render/draw/graph_view.h"
 #include "render/draw/timeline_view.h"
 #include "session.h"
@@ -331,6 +332,9 @@ class App {
   bool reducer_header(const analysis::ReducerInfo& info, const analysis::ReducerAt& at, uint32_t left);
   float reducer_summary_right_ = 0.f;  // how far the summary line ran past the panel's edge (<= 0: inside)
   std::vector<std::string> reducer_words_;  // each Reducer's state as its header said it last frame (draw report)
+  // Note [Rebuilt buckets]: each Reducer's buckets, of the model they were read from.
+  const analysis::Model* bucket_layouts_of_ = nullptr;
+  std::vector<BucketLayout> bucket_layouts_;
   void reducer_life(const analysis::ReducerInfo& info, bool live);
   void reducer_ready_order(const analysis::ReducerInfo& info, const analysis::ReducerAt& at);
   // The Events panel's sections (panel_events.cpp).

@@ -12,11 +12,14 @@ namespace hookscope::app {
 bool App::write_draw_report(const std::string& path) const {
   const render::GraphDrawStats& g = graph_.stats();
   auto rect = [](const render::GraphDrawStats::Rect& r) { return fmt::format("[{},{},{},{}]", r.x0, r.y0, r.x1, r.y1); };
-  std::string boxes, columns, banners, tags;
+  std::string boxes, columns, captions, banners, tags;
   for (const auto& r : g.box_rects) boxes += (boxes.empty() ? "" : ",") + rect(r);
   for (const auto& r : g.tag_rects) tags += (tags.empty() ? "" : ",") + rect(r);
   for (const auto& [rank, r] : g.rank_columns) {
     columns += fmt::format("{}{{\"rank\":{},\"rect\":{}}}", columns.empty() ? "" : ",", rank, rect(r));
+  }
+  for (const auto& [rank, r] : g.captions) {  // Note [Banner rows]: every column on screen names its rank
+    captions += fmt::format("{}{{\"rank\":{},\"rect\":{}}}", captions.empty() ? "" : ",", rank, rect(r));
   }
   for (size_t i = 0; i < g.banners.size(); ++i) {
     banners += fmt::format("{}{{\"rank\":{},\"failed\":{},\"clipped\":{},\"rect\":{}}}", banners.empty() ? "" : ",",
@@ -54,14 +57,14 @@ bool App::write_draw_report(const std::string& path) const {
   }
   const std::string json = fmt::format(
       "{{\"event\":{},\"compact\":{},\"zoom\":{},\"min_text_px\":{},\"small_texts\":{},\"texts\":{},"
-      "\"boxes\":[{}],\"box_chip_kinds\":[{}],\"hidden_chips\":{},\"rank_columns\":[{}],\"banners\":[{}],\"banner_more\":{},\"minimap_shown\":{},\"minimap\":{},"
+      "\"boxes\":[{}],\"box_chip_kinds\":[{}],\"hidden_chips\":{},\"rank_columns\":[{}],\"captions\":[{}],\"banners\":[{}],\"banner_more\":{},\"minimap_shown\":{},\"minimap\":{},"
       "\"content\":{},\"stale_chips\":{},\"ghost_chips\":{},\"removal_boxes\":{},\"alarms\":{},"
       "\"timeline_markers\":{},\"timeline_marker_labels\":{},\"timeline_marker_label_x\":[{}],\"timeline_gaps\":[{}],\"timeline_lost_labels\":[{}],\"timeline_legend\":[{}],\"timeline_plot\":[{},{}],\"timeline_training\":[{},{}],"
       "\"timeline_tracks\":{},\"off_canvas\":\"{}\",\"focus_on_canvas\":{},\"live_units\":{},\"layout_units\":{},\"gen_labels\":{},"
       "\"layout\":[{},{}],\"legend\":{{\"entries\":{},\"more\":{},\"lines\":{},\"gens\":{},\"right\":{},"
       "\"panel_right\":{},\"names\":[{}]}},\"lingering\":{{\"boxes\":{},\"tags\":{},\"legend\":{}}},\"tag_rects\":[{}],\"reducers\":[{}],\"reducer_summary_overflow\":{}}}\n",
       session_.current(), graph_.compact() ? "true" : "false", graph_.zoom(), g.min_text_px, g.small_texts, g.texts,
-      boxes, chip_kinds, g.hidden_chips, columns, banners, rect(g.banner_more), g.minimap_shown ? "true" : "false", rect(g.minimap), rect(g.content), g.stale_chips,
+      boxes, chip_kinds, g.hidden_chips, columns, captions, banners, rect(g.banner_more), g.minimap_shown ? "true" : "false", rect(g.minimap), rect(g.content), g.stale_chips,
       g.ghost_chips, g.removal_boxes, g.alarms, t.markers, t.marker_labels, marker_labels, gaps, lost_labels, strings(t.legend), t.plot_x0, t.plot_x1, t.first_backward_x, t.last_event_x,
       t.track_y.size(), g.off_canvas, g.focus_on_canvas ? "true" : "false", g.live_units, g.layout_units, g.gen_labels,
       g.layout_w, g.layout_h, g.legend_entries, g.legend_more, g.legend_lines, g.legend_gens, g.legend_right,

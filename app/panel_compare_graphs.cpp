@@ -131,8 +131,13 @@ void App::compare_sync() {
     g.sync = std::make_unique<analysis::CompareSync>(*a, *b);
     g.findings_b = compare_.findings.get();  // compare_.diff exists: they are in
     g.cursor_b = std::make_unique<analysis::Cursor>(*b);
-    g.view_a = std::make_unique<render::GraphView>();
-    g.view_b = std::make_unique<render::GraphView>();
+    // Half a window each: a minimap column would take a third of the width
+    // a rank's column needs to be whole at readable text (at 1280x800 it cut
+    // A's columns mid-box); what is off the canvas the toolbar names.
+    render::GraphViewOptions half;
+    half.minimap = false;
+    g.view_a = std::make_unique<render::GraphView>(half);
+    g.view_b = std::make_unique<render::GraphView>(half);
     fresh = true;  // their models once B's event is known (below)
     g.diffs = std::make_unique<analysis::PointDiffs>(session_.shared_model(), compare_.findings_a, compare_.model,
                                                      g.findings_b);

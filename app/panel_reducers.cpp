@@ -425,8 +425,19 @@ void App::reducer_life(const analysis::ReducerInfo& info, bool live) {
     ImGui::SameLine();
     event_link(info.destroyed_at);
   }
-  ImGui::TextDisabled("%s in %s · destroy policy", count_of(info.num_parameters, "parameter").c_str(),
-                      count_of(info.num_buckets, "bucket").c_str());
+  // Note [Rebuilt buckets]: the buckets the backward passes reduced, not only those logged at construction.
+  const analysis::Model& m = *session_.model();
+  if (bucket_layouts_of_ != &m) {
+    bucket_layouts_.clear();
+    for (analysis::ReducerIndex r = 0; r < m.reducers().size(); ++r) bucket_layouts_.push_back(bucket_layout(m, r));
+    bucket_layouts_of_ = &m;
+  }
+  const BucketLayout& layout = bucket_layouts_[static_cast<size_t>(&info - m.reducers().data())];
+  const std::string buckets = bucket_words(info, layout, session_.current());
+  ImGui::TextDisabled("%s · destroy policy", buckets.c_str());
+  reducer_words_.push_back(fmt::format("{} r{} buckets: {}", m.owner_name(info.owner), info.rank, buckets));
+  const std::string rebuilt = rebuild_words(layout, session_.current());
+  if (!rebuilt.empty()) reducer_words_.push_back(fmt::format("{} r{} {}", m.owner_name(info.owner), info.rank, rebuilt));
   ImGui::SameLine(0.f, 4.f);
   const bool legacy = info.policy != trace::DestroyPolicy::kByKey;
   ImGui::TextColored(legacy ? col(kReadyColor) : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled), "%s",
@@ -435,6 +446,18 @@ void App::reducer_life(const analysis::ReducerInfo& info, bool live) {
     ImGui::SetTooltip("by_key: the destructor removes exactly the hooks it added (the fix of PR #21591)\n"
                       "none: it removes nothing; its hooks stay and pile up across rebuilds\n"
                       "by_type: it removes every Reducer hook, another live Reducer's too");
+  }
+  if (!rebuilt.empty()) {
+    ImGui::PushTextWrapPos(0.f);
+    ImGui::TextDisabled("%s", rebuilt.c_str());
+    ImGui::PopTextWrapPos();
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("DDP rebuilds its buckets once, after the first backward, in the order gradients\n"
+                        "became ready (its log: \"Reducer buckets have been rebuilt in this iteration\")\n"
+                        "click: go to #%zu",
+                        static_cast<size_t>(layout.rebuilt_at));
+    }
+    if (ImGui::IsItemClicked()) jump_to(layout.rebuilt_at);
   }
 }
 

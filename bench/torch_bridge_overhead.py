@@ -15,13 +15,17 @@ step time of each side, their ratio, and the median of the per-pair ratios
 recorded step, events/s written, and (a second, finer figure) pairs of
 single steps in one recording, paused vs recorded.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/torch_bridge_overhead.py [PAIRS] [STEPS] [--profile] [--model mlp]
+    PYTHONPATH=build/python /usr/bin/python3 bench/torch_bridge_overhead.py [PAIRS] [STEPS] [--profile] [--pin] [--model mlp]
 
 The first recorded step: ms_start (hookscope.start(), the pass over the heap
 of Note [Hooks present at start]) and ms_first_step_extra (the first step of
 a recording, which names the parameters, minus the median unrecorded step).
 
 --profile: cProfile of rank 0's recorded steps, the top functions on stderr.
+--pin: each rank, and every thread it starts (Gloo's, the trace writer's),
+on a core of its own (rank r on core r mod the cores there are), as a
+launcher's CPU affinity does: the two ranks stop sharing caches and cores
+with each other, and the figure shows what recording costs a rank itself.
 Prints one JSON line (rank 0's view; both ranks run the same steps)."""
 import json
 import os
@@ -63,7 +67,10 @@ def make_model(name):
     return model, torch.randn(32, 16, 64), lambda out: torch.nn.functional.mse_loss(out, y)
 
 
-def worker(rank, world, port, pairs, steps, profile, model_name, tmp, out):
+def worker(rank, world, port, pairs, steps, profile, model_name, tmp, out, pin=False):
+    if pin:
+        # Before torch starts a thread: later threads inherit the mask.
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[rank % len(os.sched_getaffinity(0))]})
     import hookscope
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
@@ -191,7 +198,7 @@ def worker(rank, world, port, pairs, steps, profile, model_name, tmp, out):
                    "ms_start": med(start_s) * 1e3,
                    "thread_cpu_ms_start": med(start_cpu) * 1e3,
                    "thread_cpu_ms_first_step_extra": (med(first_cpu) - med(thread_off)) * 1e3,
-                   "pairs": pairs, "steps_per_block": steps, "model": model_name,
+                   "pairs": pairs, "pinned": pin, "steps_per_block": steps, "model": model_name,
                    "torch": torch.__version__},
             "paused_vs_recorded_steps": {"median_ratio": med(step_ratios),
                                          "pairs": len(step_ratios)},
@@ -213,6 +220,7 @@ def main():
         sys.exit("--model: transformer or mlp")
     args = [a for a in argv if not a.startswith("--")]
     profile = "--profile" in argv
+    pin = "--pin" in argv
     pairs = int(args[0]) if args else 15
     steps = int(args[1]) if len(args) > 1 else 20
     if pairs < 7:
@@ -222,7 +230,7 @@ def main():
     out = ctx.Queue()
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        procs = [ctx.Process(target=worker, args=(r, world, port, pairs, steps, profile, model_name, tmp, out))
+        procs = [ctx.Process(target=worker, args=(r, world, port, pairs, steps, profile, model_name, tmp, out, pin))
                  for r in range(world)]
         for p in procs:
             p.start()

@@ -19,7 +19,7 @@ packages=(
   clang libclang-rt-14-dev  # libFuzzer + ASan/UBSan for .ci/run (scripts/fuzz.sh)
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(graphviz python3-torch)
+  packages+=(graphviz python3-torch valgrind)  # valgrind: bench/torch_bridge_instructions.py
 fi
 
 missing=()

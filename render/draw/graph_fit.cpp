@@ -32,6 +32,43 @@ bool current_box(const Layout& l, const FoldedGraph& fg, const GraphScene& scene
   return true;
 }
 
+// The rank column (of `columns`: min, max) holding the focus, the focus
+// widened to it on each axis where it fits the view; nullptr: none holds it.
+template <class Columns>
+const typename Columns::value_type* widen_to_column(const Columns& columns, float view_w, float view_h, Vec2* flo,
+                                                     Vec2* fhi) {
+  if (flo->x > fhi->x || flo->y > fhi->y) return nullptr;  // an empty focus
+  for (const auto& r : columns) {
+    if (flo->x < r.min.x - 0.5f || fhi->x > r.max.x + 0.5f || flo->y < r.min.y - 0.5f || fhi->y > r.max.y + 0.5f) {
+      continue;
+    }
+    if (r.max.y - r.min.y <= view_h) flo->y = r.min.y, fhi->y = r.max.y;
+    if (r.max.x - r.min.x > view_w) return nullptr;
+    flo->x = r.min.x, fhi->x = r.max.x;
+    return &r;
+  }
+  return nullptr;
+}
+
+// The view's x centre `cx` (the view `half` wide each side), moved so that no
+// column is partly on the canvas (its boxes cut by the edge): `focus`
+// left-aligned (`pad` from the edge), or right-aligned, whichever leaves
+// every column wholly in or out; else `cx`.
+template <class Columns>
+float clear_of_columns(const Columns& columns, const typename Columns::value_type& focus, float cx, float half,
+                       float pad) {
+  auto cut = [&](float c) {
+    return std::any_of(columns.begin(), columns.end(), [&](const auto& r) {
+      return r.max.x > c - half && r.min.x < c + half && (r.min.x < c - half || r.max.x > c + half);
+    });
+  };
+  if (!cut(cx)) return cx;
+  for (const float c : {focus.min.x - pad + half, focus.max.x + pad - half}) {
+    if (!cut(c)) return c;
+  }
+  return cx;
+}
+
 }  // namespace
 
 // Note [Compact boxes]
@@ -154,6 +191,10 @@ void GraphView::fit_now(const Frame& f) {
       stats_.fit_on_alarms = false;
     }
   }
+  // The focus's rank column whole where it fits, not sliced at the canvas's
+  // edge (a half pane of the Compare view cut its columns mid-box): the
+  // others are named off the canvas as ever.
+  const auto* whole = widen_to_column(rank_bounds_, view_w, view_h, &flo, &fhi);
   stats_.fit_focus = {flo.x, flo.y, fhi.x, fhi.y};
   // Per axis: all of it when it fits, else the focus, kept inside the live bounds.
   auto axis = [&](float a, float b, float fa, float fb, float extent) {
@@ -165,6 +206,7 @@ void GraphView::fit_now(const Frame& f) {
     return std::clamp(c, a + view * 0.5f, b - view * 0.5f);
   };
   center_ = {axis(lo.x, hi.x, flo.x, fhi.x, w), axis(lo.y, hi.y, flo.y, fhi.y, h)};
+  if (whole) center_.x = clear_of_columns(rank_bounds_, *whole, center_.x, w * 0.5f / zoom_, margin / zoom_);
 }
 
 // Note [Fit shows every rank]

@@ -62,17 +62,19 @@ void GraphView::draw_rank_captions(Frame& f) {
   std::string left_of, right_of;  // ranks whose columns are off screen
   size_t left_n = 0, right_n = 0;  // beyond 3, a count: a list would overprint
   struct Caption {
+    uint16_t rank;
     float x0, x1;
     std::string text;
   };
   std::vector<Caption> shown;  // drawn after the edge lists, clear of them
+  // A rank's banner starts after its caption (Note [Banner rows]): every
+  // column on screen keeps its "rank N".
   for (const RankBounds& b : rank_bounds_) {
     const ImVec2 lo = f.to_screen(b.min), hi = f.to_screen(b.max);
     stats_.rank_columns.push_back({b.rank, {lo.x, lo.y, hi.x, hi.y}});
     // One rank and no incident: nothing to tell apart, no caption.
     if (rank_bounds_.size() < 2 && story_.incidents().empty()) continue;
     float x0 = std::max(lo.x, f.canvas_min.x), x1 = std::min(hi.x, f.canvas_max.x);
-    if (story_.rank_status(b.rank, f.state->index) && x1 - x0 >= 12.f) continue;  // its banner names it
     std::string caption = fmt::format("rank {}", b.rank);
     if (x1 - x0 < 12.f) {  // off screen: named at the edge it is beyond (pan, or use the minimap)
       std::string& side = lo.x >= f.canvas_max.x ? right_of : left_of;
@@ -91,7 +93,7 @@ void GraphView::draw_rank_captions(Frame& f) {
       }
     }
     if (sources > 1 && live_source != UINT32_MAX) caption += fmt::format(" · process gen {} of {}", live_source, sources);
-    shown.push_back({x0, x1, std::move(caption)});
+    shown.push_back({b.rank, x0, x1, std::move(caption)});
   }
   if (right_n > 3) right_of = fmt::format("{} ranks", right_n);
   if (left_n > 3) left_of = fmt::format("{} ranks", left_n);
@@ -102,20 +104,22 @@ void GraphView::draw_rank_captions(Frame& f) {
     const float w = text_width(fs, right_of.c_str());
     right_start = f.canvas_max.x - w - 12.f;
     put_text(f, fs, f.canvas_max.x - w - 6.f, y, palette().text_dim, right_of.c_str());
-    f.caption_spans.emplace_back(f.canvas_max.x - w - 6.f, f.canvas_max.x - 6.f);
+    f.caption_spans.push_back({f.canvas_max.x - w - 6.f, f.canvas_max.x - 6.f});
   }
   if (!left_of.empty()) {
     left_of = "<< " + left_of;
     left_end = f.canvas_min.x + text_width(fs, left_of.c_str()) + 10.f;
     put_text(f, fs, f.canvas_min.x + 4.f, y, palette().text_dim, left_of.c_str());
-    f.caption_spans.emplace_back(f.canvas_min.x + 4.f, left_end - 6.f);
+    f.caption_spans.push_back({f.canvas_min.x + 4.f, left_end - 6.f});
   }
-  for (const auto& [cx0, cx1, caption] : shown) {
+  for (const auto& [rank, cx0, cx1, caption] : shown) {
     const float x0 = std::max(cx0, left_end), x1 = std::min(cx1, right_start);
     if (x1 - x0 < 12.f) continue;
     const float clip[4] = {x0, f.panel_min.y, x1, f.panel_min.y + fs * 1.5f};
     put_text(f, fs, x0 + 4.f, y, palette().text_dim, caption.c_str(), nullptr, clip);
-    f.caption_spans.emplace_back(x0 + 4.f, std::min(x1, x0 + 4.f + text_width(fs, caption.c_str())));
+    const float end = std::min(x1, x0 + 4.f + text_width(fs, caption.c_str()));
+    f.caption_spans.push_back({x0 + 4.f, end, rank});
+    stats_.captions.push_back({rank, {x0 + 4.f, y, end, y + fs}});
   }
 }
 
@@ -132,6 +136,10 @@ void GraphView::draw_rank_captions(Frame& f) {
 // holds. A banner that finds no row is counted in "+N more" at the right of
 // the last row (hover lists them). Its text leads with what matters ("rank 1
 // lost at #532"), the detail after; hover shows it whole when it is clipped.
+// A banner never takes its rank's caption place: a user must always see which
+// column is which rank, so the caption ("rank 1") stays and the banner starts
+// after it, without the "rank 1 " the caption says ("lost at #532 ...").
+// Every caption drawn is in GraphDrawStats::captions.
 int GraphView::banner_rows() const {
   return static_cast<int>(std::clamp<size_t>(story_.ranks().size(), 1, kBannerRows));
 }
@@ -151,8 +159,10 @@ struct GraphView::Banner {
   uint16_t rank = 0;
   bool failed = true;  // failed or lost; else rebuilt
   std::string text;
+  size_t skip = 0;  // leading characters not drawn: the "rank N " its caption beside it says
   float x0 = 0.f, x1 = 0.f, text_w = 0.f;
   int row = -1;  // -1: no row (counted in "+N more")
+  const char* drawn() const { return text.c_str() + skip; }
 };
 
 // Each rank's banner at this event: its text, where it goes, its row.
@@ -165,7 +175,7 @@ std::vector<GraphView::Banner> GraphView::plan_banners(const Frame& f, float fs)
       const bool taken = std::any_of(banners.begin(), banners.end(), [&](const Banner& o) {
         return o.row == row && !clear(o.x0, o.x1);
       }) || (row == 0 && rows > 1 && std::any_of(f.caption_spans.begin(), f.caption_spans.end(), [&](const auto& c) {
-        return !clear(c.first, c.second);
+        return !clear(c.x0, c.x1);
       }));
       if (!taken) return row;
     }
@@ -194,6 +204,15 @@ std::vector<GraphView::Banner> GraphView::plan_banners(const Frame& f, float fs)
       x0 = std::max(f.to_screen(r.min).x, f.canvas_min.x + 2.f);
       x1 = std::min(f.to_screen(r.max).x, f.canvas_max.x - 2.f);
     }
+    // After its column's caption, which names the rank: the banner need not.
+    float after_caption = f.panel_min.x + 2.f;
+    for (const Frame::CaptionSpan& c : f.caption_spans) {
+      if (c.rank != rank) continue;
+      after_caption = c.x1 + 6.f;
+      x0 = std::max(x0, after_caption);
+      const std::string prefix = fmt::format("rank {} ", rank);
+      if (b.text.rfind(prefix, 0) == 0) b.skip = prefix.size();
+    }
     // A rebuilt rank off screen is named in the edge list; a failure always shows.
     if (!b.failed && (x1 - x0 < 12.f || !has_column)) continue;
     if (!has_column) {
@@ -201,11 +220,11 @@ std::vector<GraphView::Banner> GraphView::plan_banners(const Frame& f, float fs)
       // ones only): the banner goes at the right end, as wide as its text,
       // so it does not sit over the other ranks' captions and boxes.
       b.text += " · no live Functions";
-      x0 = x1 - (text_width(fs, b.text.c_str()) + 16.f);
+      x0 = x1 - (text_width(fs, b.drawn()) + 16.f);
     }
-    b.text_w = text_width(fs, b.text.c_str()) + 16.f;
+    b.text_w = text_width(fs, b.drawn()) + 16.f;
     if (x1 - x0 < b.text_w) x1 = std::min(x0 + b.text_w, f.panel_max.x - 2.f);
-    if (x1 - x0 < b.text_w) x0 = std::max(f.panel_min.x + 2.f, x1 - b.text_w);
+    if (x1 - x0 < b.text_w) x0 = std::max(after_caption, x1 - b.text_w);
     b.x0 = x0;
     b.x1 = x1;
     b.row = free_row(x0, x1);
@@ -244,7 +263,7 @@ void GraphView::draw_banners(Frame& f) {
     const float y0 = f.panel_min.y + 1.f + static_cast<float>(b.row) * step, y1 = y0 + h;
     f.dl->AddRectFilled({b.x0, y0}, {b.x1, y1}, b.failed ? pal.banner : pal.recovered, 3.f);
     const float clip[4] = {b.x0, y0, b.x1, y1};
-    put_text(f, fs, b.x0 + 8.f, y0 + (h - fs) * 0.5f, pal.banner_text, b.text.c_str(), nullptr, clip);
+    put_text(f, fs, b.x0 + 8.f, y0 + (h - fs) * 0.5f, pal.banner_text, b.drawn(), nullptr, clip);
     const bool clipped = b.x1 - b.x0 < b.text_w - 0.5f;
     stats_.banners.push_back({b.rank, {b.x0, y0, b.x1, y1}});
     stats_.banner_failed.push_back(b.failed);
@@ -301,8 +320,11 @@ std::vector<GraphView::LegendEntry> GraphView::legend_entries(const analysis::St
     const std::string name = model.owner_name(o.owner);
     auto it = std::find_if(entries.begin(), entries.end(), [&](const LegendEntry& e) { return e.name == name; });
     if (it == entries.end()) {  // Note [Owner legend labels]
-      it = entries.insert(entries.end(), {owner_legend_label(model, o.owner, scene_->owner_tag(o.owner)), name,
-                                          scene_->owner_color(o.owner)});
+      LegendEntry e;
+      e.tag = owner_legend_label(model, o.owner, scene_->owner_tag(o.owner));
+      e.name = name;
+      e.color = scene_->owner_color(o.owner);
+      it = entries.insert(entries.end(), std::move(e));
     }
     (o.live ? it->live : it->dead) += 1;
     it->lingering += o.live && analysis::owner_status(model, o.owner, at) == analysis::OwnerStatus::kLingering;

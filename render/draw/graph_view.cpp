@@ -153,8 +153,10 @@ void GraphView::draw_toolbar(const analysis::State& state, bool pending) {
   ImGui::SameLine();
   if (ImGui::SmallButton("Re-layout")) relayout();
   ImGui::SameLine();
-  ImGui::Checkbox("Minimap", &minimap_open_);
-  ImGui::SameLine();
+  if (options_.minimap) {  // a view without one (the Compare view's halves) offers none
+    ImGui::Checkbox("Minimap", &minimap_open_);
+    ImGui::SameLine();
+  }
   bool compact = metrics_.compact;
   if (ImGui::Checkbox("Compact", &compact)) set_compact(compact);
   ImGui::SameLine();
@@ -186,8 +188,8 @@ bool GraphView::place_canvas(Frame& f) {
   f.dl->AddRectFilled(f.panel_min, f.panel_max, palette().background);
   const float line = ImGui::GetFontSize();
   const bool captions = rank_bounds_.size() >= 2 || !story_.incidents().empty();
-  // One line, a rank's banner standing in for its caption (it names the
-  // rank); more where banners may meet (Note [Banner rows]).
+  // One line, a rank's banner beside its caption; more where banners may
+  // meet (Note [Banner rows]).
   const float banner_step = std::round(line * 1.45f) + 2.f;
   f.header_h = captions ? std::round(line * 1.6f) + static_cast<float>(banner_rows() - 1) * banner_step : 0.f;
   const bool minimap = options_.minimap && minimap_open_ && minimap_needed_ &&

@@ -82,6 +82,7 @@ struct GraphDrawStats {
   std::vector<uint16_t> box_chip_kinds;
   uint32_t hidden_chips = 0;
   std::vector<std::pair<uint16_t, Rect>> rank_columns;  // every rank's column (boxes' bounds)
+  std::vector<std::pair<uint16_t, Rect>> captions;      // every rank's "rank N" caption drawn (Note [Banner rows])
   std::vector<std::pair<uint16_t, Rect>> banners;       // a failed / lost rank's banner
   std::vector<uint16_t> banner_failed;                  // per banner: 1 failed or lost, 0 rebuilt
   std::vector<uint16_t> banner_clipped;                 // per banner: 1 its text is wider than it (hover shows it)

@@ -56,7 +56,13 @@ struct GraphView::Frame {
   ImVec2 panel_min, panel_max;    // the whole canvas: header strip, content, minimap column
   ImVec2 canvas_min, canvas_max;  // the content: where boxes go (Note [Graph canvas])
   float header_h = 0.f;
-  std::vector<std::pair<float, float>> caption_spans;  // x ranges of the header's captions (Note [Banner rows])
+  // x ranges of the header's captions (Note [Banner rows]); rank -1: an edge
+  // list ("<< rank 2, 3") that names ranks off screen.
+  struct CaptionSpan {
+    float x0 = 0.f, x1 = 0.f;
+    int rank = -1;
+  };
+  std::vector<CaptionSpan> caption_spans;
   Vec2 view_min, view_max;  // the world rectangle on screen
   float zoom = 1.f;
   GraphDetail detail = GraphDetail::kFull;

@@ -28,7 +28,7 @@ TEST_CASE("gui idle: with nothing moving the app waits for events and uses almos
   while (fire + 1 < m.num_events() && m.event(fire).kind != trace::EventKind::kHookFired) ++fire;
   REQUIRE(m.event(fire).kind == trace::EventKind::kHookFired);
   // One run of 5 quiet seconds each.
-  for (const std::string at : {std::string(), " --at " + std::to_string(fire)}) {
+  for (const std::string& at : {std::string(), " --at " + std::to_string(fire)}) {
     const auto r = testing::run_command("RUNS=1 SECONDS_IDLE=5 APP=" + std::string(HOOKSCOPE_GUI_PATH) + " " +
                                         std::string(HOOKSCOPE_SOURCE_DIR) + "/bench/gui_idle_cpu.sh " + trace + at);
     REQUIRE_MESSAGE(r.exit == 0, r.out);

@@ -22,6 +22,7 @@
 #include "analysis/model.h"
 #include "analysis/owner_status.h"
 #include "render/layout/colors.h"
+#include "render/layout/timeline_index.h"
 #include "testing/test_util.h"
 #include "testing/gui_harness.h"
 #include "trace/reader.h"
@@ -55,16 +56,8 @@ Shot shoot(const std::string& args, const std::string& name, Size size, bool lig
   const std::string png = (lingering_dir() / (name + ".png")).string();
   const std::string json = (lingering_dir() / (name + ".json")).string();
   const std::string dims = std::to_string(size.w) + "x" + std::to_string(size.h);
-  const std::string cmd = report_env + "=" + json + " xvfb-run -a -s '-screen 0 " + dims + "x24' " +
-                          std::string(HOOKSCOPE_GUI_PATH) + " --size " + dims + (light ? " --light " : " ") + args +
-                          " --screenshot " + png;
-  testing::CommandResult r;
-  for (int attempt = 0; attempt < 4; ++attempt) {  // xvfb-run -a races as in run_gui
-    r = testing::run_command(cmd);
-    if (r.out.find("Xvfb failed to start") == std::string::npos && r.out.find("xvfb-run: error") == std::string::npos) {
-      break;
-    }
-  }
+  const testing::CommandResult r =
+      testing::run_gui(std::string(light ? "--light " : "") + args + " --screenshot " + png, report_env + "=" + json, dims);
   REQUIRE_MESSAGE(r.exit == 0, r.out);
   Shot s;
   testing::load_png(png, s);
@@ -176,6 +169,39 @@ TEST_CASE("gui lingering: a kept-alive DDP's replaced Reducers are alarms of the
     CHECK(lingering_px > 200);
     CHECK(before.count(pal.lingering, c[0].get<float>(), c[1].get<float>(), c[2].get<float>(), c[3].get<float>(), 10) <
           lingering_px / 10);
+  }
+}
+
+// no_sync micro-batches (correct, expected) were red "alarm" ticks. A
+// no-op fire inside no_sync is a DDP tick; a lingering Reducer's is an alarm;
+// a fold (several events in a pixel) is red only when it holds an alarm.
+TEST_CASE("timeline: a kept-alive run's no_sync no-op fires are neutral ticks, a lingering Reducer's are alarms") {
+  const analysis::Model m(trace::read_trace(kept_alive_trace()));
+  const render::TimelineIndex index(m);
+  const auto alarm = static_cast<uint8_t>(render::TickClass::kAlarm);
+  size_t no_sync = 0, lingering = 0;
+  for (const render::TimelineTrack& t : index.tracks()) {
+    for (size_t k = 0; k < t.size(); ++k) {
+      const size_t i = t.event(k);
+      if (m.event(i).kind != trace::EventKind::kAutogradHookNoop) continue;
+      const analysis::NoopCause cause = analysis::noop_cause(m, i);
+      CAPTURE(i);
+      CHECK((t.cls(k) == alarm) == analysis::is_alarm(cause));
+      no_sync += cause == analysis::NoopCause::kNoSync;
+      lingering += cause == analysis::NoopCause::kLingering;
+    }
+  }
+  CHECK(no_sync > 0);
+  CHECK(lingering > 0);
+  // Before the first replacement (micro-batches under no_sync already ran):
+  // folds of any width hold no alarm.
+  analysis::EventIndex first_replaced = kNever;
+  for (const analysis::OwnerInfo& o : m.owners()) first_replaced = std::min(first_replaced, o.replaced_at);
+  REQUIRE(first_replaced != kNever);
+  for (const render::TimelineTrack& t : index.tracks()) {
+    size_t end = 0;
+    while (end < t.size() && t.event(end) < first_replaced) ++end;
+    CHECK((t.classes(0, end) >> alarm & 1) == 0);
   }
 }
 

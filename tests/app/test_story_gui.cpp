@@ -10,6 +10,7 @@
 #include <stb_image.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -54,9 +55,10 @@ struct Shot : testing::Pixels {
   size_t count(uint32_t color, int tol = 10) const { return count(color, 0, 0, static_cast<float>(w), static_cast<float>(h), tol); }
 };
 
-Shot shoot(const std::string& trace, const std::string& args, const std::string& name) {
+Shot shoot(const std::string& trace, const std::string& args, const std::string& name,
+           const std::string& size = "1280x800") {
   const std::string png = (story_dir() / (name + ".png")).string(), rep = (story_dir() / (name + ".json")).string();
-  const auto r = testing::run_gui(trace + " " + args + " --screenshot " + png, "HOOKSCOPE_DRAW_REPORT=" + rep);
+  const auto r = testing::run_gui(trace + " " + args + " --screenshot " + png, "HOOKSCOPE_DRAW_REPORT=" + rep, size);
   REQUIRE_MESSAGE(r.exit == 0, r.out);
   Shot s;
   testing::load_png(png, s);
@@ -200,6 +202,66 @@ TEST_CASE("gui story: --at out of range and an unknown --select exit 2 with a me
   const auto sel = testing::run_gui(trace + " --select 987654 --screenshot " + png);
   CHECK_MESSAGE(sel.exit == 2, sel.out);
   CHECK(sel.out.find("--select 987654: no Function") != std::string::npos);
+}
+
+// Note [Banner rows]: a rank's banner never takes its caption's place. At
+// the failure (rank 1's "failed" banner) and after rank 1's rebuild (its
+// "rebuilt" banner over its column) of the recovery sample, at 1280x800 dark
+// and 1920x1080 light: every rank column on screen is named "rank N"
+// above it, the caption clear of every banner, its rank's banner after it.
+TEST_CASE("gui story: a rank's banner leaves its \"rank N\" caption in place, at two sizes and themes" *
+          doctest::test_suite("gui")) {
+  if (no_xvfb()) return;
+  const std::string trace = std::string(HOOKSCOPE_SAMPLES_DIR) + "/recovery-none.hstrace";
+  const analysis::Model m(trace::read_trace(trace));
+  const size_t failure = m.events_of_kind(EventKind::kFailure).at(0);
+  const render::RunStory story(m);
+  size_t rebuilt = 0;  // the first "rebuilt" banner
+  for (const render::RankIncident& i : story.incidents()) {
+    if (i.kind == render::IncidentKind::kRebuilt && rebuilt == 0) rebuilt = i.at;
+  }
+  REQUIRE(rebuilt > failure);
+  // Mid-backward after the rebuild: both ranks' graphs live, rank 1's banner "rebuilt".
+  const auto& backwards = m.events_of_kind(EventKind::kBackwardBegin);
+  const size_t after = *std::upper_bound(backwards.begin(), backwards.end(), rebuilt) + 5;
+  const render::RankIncident* status = story.rank_status(1, after);
+  REQUIRE(status != nullptr);
+  REQUIRE(status->kind == render::IncidentKind::kRebuilt);
+  for (const auto& [size, theme] : {std::pair{"1280x800", ""}, std::pair{"1920x1080", " --light"}}) {
+    for (const size_t at : {failure, after}) {
+      CAPTURE(size);
+      CAPTURE(theme);
+      CAPTURE(at);
+      const Shot s = shoot(trace, "--at " + std::to_string(at) + theme,
+                           "captions_" + std::string(size) + (*theme ? "_l_" : "_d_") + std::to_string(at), size);
+      INFO("captions " << s.report["captions"].dump() << " banners " << s.report["banners"].dump() << " columns "
+                       << s.report["rank_columns"].dump());
+      REQUIRE(s.report["banners"].size() >= 1);
+      const Box content = box_of(s.report["content"]);
+      size_t on_screen = 0;
+      for (const json& col : s.report["rank_columns"]) {
+        const Box c = clip(box_of(col["rect"]), {content.x0, -1e9f, content.x1, 1e9f});
+        if (c.x1 - c.x0 < 60.f) continue;  // a sliver: named in the edge list
+        ++on_screen;
+        const int rank = col["rank"].get<int>();
+        const json* caption = nullptr;
+        for (const json& cap : s.report["captions"]) caption = cap["rank"].get<int>() == rank ? &cap : caption;
+        CAPTURE(rank);
+        REQUIRE(caption != nullptr);
+        const Box cap = box_of((*caption)["rect"]);
+        CHECK(cap.x0 >= c.x0 - 0.5f);  // over its own column
+        CHECK(cap.x0 < c.x1);
+        CHECK(cap.x1 - cap.x0 >= 30.f);  // "rank N" whole, not a clipped sliver
+        CHECK(cap.y1 <= content.y0 + 0.5f);  // in the header strip
+        for (const json& banner : s.report["banners"]) {
+          const Box b = box_of(banner["rect"]);
+          CHECK_FALSE(intersect(cap, b));
+          if (banner["rank"].get<int>() == rank && b.y0 < cap.y1 && cap.y0 < b.y1) CHECK(b.x0 >= cap.x1);
+        }
+      }
+      CHECK(on_screen == 2);
+    }
+  }
 }
 
 // Note [Compact boxes]: at fit on the recovery trace at 1280x800, every live

@@ -143,6 +143,11 @@ TEST_CASE("text: F1 Help is a two-column table whose descriptions get most of it
     const ImRect help = window_rect("Help");
     CHECK(help.Max.x <= display.x);
     CHECK(help.Max.y <= display.y);
+    // Opaque: the graph does not show through it. Its background is the
+    // first thing its draw list holds (the dark theme's WindowBg is 94% opaque).
+    const ImGuiWindow* w = ImGui::FindWindowByName("Help");
+    REQUIRE(w->DrawList->VtxBuffer.Size > 0);
+    CHECK((w->DrawList->VtxBuffer[0].col >> IM_COL32_A_SHIFT & 0xff) == 0xff);
   }
 }
 

@@ -6,6 +6,7 @@
 #if HOOKSCOPE_APP_UI
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -114,6 +115,10 @@ TEST_CASE("gui text: the legends name only owners that hold or held hooks and ma
       CHECK((timeline.count("Reducer built") == 1) == !m.events_of_kind(trace::EventKind::kReducerConstructed).empty());
       CHECK((timeline.count("destroyed") == 1) == !m.events_of_kind(trace::EventKind::kReducerDestroyed).empty());
       CHECK(timeline.count("Function") == 1);
+      // Note [Lingering owners]: a marker of its own where a Reducer was replaced while alive.
+      const bool replaced = std::any_of(m.owners().begin(), m.owners().end(),
+                                        [](const analysis::OwnerInfo& o) { return o.replaced_at != analysis::kNever; });
+      CHECK((timeline.count("lingering") == 1) == replaced);
     }
   }
 }

@@ -59,10 +59,10 @@ struct Shot : testing::Pixels {
 };
 
 Shot shoot(const std::string& trace, const std::string& args, const std::string& name,
-           const std::string& report = "HOOKSCOPE_VIEWS_REPORT") {
+           const std::string& report = "HOOKSCOPE_VIEWS_REPORT", const std::string& size = "1280x800") {
   const std::string png = (views_dir() / (name + ".png")).string();
   const std::string json = (views_dir() / (name + ".json")).string();
-  const auto r = testing::run_gui(trace + " " + args + " --screenshot " + png, report + "=" + json);
+  const auto r = testing::run_gui(trace + " " + args + " --screenshot " + png, report + "=" + json, size);
   REQUIRE_MESSAGE(r.exit == 0, r.out);
   Shot s;
   testing::load_png(png, s);
@@ -250,6 +250,59 @@ TEST_CASE("gui compare: A at after rebuild 1 puts B at its own, hooks only in A 
       for (size_t j = i + 1; j < tags.size(); ++j) CHECK_FALSE(overlap(tags[i], tags[j]));
       for (const auto& box : s.report[std::string("box_rects_") + side]) CHECK_FALSE(overlap(tags[i], box));
       for (const auto& banner : s.report[std::string("banners_") + side]) CHECK_FALSE(overlap(tags[i], banner));
+    }
+  }
+}
+
+// At 1280x800 each graph has half the width: where a side's ranks do not all
+// fit at readable text, fit shows the current event's rank column whole and
+// names the rest off the canvas; no box is cut by the canvas's edge (A's
+// columns were cut mid-box at its left edge, a minimap taking a third of
+// the pane), and no tag covers a box, a banner or another tag (Note [Compare
+// tags]). At the first rebuild, mid-backward after the last one (rank 1's
+// three generations live: 44 boxes) and at the end; there at 1920x1080 light too.
+TEST_CASE("gui compare: no box of either graph is cut by its canvas's edge, no tag covers another thing, two sizes" *
+          doctest::test_suite("gui")) {
+  if (!have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed");
+    return;
+  }
+  const RecoveryPair pair;
+  const auto& backwards = pair.a.events_of_kind(EventKind::kBackwardBegin);
+  REQUIRE(backwards.size() >= 2);
+  const std::vector<size_t> events = {analysis::resolve_point(pair.a, "rebuild:1").index,
+                                      size_t{backwards[backwards.size() - 2]} + 5, pair.a.num_events() - 1};
+  auto overlap = [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a[0].get<float>() < b[2].get<float>() && b[0].get<float>() < a[2].get<float>() &&
+           a[1].get<float>() < b[3].get<float>() && b[1].get<float>() < a[3].get<float>();
+  };
+  for (const auto& [size, theme] : {std::pair{"1280x800", ""}, std::pair{"1920x1080", " --light"}}) {
+    for (const size_t at : events) {
+      if (*theme && at != events[1]) continue;  // 1920x1080: the largest graph only
+      CAPTURE(size);
+      CAPTURE(at);
+      const Shot s = shoot(pair.none, "--compare " + pair.by_key + " --panel compare --at " + std::to_string(at) + theme,
+                           "compare_cut_" + std::string(size) + "_" + std::to_string(at), "HOOKSCOPE_COMPARE_REPORT",
+                           size);
+      CHECK(s.report["boxes_a"].get<int>() > 0);
+      for (const char* side : {"a", "b"}) {
+        const nlohmann::json& c = s.report[std::string("graph_") + side];
+        const float x0 = c[0].get<float>(), x1 = c[2].get<float>();
+        const nlohmann::json& boxes = s.report[std::string("box_rects_") + side];
+        for (const auto& box : boxes) {
+          INFO(side << ": box " << box.dump() << " on canvas " << c.dump());
+          const float b0 = box[0].get<float>(), b1 = box[2].get<float>();
+          CHECK_FALSE((b0 < x0 - 0.5f && b1 > x0 + 0.5f));  // across the left edge
+          CHECK_FALSE((b0 < x1 - 0.5f && b1 > x1 + 0.5f));  // across the right edge
+        }
+        const nlohmann::json& tags = s.report[std::string("tags_") + side];
+        for (size_t i = 0; i < tags.size(); ++i) {
+          INFO(side << ": tag " << tags[i].dump());
+          for (size_t j = i + 1; j < tags.size(); ++j) CHECK_FALSE(overlap(tags[i], tags[j]));
+          for (const auto& box : boxes) CHECK_FALSE(overlap(tags[i], box));
+          for (const auto& banner : s.report[std::string("banners_") + side]) CHECK_FALSE(overlap(tags[i], banner));
+        }
+      }
     }
   }
 }

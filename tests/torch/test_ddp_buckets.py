@@ -9,6 +9,8 @@ hook are collectives of no bucket. Recording changes nothing computed."""
 
 import json
 import os
+import shutil
+import subprocess
 import unittest
 
 import torch_util as tu
@@ -147,6 +149,32 @@ class DdpBuckets(unittest.TestCase):
             self.assertNotIn("collective", out, f"rank {r}: check finds nothing wrong with them:\n{out}")
         _, info = tu.cli("info", f"{self.prefix}.rank0.hstrace", check=0)
         self.assertIn("not exposed by PyTorch", info, "the header says what PyTorch hides")
+
+    def test_reducers_panel_says_the_rebuilt_buckets(self):
+        # Note [Rebuilt buckets]: the GUI's Reducers panel counts the buckets
+        # DDP rebuilt after the first backward, not the one logged at
+        # construction, and says when (its words in the draw report).
+        gui = os.environ.get("HOOKSCOPE_GUI", "")
+        if not gui or not os.path.exists(gui) or shutil.which("xvfb-run") is None:
+            self.skipTest("the GUI is not built or xvfb-run is missing")
+        evs, sizes, members = self.rank(0)
+        built = next(e for e in evs if e["kind"] == "reducer_constructed")
+        rebuilt = next(e["index"] for e in evs if e["kind"] == "prepare_for_backward" and e.get("arg") == 2)
+        last = max(e["index"] for e in evs if e["kind"] == "buckets_finalized")
+        report, png = os.path.join(tu.OUT, "ddp_buckets_reducers.json"), os.path.join(tu.OUT, "ddp_buckets_reducers.png")
+        r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", gui, "--size", "1280x800",
+                            f"{self.prefix}.rank0.hstrace", "--at", str(last), "--panel", "reducers", "--screenshot", png],
+                           env=dict(os.environ, HOOKSCOPE_DRAW_REPORT=report), capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(report) as f:
+            words = json.load(f)["reducers"]
+        n = built.get("actor", 0)
+        self.assertNotEqual(n, len(sizes), "DDP logged other buckets at construction than after its rebuild")
+        per_bucket = ", ".join(str(len(m)) for m in members)
+        self.assertIn(f"Reducer 1 r0 buckets: 8 parameters in {len(sizes)} buckets ({per_bucket})", words)
+        self.assertIn(f"Reducer 1 r0 buckets rebuilt at backward 2 (#{rebuilt}); {n} bucket{'' if n == 1 else 's'} "
+                      "at construction", words)
 
     def test_recording_changes_nothing(self):
         for r in range(2):

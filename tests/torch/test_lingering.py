@@ -107,19 +107,48 @@ class LingeringTest(unittest.TestCase):
         paths = traces()
         ev = tu.events(paths[0])
         r2 = [e["index"] for e in ev if e["kind"] == "prepare_for_backward" and e["owner_label"] == "Reducer 3"]
-        report = os.path.join(tu.OUT, "lingering_draw.json")
-        png = os.path.join(tu.OUT, "lingering.png")
-        # One rank's file: its events are the file's own (indices as the CLI gave them).
-        env = dict(os.environ, HOOKSCOPE_DRAW_REPORT=report)
-        r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", GUI, "--size", "1280x800", paths[0],
-                            "--at", str(r2[0] + 40), "--screenshot", png], env=env, capture_output=True, text=True,
-                           timeout=120)
-        tu.expect(r.returncode == 0, r.stdout + r.stderr)
-        with open(report) as f:
-            d = json.load(f)
-        tu.expect(d["lingering"]["boxes"] > 0 and d["lingering"]["tags"] > 0, str(d["lingering"]))
-        tu.expect("Reducer 1 r0: replaced, still alive (lingering)" in d["reducers"], str(d["reducers"]))
-        tu.expect("Reducer 2 r0: replaced, still alive (lingering)" in d["reducers"], str(d["reducers"]))
+        r1 = reducers(ev)["Reducer 1"]
+        fire = min(e["index"] for e in ev if e["kind"] == "hook_fire" and e.get("owner") == r1 and e["index"] > r2[0])
+        no_sync = [e for e in ev if e["kind"] == "autograd_hook_noop" and e["sub"] == 1]
+        ns_fire = max(e["index"] for e in ev if e["kind"] == "hook_fire" and e["index"] < no_sync[0]["index"])
+
+        def gui(name, size, light, *args, env="HOOKSCOPE_DRAW_REPORT"):
+            report, png = os.path.join(tu.OUT, f"{name}.json"), os.path.join(tu.OUT, f"{name}.png")
+            if os.path.exists(report):
+                os.remove(report)
+            # One rank's file: its events are the file's own (indices as the CLI gave them).
+            r = subprocess.run(["xvfb-run", "-a", "-s", f"-screen 0 {size}x24", GUI, "--size", size,
+                                *(["--light"] if light else []), paths[0], *args, "--screenshot", png],
+                               env=dict(os.environ, **{env: report}), capture_output=True, text=True, timeout=120)
+            tu.expect(r.returncode == 0, r.stdout + r.stderr)
+            with open(report) as f:
+                return json.load(f)
+
+        # What the runtime's kept-alive run is held to, on a bridge trace: both sizes, both themes.
+        for size, light in (("1280x800", False), ("1920x1080", True)):
+            tag = f"{size}{'_light' if light else ''}"
+            d = gui(f"lingering_{tag}", size, light, "--at", str(r2[0] + 40))
+            where = f"{tag}: {d['lingering']}"
+            tu.expect(d["lingering"]["boxes"] > 0 and d["lingering"]["tags"] > 0, where)
+            tu.expect(d["lingering"]["legend"] > 0, where)
+            tu.expect("Reducer 1 r0: replaced, still alive (lingering)" in d["reducers"], f"{tag}: {d['reducers']}")
+            tu.expect("Reducer 2 r0: replaced, still alive (lingering)" in d["reducers"], f"{tag}: {d['reducers']}")
+            tu.expect(d["reducer_summary_overflow"] <= 0.5, f"{tag}: the Reducers summary runs past the panel")
+            tu.expect("lingering" in d["timeline_legend"], f"{tag}: timeline legend {d['timeline_legend']}")
+            tags = d["tag_rects"]
+            for i, a in enumerate(tags):
+                for b in tags[i + 1:]:
+                    tu.expect(a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], f"{tag}: tags overlap {a} {b}")
+            tu.expect(d["min_text_px"] >= 10 and d["small_texts"] == 0, f"{tag}: text below 10 px: {d['min_text_px']}")
+            lanes = gui(f"lingering_lanes_{tag}", size, light, "--panel", "lanes", env="HOOKSCOPE_VIEWS_REPORT")
+            tu.expect("outlive their use (owner replaced, still alive)" in lanes["lanes_summary"], lanes["lanes_summary"])
+            tu.expect(lanes["lingering_segments"] > 0 and lanes["dead_segments"] == 0, str(lanes))
+            why = gui(f"lingering_explain_{tag}", size, light, "--panel", "explain", "--at", str(fire),
+                      env="HOOKSCOPE_VIEWS_REPORT")
+            tu.expect(why["explain_verdict"] == "lingering", str(why))
+            ns = gui(f"no_sync_explain_{tag}", size, light, "--panel", "explain", "--at", str(ns_fire),
+                     env="HOOKSCOPE_VIEWS_REPORT")
+            tu.expect(ns["explain_verdict"] == "normal", str(ns))
 
 
 if __name__ == "__main__":

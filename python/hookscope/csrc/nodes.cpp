@@ -17,7 +17,7 @@
 #include <mutex>
 #include <new>
 #include <string>
-#include <typeindex>
+#include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -36,6 +36,74 @@ int g_rank = 0;
 
 namespace {
 
+// Note [Pooled bridge objects]: free lists by size, 16-byte steps up to 256
+// bytes (NodeState with its shared_ptr block, observers, registry entries);
+// anything else goes to operator new. libstdc++'s synchronized_pool_resource
+// was tried first: its locks and thread-specific lookups cost as much as
+// the malloc calls it saved (callgrind).
+class FreeLists final : public std::pmr::memory_resource {
+ public:
+  static constexpr size_t kGrain = 16;
+  static constexpr size_t kClasses = 16;
+  static constexpr size_t kKeep = 1 << 16;  // per class: a huge graph's worth goes back to malloc
+
+  // In a forked child only this thread runs; another may have held the lock.
+  void after_fork() { new (&mutex_) std::mutex(); }
+
+ private:
+  struct Free {
+    Free* next;
+  };
+  static bool pooled(size_t bytes, size_t align) {
+    return bytes > 0 && bytes <= kGrain * kClasses && align <= kGrain;
+  }
+  void* do_allocate(size_t bytes, size_t align) override {
+    if (!pooled(bytes, align)) return ::operator new(bytes, std::align_val_t(align));
+    const size_t c = (bytes - 1) / kGrain;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (Free* f = heads_[c]) {
+        heads_[c] = f->next;
+        --counts_[c];
+        return f;
+      }
+    }
+    return ::operator new((c + 1) * kGrain);
+  }
+  void do_deallocate(void* p, size_t bytes, size_t align) override {
+    if (!pooled(bytes, align)) {
+      ::operator delete(p, bytes, std::align_val_t(align));
+      return;
+    }
+    const size_t c = (bytes - 1) / kGrain;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (counts_[c] < kKeep) {
+        heads_[c] = new (p) Free{heads_[c]};
+        ++counts_[c];
+        return;
+      }
+    }
+    ::operator delete(p);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override { return this == &other; }
+
+  std::mutex mutex_;
+  Free* heads_[kClasses] = {};
+  size_t counts_[kClasses] = {};
+};
+
+}  // namespace
+
+FreeLists& free_lists() {
+  static auto* resource = new FreeLists();
+  return *resource;
+}
+
+std::pmr::memory_resource& pool() { return free_lists(); }
+
+namespace {
+
 std::atomic<uint64_t> g_next_key{1};
 uint64_t g_next_node = 1;
 
@@ -43,7 +111,7 @@ struct Entry {
   std::weak_ptr<Node> weak;
   std::shared_ptr<NodeState> state;
 };
-std::unordered_map<Node*, Entry> g_nodes;
+std::pmr::unordered_map<Node*, Entry> g_nodes(&pool());  // Note [Pooled bridge objects]
 // The last AccumulateGrad of each leaf (Note [Leaf hooks live on the tensor]).
 struct LeafEntry {
   c10::weak_intrusive_ptr<c10::TensorImpl> weak;
@@ -60,7 +128,10 @@ std::unordered_map<uint32_t, uint32_t> g_removed_of_owner;
 // builds a std::string (demangles, for some) on every call, and a step of a
 // small transformer registers a few hundred Functions (bench/torch_bridge_overhead.py).
 // Python Functions share one C++ type (PyNode) and are named each time.
-std::unordered_map<std::type_index, uint32_t> g_name_ids;
+// Keyed by the type_info's address: hashing a type_index hashes its name.
+// A type seen under two addresses (two copies in two libraries) is looked
+// up twice, and intern() gives both the same string.
+std::unordered_map<const std::type_info*, uint32_t> g_name_ids;
 
 uint32_t name_id(Node& n) {
   auto intern_bare = [&] {
@@ -71,7 +142,7 @@ uint32_t name_id(Node& n) {
     return trace::intern(name);
   };
   if (typeid(n) == typeid(torch::autograd::PyNode)) return intern_bare();
-  auto [it, fresh] = g_name_ids.try_emplace(std::type_index(typeid(n)), 0);
+  auto [it, fresh] = g_name_ids.try_emplace(&typeid(n), 0);
   if (fresh) it->second = intern_bare();
   return it->second;
 }
@@ -153,7 +224,7 @@ struct Frame {
 // Enters a Node in the registry, unnamed (id 0: being walked) until its
 // children are registered.
 std::shared_ptr<NodeState> enter(const std::shared_ptr<Node>& n) {
-  auto state = std::make_shared<NodeState>();
+  auto state = std::allocate_shared<NodeState>(std::pmr::polymorphic_allocator<NodeState>(&pool()));
   state->epoch = g_epoch.load();
   state->node = n.get();
   g_nodes[n.get()] = Entry{n, state};
@@ -162,8 +233,11 @@ std::shared_ptr<NodeState> enter(const std::shared_ptr<Node>& n) {
 
 // A leaf's AccumulateGrad: its flags, and the previous one of its tensor.
 uint8_t note_accumulator(Node& n, uint64_t id, uint64_t& previous) {
-  auto* acc = dynamic_cast<torch::autograd::AccumulateGrad*>(&n);
-  if (!acc || !acc->variable.defined()) return 0;
+  // typeid first: a failed dynamic_cast walks the class hierarchy, for
+  // every other Function of the step. No class derives from AccumulateGrad.
+  if (typeid(n) != typeid(torch::autograd::AccumulateGrad)) return 0;
+  auto* acc = static_cast<torch::autograd::AccumulateGrad*>(&n);
+  if (!acc->variable.defined()) return 0;
   c10::TensorImpl* impl = acc->variable.unsafeGetTensorImpl();
   auto it = g_leaves.find(impl);
   if (it != g_leaves.end() && it->second.weak.expired()) {
@@ -382,6 +456,7 @@ void reset_registry() {
 
 void after_fork() {
   new (&g_mutex) std::recursive_mutex();
+  free_lists().after_fork();
   reset_registry();
 }
 

@@ -35,14 +35,16 @@ inline bool have_xvfb(std::string* why = nullptr) {
   return false;
 }
 
-// Runs `hookscope --size 1280x800 ARGS` under xvfb-run, with `env` (e.g.
+// Runs `hookscope --size 1280x800 ARGS` (or `size`) under xvfb-run, with `env` (e.g.
 // "HOOKSCOPE_DRAW_REPORT=x.json") set. xvfb-run -a (a free display, so tests
 // may run side by side) races when several start at once: two pick one
 // display, or its temporary directory cleanup fails and it exits 5. Such a
 // run says so and is retried; the app's own result is kept.
-inline CommandResult run_gui(const std::string& args, const std::string& env = "") {
-  const std::string cmd = (env.empty() ? "" : env + " ") + "xvfb-run -a -s '-screen 0 1280x800x24' " +
-                          std::string(HOOKSCOPE_GUI_PATH) + " --size 1280x800 " + args;
+// `size` ("1920x1080"): the window's and its own Xvfb screen's.
+inline CommandResult run_gui(const std::string& args, const std::string& env = "",
+                             const std::string& size = "1280x800") {
+  const std::string cmd = (env.empty() ? "" : env + " ") + "xvfb-run -a -s '-screen 0 " + size + "x24' " +
+                          std::string(HOOKSCOPE_GUI_PATH) + " --size " + size + " " + args;
   CommandResult r;
   for (int attempt = 0; attempt < 4; ++attempt) {
     r = run_command(cmd);

@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""Instructions the torch bridge adds to a training step, counted by
+valgrind's callgrind: a figure load cannot move, where
+bench/torch_bridge_overhead.py's CPU times on a small shared machine move
+by several percent from run to run.
+
+The step is bench/torch_bridge_overhead.py's (--model transformer, the
+default, or mlp), DDP on one rank (gloo; the Reducer's hooks and its
+bucket allreduces run as with more ranks). Two processes under callgrind,
+one not recorded and one recorded (hookscope.start() and one step before
+counting starts, so the parameter naming of the first step is left out);
+each counts STEPS steps only (callgrind_control switches counting on and
+off around them), thread by thread.
+
+    PYTHONPATH=build/python /usr/bin/python3 bench/torch_bridge_instructions.py [STEPS] [--model mlp]
+
+Prints one JSON line: instructions per step of the training thread off and
+on and their ratio, and the other threads' (the trace writer's, Gloo's)
+per step off and on. Takes a few minutes (callgrind runs ~50x slower).
+Instructions are not time: a cache miss costs more than an add. Read it
+beside the CPU-time figures, not instead of them. The other threads' figure
+overstates the writer's share: a thread hands its events over once they
+are 100 ms old (Note [Partial chunks reach the sink]), and at callgrind's
+speed that is every few events instead of every few thousand."""
+import glob
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def child(steps, model_name, record):
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # Debian's 2.6 is built without libuv, the TCPStore's default there.
+    os.environ.setdefault("USE_LIBUV", "0")
+    import torch
+    import torch.distributed as dist
+    sys.path.insert(0, HERE)
+    from torch_bridge_overhead import make_model
+    import hookscope
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    torch.manual_seed(0)
+    model, x, loss_of = make_model(model_name)
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_of(ddp(x)).backward()
+        opt.step()
+
+    for _ in range(5):
+        step()
+    tmp = tempfile.mkdtemp()
+    rec = hookscope.start(os.path.join(tmp, "b.hstrace")) if record else None
+    step()
+    control = ["callgrind_control", "--instr=on", str(os.getpid())]
+    subprocess.run(control, check=True, stdout=subprocess.DEVNULL)
+    for _ in range(steps):
+        step()
+    control[1] = "--instr=off"
+    subprocess.run(control, check=True, stdout=subprocess.DEVNULL)
+    if rec:
+        rec.finish()
+    shutil.rmtree(tmp, ignore_errors=True)
+    dist.destroy_process_group()
+
+
+def counted(prefix):
+    """{thread number: instructions} from callgrind's per-thread files."""
+    out = {}
+    for path in glob.glob(prefix + "*"):
+        thread, total = None, None
+        with open(path) as f:
+            for line in f:
+                if line.startswith("thread:"):
+                    thread = int(line.split()[1])
+                elif line.startswith("summary:") or (line.startswith("totals:") and total is None):
+                    total = int(line.split()[1])  # the two say the same; summary comes first
+        if thread is not None and total is not None:
+            out[thread] = out.get(thread, 0) + total
+    return out
+
+
+def run(steps, model_name, record, tmp):
+    prefix = os.path.join(tmp, "on" if record else "off")
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
+           f"--callgrind-out-file={prefix}.%p", sys.executable, os.path.abspath(__file__),
+           "--child", str(steps), model_name, "1" if record else "0"]
+    done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        sys.exit(f"callgrind run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    threads = counted(prefix + ".")
+    if 1 not in threads:
+        sys.exit(f"no count for the main thread in {prefix}.*: {sorted(threads)}")
+    main = threads.pop(1)
+    return main / steps, sum(threads.values()) / steps
+
+
+def main():
+    argv = sys.argv[1:]
+    if argv[:1] == ["--child"]:
+        child(int(argv[1]), argv[2], argv[3] == "1")
+        return
+    model_name = "transformer"
+    if "--model" in argv:
+        i = argv.index("--model")
+        model_name = argv[i + 1] if i + 1 < len(argv) else ""
+        del argv[i:i + 2]
+    if model_name not in ("transformer", "mlp"):
+        sys.exit("--model: transformer or mlp")
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        sys.exit("valgrind (with callgrind_control) is not installed: scripts/setup.sh installs it")
+    steps = int(argv[0]) if argv else 10
+    tmp = tempfile.mkdtemp(prefix="hookscope-callgrind-")
+    try:
+        off_main, off_other = run(steps, model_name, False, tmp)
+        on_main, on_other = run(steps, model_name, True, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    import torch
+    print(json.dumps({
+        "model": model_name, "steps": steps, "torch": torch.__version__,
+        "training_thread_instructions_per_step_off": round(off_main),
+        "training_thread_instructions_per_step_on": round(on_main),
+        "training_thread_ratio": round(on_main / off_main, 4),
+        "other_threads_instructions_per_step_off": round(off_other),
+        "other_threads_instructions_per_step_on": round(on_other),
+        "all_threads_ratio": round((on_main + on_other) / (off_main + off_other), 4),
+    }))
+
+
+if __name__ == "__main__":
+    main()
