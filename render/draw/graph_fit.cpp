@@ -323,7 +323,9 @@ float GraphView::minimap_column(const Frame& f) const {
   const Layout& l = *layout_;
   const float h = std::max(f.panel_max.y - f.panel_min.y - f.header_h - 16.f, 1.f);
   const float need = std::max(l.max.x - l.min.x, 1.f) * h / std::max(l.max.y - l.min.y, 1.f);
-  return std::clamp(std::min(need, minimap_cap_), std::min(kNarrowest, widest), widest);
+  // The cap is fit's: once the view is panned or zoomed, the picture depends
+  // on the view alone, not on the fit before it.
+  return std::clamp(std::min(need, at_fit_ ? minimap_cap_ : INFINITY), std::min(kNarrowest, widest), widest);
 }
 
 bool GraphView::minimap_rect(const Frame& f, float* x0, float* y0, float* x1, float* y1, float* scale) const {
