@@ -91,10 +91,11 @@ float clear_of_columns(const Columns& columns, const typename Columns::value_typ
 // between chips, 4 between the title and the chips, 8 between boxes (a
 // stacked column's edge lane runs 4 from it), 16 between ranks (their
 // captions say where one ends), a 6 px margin at fit; post hooks' chips
-// untagged (Note [Untagged post hooks]). With them recovery-none after two
-// rebuilds (44 live boxes, rank 1 holding three copies of each parameter) is
-// 1147 units wide, 765 px at 10 px text, where the 1280x800 window's graph
-// panel has 789 px (tests/app/test_fit.cpp); it was 1458 units before.
+// untagged (Note [Untagged post hooks]). With them and the columns pulled
+// narrow (Note [Narrow columns]) recovery-none after two rebuilds (44 live
+// boxes, rank 1 holding three copies of each parameter) is 1044 units wide,
+// 696 px at 10 px text, where the 1280x800 window's graph panel has 789 px
+// (tests/app/test_fit.cpp); it was 1458 units, then 1147, before.
 void GraphView::set_compact(bool compact) {
   auto_compact_ = false;
   switch_metrics(compact);
@@ -156,6 +157,7 @@ void GraphView::fit_now(const Frame& f) {
   const float h = std::max(f.canvas_max.y - f.canvas_min.y, 1.f);
   const float margin = metrics_.compact ? 6.f : 16.f;
   minimap_needed_ = false;
+  minimap_cap_ = INFINITY;
   at_fit_ = true;
   zoom_ = std::min((w - 2 * margin) / std::max(hi.x - lo.x, 1.f),
                    (h - 2 * margin) / std::max(hi.y - lo.y, 1.f));
@@ -169,6 +171,9 @@ void GraphView::fit_now(const Frame& f) {
   }
   zoom_ = readable;
   if (can_map) {
+    // Too tall to fit (Note [Fit shows every rank]): the ranks' columns side
+    // by side first, the minimap as narrow as that needs.
+    minimap_cap_ = full_w - 16.f - ((hi.x - lo.x) * zoom_ + 2.f * margin);
     w = full_w - minimap_column(f) - 16.f;
     minimap_needed_ = true;
   }
@@ -209,9 +214,16 @@ void GraphView::fit_now(const Frame& f) {
 // At open and on Fit every rank's live boxes are on the canvas, text at
 // min_text_px or more (Note [Readable text], Note [Compact boxes]). When
 // they cannot all be at that size, fit shows what matters (focus_region) and
-// the toolbar names what is off the canvas, per rank, rather than shrinking
-// text: "off canvas: 12 of rank 0's 38 boxes". The note is measured after
-// the boxes are drawn, so it is true of the picture, panned or not.
+// the toolbar names what is off the canvas, per rank and which way to
+// scroll for it, rather than shrinking text: "off canvas: 12 of rank 0's 38
+// boxes (5 above, 7 below)". The note is measured after the boxes are
+// drawn, so it is true of the picture, panned or not.
+//
+// A graph too tall for the canvas at that size (a transformer's backward,
+// 120 boxes deep per rank) is fitted by width: the ranks' columns side by
+// side inside the canvas (the minimap's column made as narrow as that
+// needs, down to 48 px), the vertical position on what matters, the
+// current event's box when nothing else does (focus_region).
 void GraphView::note_off_canvas(const Frame& f) {
   off_canvas_.clear();
   stats_.off_canvas.clear();
@@ -225,25 +237,44 @@ void GraphView::note_off_canvas(const Frame& f) {
     return a.x >= f.canvas_min.x - 0.5f && a.y >= f.canvas_min.y - 0.5f && b.x <= f.canvas_max.x + 0.5f &&
            b.y <= f.canvas_max.y + 0.5f;
   };
-  std::vector<std::pair<uint16_t, std::pair<uint32_t, uint32_t>>> ranks;  // rank -> (off, live)
+  struct Off {
+    uint16_t rank;
+    uint32_t live = 0, above = 0, below = 0, beside = 0;
+  };
+  std::vector<Off> ranks;
   for (uint32_t u : f.src->shown_units()) {
     if (u >= l.center.size()) continue;
     const uint32_t g = fg.group_of_unit[u];
     const uint16_t rank = g == kNoGroup ? scene_->nodes()[fg.node_of_unit[u]].rank : scene_->groups()[g].rank;
-    auto it = std::find_if(ranks.begin(), ranks.end(), [&](const auto& r) { return r.first == rank; });
-    if (it == ranks.end()) it = ranks.insert(ranks.end(), {rank, {0, 0}});
-    ++it->second.second;
+    auto it = std::find_if(ranks.begin(), ranks.end(), [&](const Off& r) { return r.rank == rank; });
+    if (it == ranks.end()) it = ranks.insert(ranks.end(), Off{rank});
+    ++it->live;
     const Vec2 c = l.center[u], s = l.size[u];
-    if (!inside({c.x - s.x * 0.5f, c.y - s.y * 0.5f}, {c.x + s.x * 0.5f, c.y + s.y * 0.5f})) ++it->second.first;
+    const Vec2 lo{c.x - s.x * 0.5f, c.y - s.y * 0.5f}, hi{c.x + s.x * 0.5f, c.y + s.y * 0.5f};
+    if (inside(lo, hi)) continue;
+    // Which way to scroll for it: up, down, else sideways.
+    const float top = f.to_screen(lo).y, bottom = f.to_screen(hi).y;
+    if (top < f.canvas_min.y - 0.5f) {
+      ++it->above;
+    } else if (bottom > f.canvas_max.y + 0.5f) {
+      ++it->below;
+    } else {
+      ++it->beside;
+    }
   }
-  std::sort(ranks.begin(), ranks.end());
+  std::sort(ranks.begin(), ranks.end(), [](const Off& a, const Off& b) { return a.rank < b.rank; });
   uint32_t off = 0;
-  for (const auto& [rank, n] : ranks) {
-    if (n.first == 0) continue;
-    off += n.first;
-    off_canvas_ += off_canvas_.empty() ? "off canvas: " : ", ";
-    off_canvas_ += n.first == n.second ? fmt::format("rank {} ({} box{})", rank, n.first, n.first == 1 ? "" : "es")
-                                       : fmt::format("{} of rank {}'s {} boxes", n.first, rank, n.second);
+  for (const Off& r : ranks) {
+    const uint32_t n = r.above + r.below + r.beside;
+    if (n == 0) continue;
+    off += n;
+    std::string where;
+    for (const auto& [count, side] : {std::pair(r.above, "above"), std::pair(r.below, "below"), std::pair(r.beside, "beside")}) {
+      if (count) where += fmt::format("{}{} {}", where.empty() ? "" : ", ", count, side);
+    }
+    off_canvas_ += off_canvas_.empty() ? "off canvas: " : "; ";
+    off_canvas_ += n == r.live ? fmt::format("rank {} ({} box{}: {})", r.rank, n, n == 1 ? "" : "es", where)
+                               : fmt::format("{} of rank {}'s {} boxes ({})", n, r.rank, r.live, where);
   }
   stats_.off_canvas = off_canvas_;
   // The short form for a narrow toolbar, after a newline (draw_off_canvas_note).
@@ -282,7 +313,8 @@ void draw_off_canvas_note(const std::string& note) {
 }
 
 // The minimap's column: as wide as the layout's shape needs at the panel's
-// height, up to minimap_width. A deep, narrow graph (a million Functions in
+// height, up to minimap_width, and no wider than leaves the ranks' columns
+// room at fit (minimap_cap_). A deep, narrow graph (a million Functions in
 // layers) gets a narrow column, not a wide empty one beside a sliver.
 float GraphView::minimap_column(const Frame& f) const {
   constexpr float kNarrowest = 48.f;
@@ -291,7 +323,9 @@ float GraphView::minimap_column(const Frame& f) const {
   const Layout& l = *layout_;
   const float h = std::max(f.panel_max.y - f.panel_min.y - f.header_h - 16.f, 1.f);
   const float need = std::max(l.max.x - l.min.x, 1.f) * h / std::max(l.max.y - l.min.y, 1.f);
-  return std::clamp(need, std::min(kNarrowest, widest), widest);
+  // The cap is fit's: once the view is panned or zoomed, the picture depends
+  // on the view alone, not on the fit before it.
+  return std::clamp(std::min(need, at_fit_ ? minimap_cap_ : INFINITY), std::min(kNarrowest, widest), widest);
 }
 
 bool GraphView::minimap_rect(const Frame& f, float* x0, float* y0, float* x1, float* y1, float* scale) const {

@@ -9,6 +9,7 @@
 // and reads r.selected_function / r.selected_owner for the other panels.
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -364,6 +365,9 @@ class GraphView {
   std::vector<std::pair<uint16_t, uint32_t>> rank_sources_;  // (rank, source) of per-rank traces
   bool minimap_open_ = true;             // the toolbar's toggle
   bool minimap_needed_ = false;          // the last frame did not show everything
+  // Note [Fit shows every rank]: the widest the minimap's column may be so
+  // that the ranks' columns fit beside it at the readable zoom (set by fit).
+  float minimap_cap_ = INFINITY;
   std::string off_canvas_;               // the last frame's note, shown in the toolbar
   uint32_t legend_lines_ = 1;            // the last legend's lines, kept while the state is pending
 

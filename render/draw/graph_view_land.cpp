@@ -40,6 +40,9 @@ void GraphView::start_finish() {
     } else if (w > 50.f && h > 50.f) {
       pack.aspect = w / h;
     }
+    // Note [Fit shows every rank]: the canvas's width at the readable zoom,
+    // beside the narrowest minimap column and fit's margins.
+    if (w > 200.f) pack.max_width = (w - 48.f - 16.f - 12.f) * chip_font(metrics_) / options_.min_text_px;
   }
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   live_cancel_ = cancel;

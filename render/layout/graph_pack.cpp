@@ -136,23 +136,29 @@ bool pack_layout(Layout& l, const LayoutGraph& graph, const PackOptions& o) {
   // Generations of one rank as shelves below each other, or (when that fits
   // larger) as blocks side by side: older above or left of newer.
   float best_limit = narrowest, best = 0.f;
-  bool best_columns = false;
+  bool best_columns = false, best_narrow = false;
+  auto narrow = [&](float width) { return o.max_width <= 0.f || width <= o.max_width; };
   for (const bool columns : {false, true}) {
     if (columns && !mixed) break;
     for (float limit = narrowest;; limit *= 1.15f) {
-      const float s = fit_scale(place(comps, order, limit, o, columns), o.aspect);
-      if (s > best * 1.0001f) {
+      const Vec2 size = place(comps, order, limit, o, columns);
+      const float s = fit_scale(size, o.aspect);
+      const bool n = narrow(size.x);
+      if ((n && !best_narrow) || (n == best_narrow && s > best * 1.0001f)) {
         best = s;
         best_limit = limit;
         best_columns = columns;
+        best_narrow = n;
       }
       if (limit >= one_row) break;
     }
   }
   const float before = fit_scale({std::max(l.max.x - l.min.x, 1.f), std::max(l.max.y - l.min.y, 1.f)}, o.aspect);
-  // Worth it when it fits notably larger; a rank whose generations the
-  // layered layout interleaves is packed unless that fits notably smaller.
-  if (best <= before * (mixed ? 0.8f : 1.05f)) return false;
+  // Worth it when it fits notably larger, or keeps within max_width what
+  // was wider; a rank whose generations the layered layout interleaves is
+  // packed unless that fits notably smaller.
+  const bool narrower = best_narrow && !narrow(l.max.x - l.min.x);
+  if (!narrower && best <= before * (mixed ? 0.8f : 1.05f)) return false;
   place(comps, order, best_limit, o, best_columns);
 
   // Move boxes and routes; remember each box's moved band.

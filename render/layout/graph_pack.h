@@ -27,12 +27,19 @@ namespace hookscope::render {
 // Within a rank, components go by module generation (Note [Module
 // generations]; PackOptions::generation) and each generation starts a
 // shelf: a rebuilt rank reads as blocks, gen 0 (the old module, its leaked
-// hooks) above gen 1 above gen 2, not interleaved.
+// hooks) above gen 1 above gen 2, not interleaved. With max_width the limit
+// is the best of those that keep the whole that narrow (a transformer's
+// backward mid-way: its pieces on shelves below each other, not a row).
 struct PackOptions {
   float aspect = 1.6f;  // canvas width / height
   float gap_x = 16.f;   // between components on a shelf (compact gaps: Note [Compact boxes])
   float gap_y = 16.f;   // between shelves
   float rank_gap = 16.f;  // as compact_layout_options().cluster_gap
+  // The widest the whole may be (world units; 0: no limit): the canvas's
+  // width at the readable zoom. A graph too tall to fit at that zoom is
+  // fitted by width (Note [Fit shows every rank]), so an arrangement this
+  // narrow is preferred to one that fits smaller but wider.
+  float max_width = 0.f;
   // Per node of the graph: its module generation (unit_generations()); a
   // component's is its lowest. Empty: one generation.
   std::vector<uint32_t> generation;

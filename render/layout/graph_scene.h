@@ -122,6 +122,7 @@ inline LayoutOptions compact_layout_options(LayoutOptions o) {
   o.node_gap = 8.f;
   o.cluster_gap = 16.f;  // the ranks' captions above say where one ends
   o.stack_leaves = true;  // Note [Stacked leaves]
+  o.center_pull = 16.f;   // Note [Narrow columns]
   return o;
 }
 

@@ -59,6 +59,19 @@ class IsotonicSolver {
   std::vector<Block> blocks_;
 };
 
+// Note [Narrow columns]: per component, the mean x of its real nodes.
+std::vector<double> component_centers(const Layered& g, const std::vector<float>& x) {
+  int components = 0;
+  for (int v = 0; v < g.num_nodes; ++v) components = std::max(components, g.component[v] + 1);
+  std::vector<double> center(static_cast<size_t>(components), 0.0), count(center.size(), 0.0);
+  for (int v = 0; v < g.num_nodes; ++v) {
+    center[g.component[v]] += x[v];
+    count[g.component[v]] += 1.0;
+  }
+  for (size_t c = 0; c < center.size(); ++c) center[c] /= std::max(count[c], 1.0);
+  return center;
+}
+
 }  // namespace
 
 std::vector<float> place_x(const Layered& g, const LayoutOptions& options, const SeedX* seed_x,
@@ -88,8 +101,10 @@ std::vector<float> place_x(const Layered& g, const LayoutOptions& options, const
     solver.solve(target, weight, offset, result);
     for (size_t i = 0; i < n; ++i) x[row[i]] = static_cast<float>(result[i]);
   };
-  // The weighted mean of the neighbours' x; an anchored item is pulled to
-  // its old x only, so it moves only when pushed (Note [Stable layout]).
+  // The weighted mean of the neighbours' x (and of its component's centre,
+  // Note [Narrow columns]); an anchored item is pulled to its old x only, so
+  // it moves only when pushed (Note [Stable layout]).
+  std::vector<double> center;  // per component, this sweep's
   auto neighbours = [&](int v, double& t, double& w) {
     if (anchored(v)) {
       t = (*seed_x)[v];
@@ -104,6 +119,10 @@ std::vector<float> place_x(const Layered& g, const LayoutOptions& options, const
     for (uint32_t i = g.down_begin[v]; i < g.down_begin[v + 1]; ++i) {
       sum += g.down_weight[i] * x[g.down[i]];
       total += g.down_weight[i];
+    }
+    if (!center.empty()) {
+      sum += options.center_pull * center[g.component[v]];
+      total += options.center_pull;
     }
     if (total > 0.0) {
       t = sum / total;
@@ -136,6 +155,7 @@ std::vector<float> place_x(const Layered& g, const LayoutOptions& options, const
   const int sweeps = is_large(g, options) ? std::min(options.placement_sweeps, 2 * options.large_sweeps)
                                           : options.placement_sweeps;  // Note [Large graphs]
   for (int sweep = 0; sweep < sweeps; ++sweep) {
+    if (options.center_pull > 0.f) center = component_centers(g, x);
     if (sweep % 2 == 0) {
       for (int l = 0; l < g.num_layers; ++l) {
         if (cancelled(cancel)) return x;

@@ -106,15 +106,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DDP_STEPS = os.path.join(HERE, "programs", "ddp_steps.py")
 
 
-def record_ddp_steps(name, by_hand=True, **env):
-    """Records programs/ddp_steps.py on 2 ranks through `python -m
+def record_ddp_steps(name, by_hand=True, program=DDP_STEPS, **env):
+    """Records `program` (programs/ddp_steps.py) on 2 ranks through `python -m
     hookscope.record`; returns its rank traces."""
     out = os.path.join(tu.OUT, f"{name}.hstrace")
     for old in glob.glob(os.path.join(tu.OUT, f"{name}.*hstrace")):
         os.remove(old)
     base = dict(os.environ, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(tu.free_port()),
                 USE_LIBUV="0", **{k: str(v) for k, v in env.items()})
-    cmd = [sys.executable, "-m", "hookscope.record", "-o", out, DDP_STEPS]
+    cmd = [sys.executable, "-m", "hookscope.record", "-o", out, program]
     if by_hand:
         procs = [subprocess.Popen(cmd, env=dict(base, RANK=str(r)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   text=True) for r in range(2)]
@@ -130,10 +130,10 @@ def record_ddp_steps(name, by_hand=True, **env):
     return traces
 
 
-def timeline_report(traces, name, size="1280x800"):
-    """The GUI's draw report (Note [Draw report]) at `size` after opening `traces`."""
+def timeline_report(traces, name, size="1280x800", args=()):
+    """The GUI's draw report (Note [Draw report]) at `size` after opening `traces` (with `args`)."""
     png, rep = os.path.join(tu.OUT, f"{name}.png"), os.path.join(tu.OUT, f"{name}.json")
-    r = subprocess.run(["xvfb-run", "-a", "-s", f"-screen 0 {size}x24", GUI, "--size", size, *traces,
+    r = subprocess.run(["xvfb-run", "-a", "-s", f"-screen 0 {size}x24", GUI, "--size", size, *args, *traces,
                         "--screenshot", png], capture_output=True, text=True, timeout=180,
                        env=dict(os.environ, HOOKSCOPE_DRAW_REPORT=rep))
     tu.expect(r.returncode == 0, f"GUI failed: {r.stdout}{r.stderr}")

@@ -250,3 +250,35 @@ TEST_CASE("packed ranks: a rebuilt rank's boxes stand in blocks by generation, o
     CHECK(boxes.back().second.rfind("4.bias", 0) == 0);
   }
 }
+
+// A rank whose graph is too tall to fit at readable text (a transformer's
+// backward mid-way: one long chain and loose pieces) is fitted by width
+// (Note [Fit shows every rank]): with max_width the pieces go on shelves
+// under the chain instead of a row beside it that fits the canvas's shape.
+TEST_CASE("packed ranks: with max_width a tall chain's loose pieces stack below it, the whole that narrow") {
+  LayoutInput in;
+  constexpr int kChain = 40, kPieces = 8;
+  in.graph.num_nodes = kChain + 2 * kPieces;
+  for (int v = 0; v + 1 < kChain; ++v) in.graph.edges.push_back({v, v + 1});
+  for (int p = 0; p < kPieces; ++p) in.graph.edges.push_back({kChain + 2 * p, kChain + 2 * p + 1});
+  in.graph.cluster.assign(static_cast<size_t>(in.graph.num_nodes), 0);
+  in.sizes.assign(static_cast<size_t>(in.graph.num_nodes), Vec2{150.f, 23.f});
+  const Layout laid = compute_layout(in, compact_layout_options({}));
+  Layout wide = laid, narrow = laid;
+  PackOptions o;
+  o.aspect = 2.5f;  // a 1280x800 window's graph panel
+  pack_layout(wide, in.graph, o);
+  o.max_width = 500.f;
+  CHECK(pack_layout(narrow, in.graph, o));
+  INFO("laid out " << laid.max.x - laid.min.x << " wide, packed " << wide.max.x - wide.min.x << ", with max_width "
+                   << narrow.max.x - narrow.min.x);
+  CHECK(wide.max.x - wide.min.x > 500.f);  // the canvas's shape alone: a row
+  CHECK(narrow.max.x - narrow.min.x <= 500.f);
+  // Nothing overlaps.
+  for (size_t a = 0; a < narrow.center.size(); ++a) {
+    for (size_t b = a + 1; b < narrow.center.size(); ++b) {
+      CHECK((std::abs(narrow.center[a].x - narrow.center[b].x) >= 0.5f * (narrow.size[a].x + narrow.size[b].x) ||
+             std::abs(narrow.center[a].y - narrow.center[b].y) >= 0.5f * (narrow.size[a].y + narrow.size[b].y)));
+    }
+  }
+}

@@ -145,8 +145,14 @@ TEST_CASE("stacked leaves: a rebuilt rank's parameter copies stand in a column u
           CHECK(l.center[ls[j]].y > l.center[ls[j - 1]].y);  // below the one before
         }
       }
-      const std::map<int, float> narrow = rank_widths(l, g), before = rank_widths(wide, g);
-      for (auto [rank, w] : narrow) CHECK(w <= before.at(rank) + 0.5f);  // never wider
+      // Never notably wider than side by side (Note [Narrow columns]: both
+      // pulled to their centres, within a gap), far narrower than side by
+      // side as the layered layout alone places it.
+      LayoutOptions layered = side_by_side;
+      layered.center_pull = 0.f;
+      const std::map<int, float> narrow = rank_widths(l, g), pulled = rank_widths(wide, g),
+                                 before = rank_widths(compute_layout(c.input, layered), g);
+      for (auto [rank, w] : narrow) CHECK(w <= pulled.at(rank) + stacked.node_gap);
       if (stacks < 3) continue;  // rank 1's parameters in two or three copies, each under one Function
       ++stacked_events;
       INFO(where << ": rank 1 " << before.at(1) << " wide side by side, " << narrow.at(1) << " stacked");
@@ -174,4 +180,45 @@ TEST_CASE("stacked leaves: only the compact view's layout stacks; the full layou
   CHECK(stacked.layer[3] == 3);
   CHECK(stacked.max.x - stacked.min.x < full.max.x - full.min.x);
   check_readable(stacked, in.graph, "three leaves");
+}
+
+// Note [Narrow columns]: a transformer's backward as the compact view lays it
+// out, per block a Function whose children are a long parameter name's leaf
+// (left), the backbone's next Function and a TBackward whose leaf is the
+// weight's (right). Without center_pull each block drifts right of the one
+// above, a staircase; with it a rank is about as wide as its widest layer.
+TEST_CASE("narrow columns: a transformer-like chain of blocks is about as wide as its widest layer") {
+  constexpr int kBlocks = 8;
+  LayoutInput in;
+  auto add = [&](float width, int rank) {
+    in.sizes.push_back({width, 23.f});
+    in.graph.cluster.push_back(rank);
+    return in.graph.num_nodes++;
+  };
+  float widest_layer = 0.f;
+  for (int rank = 0; rank < 2; ++rank) {
+    int top = add(110.f, rank);
+    for (int b = 0; b < kBlocks; ++b) {
+      const int bias = add(250.f, rank), view = add(100.f, rank), t = add(85.f, rank), weight = add(260.f, rank);
+      in.graph.edges.insert(in.graph.edges.end(), {{top, bias}, {top, view}, {top, t}, {t, weight}});
+      widest_layer = 250.f + 100.f + 85.f + 2.f * compact_layout_options({}).node_gap;
+      const int next = add(110.f, rank);
+      in.graph.edges.push_back({view, next});
+      top = next;
+    }
+  }
+  const LayoutOptions narrow = compact_layout_options({});
+  REQUIRE(narrow.center_pull > 0.f);
+  LayoutOptions drifting = narrow;
+  drifting.center_pull = 0.f;
+  const Layout l = compute_layout(in, narrow), d = compute_layout(in, drifting);
+  check_readable(l, in.graph, "pulled to the centre");
+  const std::map<int, float> w = rank_widths(l, in.graph), before = rank_widths(d, in.graph);
+  for (const auto& [rank, width] : w) {
+    INFO("rank " << rank << ": " << width << " wide, " << before.at(rank) << " without the pull; widest layer "
+                 << widest_layer);
+    CHECK(width <= 1.25f * widest_layer);
+    CHECK(width < before.at(rank));
+  }
+  CHECK(LayoutOptions{}.center_pull == 0.f);  // the full view keeps its layout
 }
