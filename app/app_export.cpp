@@ -150,12 +150,15 @@ void App::draw_export_window() {
     const float chrome_w = vp->Size.x - (c.x1 - c.x0), chrome_h = vp->Size.y - (c.y1 - c.y0);
     const float side = static_cast<float>(kMaxExportSide);
     const float zoom = std::min({1.f, (side - chrome_w) / w, (side - chrome_h) / h});
-    const int want_w = static_cast<int>(std::ceil(w * zoom + chrome_w));
-    const int want_h = static_cast<int>(std::ceil(h * zoom + chrome_h));
+    // At least 64 px a side: compared as set, or a graph narrower than that
+    // (a long chain zoomed out to fit kMaxExportSide) asks again every frame
+    // and the export never settles.
+    const int want_w = std::max(static_cast<int>(std::ceil(w * zoom + chrome_w)), 64);
+    const int want_h = std::max(static_cast<int>(std::ceil(h * zoom + chrome_h)), 64);
     const render::Vec2 center{(l.min.x + l.max.x) * 0.5f, (l.min.y + l.max.y) * 0.5f};
     if (!export_.fitted || want_w != export_.off_w || want_h != export_.off_h || std::abs(v.zoom() - zoom) > 1e-4f) {
-      export_.off_w = std::max(want_w, 64);
-      export_.off_h = std::max(want_h, 64);
+      export_.off_w = want_w;
+      export_.off_h = want_h;
       v.set_view(center, zoom);
       export_.fitted = true;
       export_.frames = 0;
