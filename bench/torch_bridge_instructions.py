@@ -118,13 +118,9 @@ def main():
     if argv[:1] == ["--child"]:
         child(int(argv[1]), argv[2], argv[3] == "1")
         return
-    model_name = "transformer"
-    if "--model" in argv:
-        i = argv.index("--model")
-        model_name = argv[i + 1] if i + 1 < len(argv) else ""
-        del argv[i:i + 2]
-    if model_name not in ("transformer", "mlp"):
-        sys.exit("--model: transformer or mlp")
+    sys.path.insert(0, HERE)
+    from torch_bridge_overhead import take_model_arg
+    model_name = take_model_arg(argv)
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         sys.exit("valgrind (with callgrind_control) is not installed: scripts/setup.sh installs it")
     steps = int(argv[0]) if argv else 10

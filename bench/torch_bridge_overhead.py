@@ -209,8 +209,8 @@ def worker(rank, world, port, pairs, steps, profile, model_name, tmp, out, pin=F
     dist.destroy_process_group()
 
 
-def main():
-    argv = sys.argv[1:]
+def take_model_arg(argv):
+    """The --model NAME in `argv` (taken out of it), "transformer" without one."""
     model_name = "transformer"
     if "--model" in argv:
         i = argv.index("--model")
@@ -218,6 +218,12 @@ def main():
         del argv[i:i + 2]
     if model_name not in ("transformer", "mlp"):
         sys.exit("--model: transformer or mlp")
+    return model_name
+
+
+def main():
+    argv = sys.argv[1:]
+    model_name = take_model_arg(argv)
     args = [a for a in argv if not a.startswith("--")]
     profile = "--profile" in argv
     pin = "--pin" in argv
