@@ -214,7 +214,11 @@ TEST_CASE("narrow columns: a transformer-like chain of blocks is about as wide a
   const Layout l = compute_layout(in, narrow), d = compute_layout(in, drifting);
   check_readable(l, in.graph, "pulled to the centre");
   const std::map<int, float> w = rank_widths(l, in.graph), before = rank_widths(d, in.graph);
-  for (const auto& [rank, width] : w) {
+  for (const auto& entry : w) {
+    // Not a structured binding: INFO captures it in a lambda, which clang 14
+    // (the sanitizer build) refuses for bindings.
+    const int rank = entry.first;
+    const float width = entry.second;
     INFO("rank " << rank << ": " << width << " wide, " << before.at(rank) << " without the pull; widest layer "
                  << widest_layer);
     CHECK(width <= 1.25f * widest_layer);
