@@ -135,7 +135,8 @@ void GraphView::draw_rank_captions(Frame& f) {
 // trace, the canvas does not move as events step past a failure and a fit
 // holds. A banner that finds no row is counted in "+N more" at the right of
 // the last row (hover lists them). Its text leads with what matters ("rank 1
-// lost at #532"), the detail after; hover shows it whole when it is clipped.
+// lost at #532"), the detail after, dropped when the banner has no room for
+// it; hover shows it whole when it is shortened or clipped.
 // A banner never takes its rank's caption place: a user must always see which
 // column is which rank, so the caption ("rank 1") stays and the banner starts
 // after it, without the "rank 1 " the caption says ("lost at #532 ...").
@@ -159,6 +160,7 @@ struct GraphView::Banner {
   uint16_t rank = 0;
   bool failed = true;  // failed or lost; else rebuilt
   std::string text;
+  std::string full;  // the text before it was shortened to fit (hover shows it)
   size_t skip = 0;  // leading characters not drawn: the "rank N " its caption beside it says
   float x0 = 0.f, x1 = 0.f, text_w = 0.f;
   int row = -1;  // -1: no row (counted in "+N more")
@@ -222,6 +224,15 @@ std::vector<GraphView::Banner> GraphView::plan_banners(const Frame& f, float fs)
       b.text += " · no live Functions";
       x0 = x1 - (text_width(fs, b.drawn()) + 16.f);
     }
+    // Longer than the room from its start to the panel's edge: the detail
+    // goes first (" · no data after #N", then "(process killed)"), so what
+    // matters ("lost at #532") is read whole; hover shows the full text.
+    b.full = b.text;
+    for (const char* detail : {" · ", " ("}) {
+      if (text_width(fs, b.drawn()) + 16.f <= f.panel_max.x - 2.f - x0) break;
+      const size_t at = b.text.find(detail, b.skip);
+      if (at != std::string::npos) b.text.erase(at);
+    }
     b.text_w = text_width(fs, b.drawn()) + 16.f;
     if (x1 - x0 < b.text_w) x1 = std::min(x0 + b.text_w, f.panel_max.x - 2.f);
     if (x1 - x0 < b.text_w) x0 = std::max(after_caption, x1 - b.text_w);
@@ -257,7 +268,7 @@ void GraphView::draw_banners(Frame& f) {
   std::string hidden;
   for (const Banner& b : banners) {
     if (b.row < 0) {
-      hidden += fmt::format("{}{}", hidden.empty() ? "" : "\n", b.text);
+      hidden += fmt::format("{}{}", hidden.empty() ? "" : "\n", b.full);
       continue;
     }
     const float y0 = f.panel_min.y + 1.f + static_cast<float>(b.row) * step, y1 = y0 + h;
@@ -268,7 +279,9 @@ void GraphView::draw_banners(Frame& f) {
     stats_.banners.push_back({b.rank, {b.x0, y0, b.x1, y1}});
     stats_.banner_failed.push_back(b.failed);
     stats_.banner_clipped.push_back(clipped);
-    if (clipped && ImGui::IsMouseHoveringRect({b.x0, y0}, {b.x1, y1})) ImGui::SetTooltip("%s", b.text.c_str());
+    if ((clipped || b.text != b.full) && ImGui::IsMouseHoveringRect({b.x0, y0}, {b.x1, y1})) {
+      ImGui::SetTooltip("%s", b.full.c_str());
+    }
   }
   if (hidden.empty()) return;
   const float y0 = f.panel_min.y + 1.f + static_cast<float>(rows - 1) * step, y1 = y0 + h;
