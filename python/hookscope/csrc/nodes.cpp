@@ -93,12 +93,12 @@ class FreeLists final : public std::pmr::memory_resource {
   size_t counts_[kClasses] = {};
 };
 
-}  // namespace
-
 FreeLists& free_lists() {
   static auto* resource = new FreeLists();
   return *resource;
 }
+
+}  // namespace
 
 std::pmr::memory_resource& pool() { return free_lists(); }
 
