@@ -78,8 +78,10 @@ TEST_CASE("a trace is written under a temporary name and replaces the old one on
   chunk->events[0].kind = trace::EventKind::kBackwardBegin;
   chunk->events[0].t_ns = trace::now_ns();
   writer.on_chunk(std::move(chunk));
-  // The writer thread renames once the block is on disk.
-  for (int i = 0; i < 500 && fs::exists(tmp); ++i) ::usleep(2000);
+  // The writer thread renames once the block is on disk (after fdatasync,
+  // which took over a second once on a loaded machine: the wait is 20 s).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (fs::exists(tmp) && std::chrono::steady_clock::now() < deadline) ::usleep(2000);
   CHECK_FALSE(fs::exists(tmp));
   CHECK(slurp(path) != "old trace");
   writer.close();
