@@ -71,6 +71,11 @@ struct TimelineDrawStats {
   uint32_t markers = 0;        // marker lines drawn
   uint32_t marker_labels = 0;  // of them labelled (labels never overlap each other nor an idle gap)
   std::vector<std::pair<float, float>> marker_label_x;  // each label's left and right
+  struct MarkerDraw {
+    const char* kind = "";  // marker_name(): "failed", "lingering", ...
+    float x = 0.f, top = 0.f;  // its line's x; its triangle's top (8 px high, 10 wide)
+  };
+  std::vector<MarkerDraw> marker_lines;  // every marker drawn
   std::vector<float> lost_label_x;  // where each lost rank's "no data after here" starts
   std::vector<std::string> legend;  // the legend's names: tick classes and marker kinds the trace has
   std::vector<std::pair<float, float>> track_y;  // each track's rows on screen, top and bottom
