@@ -67,6 +67,12 @@ struct TimelineGapDraw {
 struct TimelineDrawStats {
   uint32_t ticks = 0;   // lone events
   uint32_t folds = 0;   // marks that fold several events
+  // Per fold holding an alarm: its left edge, where its red part starts (the
+  // x of its first alarm: what comes before it is drawn as the rest), its right edge.
+  struct AlarmFold {
+    float x0 = 0.f, alarm_x = 0.f, x1 = 0.f;
+  };
+  std::vector<AlarmFold> alarm_folds;
   uint32_t spans = 0;   // spans and span folds
   uint32_t markers = 0;        // marker lines drawn
   uint32_t marker_labels = 0;  // of them labelled (labels never overlap each other nor an idle gap)
@@ -179,6 +185,7 @@ class TimelineView {
     size_t first = 0, last = 0;
     int64_t t_first = 0, t_last = 0;
     uint8_t classes = 0;  // of a fold; a lone tick's own class
+    size_t first_alarm = 0;  // of a fold holding an alarm: its first (Note [Timeline folding])
   };
   std::vector<std::vector<CachedMark>> mark_cache_;  // per track
   std::vector<uint8_t> mark_cached_;                 // per track: mark_cache_ holds the key's marks
