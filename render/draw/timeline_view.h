@@ -119,6 +119,14 @@ class TimelineView {
   const std::vector<size_t>& bookmarks() const { return bookmarks_; }
   const TimelineIndex& index() const { return index_; }
   const TimelineDrawStats& stats() const { return stats_; }
+  // The last click on the canvas that moved to the nearest event: where, the
+  // time under it then, and the event (tests of the real window read it).
+  struct Click {
+    float x = 0.f, y = 0.f;
+    double t = 0.0;
+    size_t event = SIZE_MAX;  // SIZE_MAX: none yet
+  };
+  const Click& last_click() const { return last_click_; }
   const std::vector<TimelineMarker>& markers() const { return markers_; }
   // The time (ns on the model's clock) at screen x in the last frame, and
   // the screen x of a time: Note [Timeline time mapping].
@@ -178,6 +186,7 @@ class TimelineView {
   std::optional<std::pair<double, double>> selection_;  // ns
   std::optional<double> selecting_from_;
   TimelineDrawStats stats_;
+  Click last_click_;
   // Note [Timeline mark cache]: each track's marks for the window of the
   // last frame (t0, t1, min_gap), so that a still view asks the model
   // nothing (Note [Compact timeline index]); any pan or zoom walks again.
