@@ -65,7 +65,8 @@ bool App::write_draw_report(const std::string& path) const {
   const render::GraphScene* scene = graph_.scene();
   for (uint32_t u : g.box_units) {
     const uint32_t slot = fg && u < fg->node_of_unit.size() ? fg->node_of_unit[u] : render::kNoSlot;
-    box_names.push_back(slot == render::kNoSlot || !scene ? std::string() : scene->model().str(scene->nodes()[slot].name));
+    box_names.push_back(slot == render::kNoSlot || !scene ? std::string()
+                                                          : scene->model().str(scene->nodes()[slot].name));
   }
   std::string chip_kinds;  // per box: a bit per hook kind it shows chips of
   for (uint16_t k : g.box_chip_kinds) chip_kinds += fmt::format("{}{}", chip_kinds.empty() ? "" : ",", k);
@@ -73,7 +74,8 @@ bool App::write_draw_report(const std::string& path) const {
   for (float x : t.lost_label_x) lost_labels += fmt::format("{}{}", lost_labels.empty() ? "" : ",", x);
   std::string marker_lines;  // each marker's kind and x, its triangle's top
   for (const render::TimelineDrawStats::MarkerDraw& d : t.marker_lines) {
-    marker_lines += fmt::format("{}{{\"kind\":\"{}\",\"x\":{},\"top\":{}}}", marker_lines.empty() ? "" : ",", d.kind, d.x, d.top);
+    marker_lines += fmt::format("{}{{\"kind\":\"{}\",\"x\":{},\"top\":{}}}", marker_lines.empty() ? "" : ",", d.kind,
+                                d.x, d.top);
   }
   std::string track_rows;  // each track's rows on screen, top and bottom
   for (const auto& [y0, y1] : t.track_y) track_rows += fmt::format("{}[{},{}]", track_rows.empty() ? "" : ",", y0, y1);

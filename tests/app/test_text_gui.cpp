@@ -83,7 +83,8 @@ TEST_CASE("gui text: the owners' legend stays inside the graph panel and says ge
 TEST_CASE("gui text: the owners' legend never runs past the graph panel at 1920x1080, dark and light" *
           doctest::test_suite("gui")) {
   if (no_xvfb()) return;
-  const std::string recovery = testing::record_once(text_dir(), "recovery_none_3", "recovery --policy none --recoveries 3");
+  const std::string recovery =
+      testing::record_once(text_dir(), "recovery_none_3", "recovery --policy none --recoveries 3");
   const std::string kept = testing::record_once(text_dir(), "kept_alive", "kept-alive --world-size 2 --steps 8");
   // Where each holds most owners: recovery's end (its Reducers leaked), the
   // kept-alive run's middle (its Reducers are destroyed at exit).
@@ -91,7 +92,8 @@ TEST_CASE("gui text: the owners' legend never runs past the graph panel at 1920x
     const analysis::Model m(trace::read_trace(trace));
     const size_t at = end ? m.num_events() - 1 : m.num_events() / 2;
     for (const std::string theme : {"", "--light"}) {
-      const std::string name = fs::path(trace).stem().string() + "_" + std::to_string(at) + (theme.empty() ? "_dark" : "_light");
+      const std::string name =
+          fs::path(trace).stem().string() + "_" + std::to_string(at) + (theme.empty() ? "_dark" : "_light");
       const json legend = report_of(trace, theme + " --at " + std::to_string(at), "legend_1920_" + name,
                                     "HOOKSCOPE_DRAW_REPORT", "1920x1080")["legend"];
       INFO(name << ": " << legend.dump());
