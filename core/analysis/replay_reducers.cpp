@@ -19,9 +19,6 @@ BucketStatus bucket_status(const Model& m, const ReducerInfo& r, uint64_t collec
                                                                    : BucketStatus::kFailed;
 }
 
-// A Reducer's progress in its current backward: everything since its last
-// prepare_for_backward up to `e`, into `out` (its vectors reused). For a
-// destroyed one, only its last backward index.
 // Note [Buckets of a pass]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
 // PyTorch's DDP rebuilds its buckets once, after the first backward (Note
@@ -37,9 +34,29 @@ BucketStatus bucket_status(const Model& m, const ReducerInfo& r, uint64_t collec
 // layout, as before (our runtime's Reducers keep their buckets: always).
 // The bridge knows no bucket's members before the rebuild: a single bucket
 // then holds every parameter the pass marked.
-const std::vector<uint32_t>& pass_bucket_sizes(const Model& m, const ReducerInfo& r, EventIndex window,
+//
+// A step over a collective's end refreshes every Reducer (Note [Reducers in
+// a step]): each pass's sizes are worked out once per thread, then looked up
+// (BM_CursorStep/1024/1 took 2-3x as long scanning them again).
+const std::vector<uint32_t>& pass_bucket_sizes(const Model& m, ReducerIndex index, EventIndex window,
                                                EventIndex next_prepare) {
-  thread_local std::vector<uint32_t> sizes, marked;
+  struct Pass {
+    const Model* model = nullptr;
+    size_t events = 0;  // a grown live model at the same address is another
+    EventIndex window = kNever, next = kNever;
+    bool largest = false;  // the Reducer's largest layout, not `sizes`
+    std::vector<uint32_t> sizes;
+  };
+  thread_local std::vector<Pass> passes;  // per Reducer: its pass last asked for
+  const ReducerInfo& r = m.reducers()[index];
+  if (passes.size() < m.reducers().size()) passes.resize(m.reducers().size());
+  Pass& c = passes[index];
+  if (c.model == &m && c.events == m.num_events() && c.window == window && c.next == next_prepare) {
+    return c.largest ? r.bucket_sizes : c.sizes;
+  }
+  c.model = &m, c.events = m.num_events(), c.window = window, c.next = next_prepare;
+  std::vector<uint32_t>& sizes = c.sizes;
+  thread_local std::vector<uint32_t> marked;
   sizes.clear();
   marked.clear();
   bool finalized = false;
@@ -64,11 +81,15 @@ const std::vector<uint32_t>& pass_bucket_sizes(const Model& m, const ReducerInfo
     if (ev.kind == EventKind::kMarkReady) ++marked[bucket];
     sizes[bucket] = std::max({sizes[bucket], size, marked[bucket]});
   }
-  if (!finalized || sizes.empty() || sizes.size() == r.bucket_sizes.size()) return r.bucket_sizes;
+  c.largest = !finalized || sizes.empty() || sizes.size() == r.bucket_sizes.size();
+  if (c.largest) return r.bucket_sizes;
   if (sizes.size() == 1) sizes[0] = std::max(sizes[0], marks);
   return sizes;
 }
 
+// A Reducer's progress in its current backward: everything since its last
+// prepare_for_backward up to `e`, into `out` (its vectors reused). For a
+// destroyed one, only its last backward index.
 void reducer_at(const Model& m, ReducerIndex index, EventIndex e, ReducerAt& out) {
   const ReducerInfo& r = m.reducers()[index];
   out.reducer = index;
@@ -89,8 +110,7 @@ void reducer_at(const Model& m, ReducerIndex index, EventIndex e, ReducerAt& out
     out.backward = static_cast<int64_t>(r.prepare_backwards[p - 1 - r.prepares.begin()]);
   }
   if (!out.live) return;  // a destroyed Reducer has no backward in progress
-  const std::vector<uint32_t>& sizes =
-      pass_bucket_sizes(m, r, window, p != r.prepares.end() ? *p : kNever);
+  const std::vector<uint32_t>& sizes = pass_bucket_sizes(m, index, window, p != r.prepares.end() ? *p : kNever);
   const size_t num_buckets = sizes.size();
   out.buckets.resize(num_buckets);
   for (uint32_t b = 0; b < num_buckets; ++b) {
