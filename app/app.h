@@ -43,6 +43,21 @@ constexpr float kLayoutLeft = 0.62f, kLayoutTop = 0.52f, kLayoutTimeline = 0.27f
 // Note [UI glyphs]: the code points the UI font is loaded with (app.cpp).
 const ImWchar* ui_glyph_ranges();
 
+// What the Diagnostics panel drew last frame, for the draw report (Note
+// [Draw report]): each message's text and rect, and the area it must stay
+// inside (the findings' child window, or the panel when there is none).
+struct DiagnosticsDrawn {
+  struct Row {
+    std::string kind;  // the finding kind's name; "none" for the no-findings line
+    std::string text;  // as drawn
+    float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+    bool wrapped = false;  // drawn with a wrap position (a group too long to wrap draws one line each)
+  };
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // the text area: content region across, the visible part down
+  float line_h = 0;
+  std::vector<Row> rows;
+};
+
 // The Events panel's filtered rows, computed off the UI thread for big traces.
 struct EventRows {
   std::string expression;            // what the rows are for
@@ -370,6 +385,7 @@ class App {
     bool up_to_current = false;
     const analysis::Model* end_model = nullptr;  // what end_text describes (no findings)
     std::string end_text;
+    DiagnosticsDrawn drawn;  // what the last frame drew (Note [Draw report])
   } diagnostics_view_;
   struct CompareView {
     const analysis::ModelDiff* diff = nullptr;  // what `rows` are for (with its size)

@@ -97,6 +97,31 @@ bool input_held() {
          std::any_of(std::begin(io.KeysDown), std::end(io.KeysDown), [](bool d) { return d; });
 }
 
+// Tests of the real window (Xvfb): HOOKSCOPE_TEST_CLICK="X,Y" clicks the left
+// button there once the app has settled, as X would: the pointer warped by
+// GLFW, then the press and, a frame later, the release through the GLFW
+// callbacks ImGui's backend installed. A screenshot waits for it.
+struct SyntheticClick {
+  double x = 0, y = 0;
+  enum Stage { kNone, kWaiting, kPressed, kDone } stage = kNone;
+  SyntheticClick() {
+    const char* at = std::getenv("HOOKSCOPE_TEST_CLICK");
+    if (at && std::sscanf(at, "%lf,%lf", &x, &y) == 2) stage = kWaiting;
+  }
+  bool pending() const { return stage == kWaiting || stage == kPressed; }
+  void step(GLFWwindow* window, bool settled) {
+    if (stage == kWaiting && settled) {
+      glfwSetCursorPos(window, x, y);
+      ImGui_ImplGlfw_CursorEnterCallback(window, GLFW_TRUE);
+      ImGui_ImplGlfw_MouseButtonCallback(window, GLFW_MOUSE_BUTTON_LEFT, GLFW_PRESS, 0);
+      stage = kPressed;
+    } else if (stage == kPressed) {
+      ImGui_ImplGlfw_MouseButtonCallback(window, GLFW_MOUSE_BUTTON_LEFT, GLFW_RELEASE, 0);
+      stage = kDone;
+    }
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,7 +136,9 @@ int main(int argc, char** argv) {
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
-  if (args.headless_frames()) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);
+  SyntheticClick click;
+  // A pointer cannot be warped into an unmapped window: one clicked stays visible.
+  if (args.headless_frames() && click.stage == SyntheticClick::kNone) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);
   GLFWwindow* window = glfwCreateWindow(args.width, args.height, "hookscope", nullptr, nullptr);
   if (!window) {
     glfwTerminate();
@@ -164,6 +191,7 @@ int main(int argc, char** argv) {
       continue;  // woken for nothing: the window shows what it showed
     }
     --settle;
+    click.step(window, frames > 2 && app.settled());
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     // A whole-graph export draws this frame offscreen, at the size it needs.
@@ -198,7 +226,7 @@ int main(int argc, char** argv) {
     ++frames;
     // A screenshot waits until what was asked for is loaded and laid out,
     // then a few frames more for fonts and scrolling to settle.
-    if (!app.settled()) settled_at = -1;
+    if (!app.settled() || click.pending()) settled_at = -1;
     else if (settled_at < 0) settled_at = frames;
     const bool settled = settled_at >= 0 && frames >= settled_at + args.screenshot_frame() && app.exports_done();
     if (!args.screenshot.empty() && (settled || frames >= 2000)) {

@@ -77,6 +77,23 @@ void finding_tooltip(const Finding& f, const std::string& kind, bool future) {
   ImGui::EndTooltip();
 }
 
+// The current window's text area, for the draw report: across, its content
+// region (the scrollbar excluded); down, what is visible of it.
+void note_text_area(DiagnosticsDrawn& d) {
+  const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
+  d.x0 = pos.x + ImGui::GetWindowContentRegionMin().x;
+  d.x1 = pos.x + ImGui::GetWindowContentRegionMax().x;
+  d.y0 = pos.y;
+  d.y1 = pos.y + size.y;
+  d.line_h = ImGui::GetTextLineHeight();
+}
+
+// The text item just drawn, for the draw report.
+void note_row(DiagnosticsDrawn& d, std::string kind, std::string text, bool wrapped) {
+  const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+  d.rows.push_back({std::move(kind), std::move(text), a.x, a.y, b.x, b.y, wrapped});
+}
+
 }  // namespace
 
 std::string attached_at_end(const analysis::Model& m) {
@@ -110,6 +127,7 @@ std::string attached_at_end(const analysis::Model& m) {
 }
 
 void App::draw_diagnostics_panel() {
+  diagnostics_view_.drawn = {};
   const bool open = ImGui::Begin("Diagnostics");
   const analysis::Model* m = session_.model();
   if (!open || !m) {
@@ -132,8 +150,11 @@ void App::draw_diagnostics_panel() {
     }
     ImGui::PushTextWrapPos(0.f);
     ImGui::TextColored(col(kOkColor), "No findings.");
-    ImGui::TextUnformatted(drawable(diagnostics_view_.end_text).c_str());
+    const std::string end = drawable(diagnostics_view_.end_text);
+    ImGui::TextUnformatted(end.c_str());
     ImGui::PopTextWrapPos();
+    note_text_area(diagnostics_view_.drawn);
+    note_row(diagnostics_view_.drawn, "none", end, true);
     ImGui::End();
     return;
   }
@@ -145,6 +166,7 @@ void App::draw_diagnostics_panel() {
   const bool detail = v.selected < findings_.findings->size();
   const float detail_h = detail ? ImGui::GetTextLineHeightWithSpacing() * 6.f : 0.f;
   ImGui::BeginChild("findings", ImVec2(0.f, -detail_h));
+  note_text_area(v.drawn);
   std::vector<size_t> order(v.groups.size());
   for (size_t g = 0; g < order.size(); ++g) order[g] = g;
   std::stable_sort(order.begin(), order.end(),
@@ -309,11 +331,14 @@ void App::diagnostics_rows(size_t g, size_t n) {
       ImGui::SameLine();
     }
     if (wrap) {  // wrapped text is drawn whole: clipped first (Note [Drawable text])
+      const std::string text = drawable(f.message);
       ImGui::PushTextWrapPos(0.f);
-      ImGui::TextUnformatted(drawable(f.message).c_str());
+      ImGui::TextUnformatted(text.c_str());
       ImGui::PopTextWrapPos();
+      note_row(v.drawn, kind, text, true);
     } else {
       ImGui::TextUnformatted(f.message.c_str());
+      note_row(v.drawn, kind, f.message, false);
     }
     if (future) ImGui::PopStyleColor();
     if (hovered) finding_tooltip(f, kind, future);

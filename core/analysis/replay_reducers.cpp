@@ -19,6 +19,74 @@ BucketStatus bucket_status(const Model& m, const ReducerInfo& r, uint64_t collec
                                                                    : BucketStatus::kFailed;
 }
 
+// Note [Buckets of a pass]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// PyTorch's DDP rebuilds its buckets once, after the first backward (Note
+// [Rebuilt buckets], app/reducer_buckets.h): a bridge trace's first pass
+// reduced 1 bucket where the later ones reduced 3. A Reducer's bucket_sizes
+// are the largest each bucket ever was, so a pass is shown with the buckets
+// it reduced: those its own mark_ready and bucket_ready events name, in the
+// window from its prepare to the next one (what the Reducer had decided at
+// its prepare, so looking past the current event tells nothing early). Only
+// a pass that was finalized says what it reduced; one that was not (inside
+// no_sync, cut by a failure, or still running at the trace's end), or one
+// that reduced as many buckets as the Reducer's largest layout, shows that
+// layout, as before (our runtime's Reducers keep their buckets: always).
+// The bridge knows no bucket's members before the rebuild: a single bucket
+// then holds every parameter the pass marked.
+//
+// A step over a collective's end refreshes every Reducer (Note [Reducers in
+// a step]): each pass's sizes are worked out once per thread, then looked up
+// (BM_CursorStep/1024/1 took 2-3x as long scanning them again).
+const std::vector<uint32_t>& pass_bucket_sizes(const Model& m, ReducerIndex index, EventIndex window,
+                                               EventIndex next_prepare) {
+  struct Pass {
+    const Model* model = nullptr;
+    size_t events = 0;  // a grown live model at the same address is another
+    EventIndex window = kNever, next = kNever;
+    bool largest = false;  // the Reducer's largest layout, not `sizes`
+    std::vector<uint32_t> sizes;
+  };
+  thread_local std::vector<Pass> passes;  // per Reducer: its pass last asked for
+  const ReducerInfo& r = m.reducers()[index];
+  if (passes.size() < m.reducers().size()) passes.resize(m.reducers().size());
+  Pass& c = passes[index];
+  if (c.model == &m && c.events == m.num_events() && c.window == window && c.next == next_prepare) {
+    return c.largest ? r.bucket_sizes : c.sizes;
+  }
+  c.model = &m, c.events = m.num_events(), c.window = window, c.next = next_prepare;
+  std::vector<uint32_t>& sizes = c.sizes;
+  thread_local std::vector<uint32_t> marked;
+  sizes.clear();
+  marked.clear();
+  bool finalized = false;
+  uint32_t marks = 0;  // with a bucket or without
+  auto it = std::upper_bound(r.events.begin(), r.events.end(), window);
+  const auto end = std::lower_bound(it, r.events.end(), next_prepare);
+  for (; it != end; ++it) {
+    const trace::Event ev = m.event(*it);
+    uint64_t bucket = UINT64_MAX;
+    uint32_t size = 0;
+    if (ev.kind == EventKind::kMarkReady) {
+      bucket = ev.as<ev::MarkReady>().bucket;
+      ++marks;
+    } else if (ev.kind == EventKind::kBucketReady) {
+      const auto ready = ev.as<ev::BucketReady>();
+      bucket = ready.bucket, size = ready.num_params;
+    } else if (ev.kind == EventKind::kBucketsFinalized) {
+      finalized = true;
+    }
+    if (bucket >= r.bucket_sizes.size()) continue;  // the model made no room for it (Note [Model memory bound])
+    if (bucket >= sizes.size()) sizes.resize(bucket + 1, 0), marked.resize(bucket + 1, 0);
+    if (ev.kind == EventKind::kMarkReady) ++marked[bucket];
+    sizes[bucket] = std::max({sizes[bucket], size, marked[bucket]});
+  }
+  c.largest = !finalized || sizes.empty() || sizes.size() == r.bucket_sizes.size();
+  if (c.largest) return r.bucket_sizes;
+  if (sizes.size() == 1) sizes[0] = std::max(sizes[0], marks);
+  return sizes;
+}
+
 // A Reducer's progress in its current backward: everything since its last
 // prepare_for_backward up to `e`, into `out` (its vectors reused). For a
 // destroyed one, only its last backward index.
@@ -42,11 +110,12 @@ void reducer_at(const Model& m, ReducerIndex index, EventIndex e, ReducerAt& out
     out.backward = static_cast<int64_t>(r.prepare_backwards[p - 1 - r.prepares.begin()]);
   }
   if (!out.live) return;  // a destroyed Reducer has no backward in progress
-  const size_t num_buckets = r.bucket_sizes.size();
+  const std::vector<uint32_t>& sizes = pass_bucket_sizes(m, index, window, p != r.prepares.end() ? *p : kNever);
+  const size_t num_buckets = sizes.size();
   out.buckets.resize(num_buckets);
   for (uint32_t b = 0; b < num_buckets; ++b) {
     out.buckets[b].index = b;
-    out.buckets[b].size = out.buckets[b].pending = r.bucket_sizes[b];
+    out.buckets[b].size = out.buckets[b].pending = sizes[b];
     out.buckets[b].status = BucketStatus::kPending;
   }
   // Per bucket: the collective its last kBucketReady named (UINT64_MAX: none).

@@ -130,6 +130,7 @@ void TimelineView::draw_markers(TimelineFrame& f, float top, float bottom) {
     f.dl->AddLine({x, top}, {x, bottom}, with_alpha(color, failure ? 220 : 130), failure ? 2.f : 1.f);
     f.dl->AddTriangleFilled({x - 5.f, top + 1.f}, {x + 5.f, top + 1.f}, {x, top + 8.f}, color);
     ++stats_.markers;
+    stats_.marker_lines.push_back({marker_name(markers_[i].kind), x, top});
     if (f.hovered && std::abs(f.mouse.x - x) < 5.f && f.mouse.y >= top && f.mouse.y < top + h &&
         !on_gap_label(f.mouse.x, f.mouse.y)) {
       f.hover_event = markers_[i].at;

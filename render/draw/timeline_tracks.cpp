@@ -44,6 +44,23 @@ namespace {
 
 uint32_t class_color(int cls) { return tick_class_color(cls); }
 
+constexpr int kAlarmClass = static_cast<int>(TickClass::kAlarm);
+
+// The first event of [first, last) of class alarm (`last` if none): a binary
+// search on the class summary, O(log^2 n) however many events the fold holds.
+size_t first_alarm(const TimelineTrack& track, size_t first, size_t last) {
+  if (!(track.classes(first, last) >> kAlarmClass & 1)) return last;
+  while (last - first > 1) {
+    const size_t mid = first + (last - first) / 2;
+    if (track.classes(first, mid) >> kAlarmClass & 1) {
+      last = mid;
+    } else {
+      first = mid;
+    }
+  }
+  return first;
+}
+
 // A fold is red when it holds an alarm, else the colour of its most telling class.
 uint32_t fold_color(uint8_t bits) {
   for (int cls : {6, 2, 5, 4, 1, 3, 0, 7}) {
@@ -167,7 +184,8 @@ void TimelineView::draw_ticks(TimelineFrame& f, const TimelineTrack& track, floa
     for_each_mark(track, f.t0, f.t1, f.min_gap, [&](TickMark m) {
       const bool lone = m.last - m.first == 1;
       marks.push_back({m.first, m.last, track.time(m.first), lone ? 0 : track.time(m.last - 1),
-                       lone ? track.cls(m.first) : track.classes(m.first, m.last)});
+                       lone ? track.cls(m.first) : track.classes(m.first, m.last),
+                       lone ? m.first : first_alarm(track, m.first, m.last)});
     });
     mark_cached_[k] = 1;
   }
@@ -184,7 +202,18 @@ void TimelineView::draw_ticks(TimelineFrame& f, const TimelineTrack& track, floa
       continue;
     }
     const float x1 = std::max(x_of(static_cast<double>(m.t_last)), x0 + o.min_mark_px);
-    f.dl->AddRectFilled({x0, ty0}, {x1, ty1}, fold_color(m.classes));
+    // A fold holding an alarm is red from its first alarm on, the rest before
+    // it: red starting left of a marker would say the alarm came before it.
+    if (m.classes >> kAlarmClass & 1) {
+      const float xa = std::clamp(x_of(static_cast<double>(track.time(m.first_alarm))), x0, std::max(x0, x1 - 2.f));
+      if (m.first_alarm > m.first) {
+        f.dl->AddRectFilled({x0, ty0}, {xa, ty1}, fold_color(track.classes(m.first, m.first_alarm)));
+      }
+      f.dl->AddRectFilled({xa, ty0}, {x1, ty1}, fold_color(1u << kAlarmClass));
+      stats_.alarm_folds.push_back({x0, xa, x1});
+    } else {
+      f.dl->AddRectFilled({x0, ty0}, {x1, ty1}, fold_color(m.classes));
+    }
     ++stats_.folds;
     const int len = std::snprintf(buf, sizeof buf, "%zu", m.last - m.first);
     if (x1 - x0 > ImGui::CalcTextSize(buf).x + 6.f) {

@@ -104,6 +104,7 @@ TimelineResult TimelineView::draw(size_t current_event) {
   draw_hover(f);
   if (f.clicked && !f.result.current_event && !selecting_from_ && !f.gap_clicked) {
     f.result.current_event = nearest_event(f);
+    if (f.result.current_event) last_click_ = {f.mouse.x, f.mouse.y, t_of(f.mouse.x), *f.result.current_event};
   }
   return f.result;
 }

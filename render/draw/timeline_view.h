@@ -67,10 +67,21 @@ struct TimelineGapDraw {
 struct TimelineDrawStats {
   uint32_t ticks = 0;   // lone events
   uint32_t folds = 0;   // marks that fold several events
+  // Per fold holding an alarm: its left edge, where its red part starts (the
+  // x of its first alarm: what comes before it is drawn as the rest), its right edge.
+  struct AlarmFold {
+    float x0 = 0.f, alarm_x = 0.f, x1 = 0.f;
+  };
+  std::vector<AlarmFold> alarm_folds;
   uint32_t spans = 0;   // spans and span folds
   uint32_t markers = 0;        // marker lines drawn
   uint32_t marker_labels = 0;  // of them labelled (labels never overlap each other nor an idle gap)
   std::vector<std::pair<float, float>> marker_label_x;  // each label's left and right
+  struct MarkerDraw {
+    const char* kind = "";  // marker_name(): "failed", "lingering", ...
+    float x = 0.f, top = 0.f;  // its line's x; its triangle's top (8 px high, 10 wide)
+  };
+  std::vector<MarkerDraw> marker_lines;  // every marker drawn
   std::vector<float> lost_label_x;  // where each lost rank's "no data after here" starts
   std::vector<std::string> legend;  // the legend's names: tick classes and marker kinds the trace has
   std::vector<std::pair<float, float>> track_y;  // each track's rows on screen, top and bottom
@@ -108,6 +119,14 @@ class TimelineView {
   const std::vector<size_t>& bookmarks() const { return bookmarks_; }
   const TimelineIndex& index() const { return index_; }
   const TimelineDrawStats& stats() const { return stats_; }
+  // The last click on the canvas that moved to the nearest event: where, the
+  // time under it then, and the event (tests of the real window read it).
+  struct Click {
+    float x = 0.f, y = 0.f;
+    double t = 0.0;
+    size_t event = SIZE_MAX;  // SIZE_MAX: none yet
+  };
+  const Click& last_click() const { return last_click_; }
   const std::vector<TimelineMarker>& markers() const { return markers_; }
   // The time (ns on the model's clock) at screen x in the last frame, and
   // the screen x of a time: Note [Timeline time mapping].
@@ -167,6 +186,7 @@ class TimelineView {
   std::optional<std::pair<double, double>> selection_;  // ns
   std::optional<double> selecting_from_;
   TimelineDrawStats stats_;
+  Click last_click_;
   // Note [Timeline mark cache]: each track's marks for the window of the
   // last frame (t0, t1, min_gap), so that a still view asks the model
   // nothing (Note [Compact timeline index]); any pan or zoom walks again.
@@ -174,6 +194,7 @@ class TimelineView {
     size_t first = 0, last = 0;
     int64_t t_first = 0, t_last = 0;
     uint8_t classes = 0;  // of a fold; a lone tick's own class
+    size_t first_alarm = 0;  // of a fold holding an alarm: its first (Note [Timeline folding])
   };
   std::vector<std::vector<CachedMark>> mark_cache_;  // per track
   std::vector<uint8_t> mark_cached_;                 // per track: mark_cache_ holds the key's marks

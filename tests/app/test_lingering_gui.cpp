@@ -243,4 +243,41 @@ TEST_CASE("gui lingering: Lanes count hooks that outlive their use, Explain says
     CHECK(ns.report["explain_verdict"] == "normal");
   }
 }
+
+// Note [Timeline markers]: where a Reducer starts lingering (replaced while
+// alive) the timeline draws a marker in the lingering colour, legend and all;
+// its pixels are on screen at its x, in both themes.
+TEST_CASE("gui lingering: the timeline's lingering markers are drawn in their own colour at their x" *
+          doctest::test_suite("gui")) {
+  std::string why;
+  if (!testing::have_xvfb(&why)) {
+    MESSAGE("skipping: " << why);
+    return;
+  }
+  const std::string trace = kept_alive_trace();
+  const analysis::Model m(trace::read_trace(trace));
+  const Story st = story_of(m);
+  size_t replaced = 0;
+  for (const analysis::OwnerInfo& o : m.owners()) replaced += o.replaced_at != kNever;
+  REQUIRE(replaced == 4);  // Reducers 1 and 2 on each of the 2 ranks
+  for (const auto& [size, light] : {std::pair{Size{1280, 800}, false}, std::pair{Size{1920, 1080}, true}}) {
+    const std::string tag = std::to_string(size.w) + (light ? "_light" : "_dark");
+    CAPTURE(tag);
+    const render::Palette& pal = light ? render::kLightPalette : render::kDarkPalette;
+    const Shot s = shoot(trace + " --at " + std::to_string(st.lingering_fire), "markers_" + tag, size, light,
+                         "HOOKSCOPE_DRAW_REPORT");
+    INFO(s.report["timeline_marker_lines"].dump());
+    size_t lingering = 0;
+    for (const auto& d : s.report["timeline_marker_lines"]) {
+      if (d["kind"] != "lingering") continue;
+      ++lingering;
+      const float x = d["x"].get<float>(), top = d["top"].get<float>();
+      CAPTURE(x);
+      // Its triangle (10 x 8 px): mostly the lingering colour (neighbours may overdraw part of it).
+      CHECK(s.count(pal.lingering, x - 5.f, top, x + 5.f, top + 8.f, 12) >= 8);
+    }
+    CHECK(lingering == replaced);  // the whole run fits the timeline at open
+    CHECK(says(s.report["timeline_legend"], "lingering"));
+  }
+}
 #endif

@@ -1,7 +1,7 @@
 // Text a user reads is true and readable, with an ImGui
 // context and no window: every non-ASCII character the UI prints is in the
 // font atlas (Note [UI glyphs]); F1 Help is a two-column table whose
-// descriptions wrap in most of its width; `--panel lanes|readiness` leaves
+// descriptions wrap in most of its width; `--panel lanes|readiness|explain|compare` leaves
 // no fragment of another panel; the no-findings line says what is still
 // attached; counts take their plural.
 #if HOOKSCOPE_APP_UI
@@ -9,6 +9,7 @@
 #include <imgui.h>
 #include <imgui_internal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -151,24 +152,43 @@ TEST_CASE("text: F1 Help is a two-column table whose descriptions get most of it
   }
 }
 
-TEST_CASE("text: --panel lanes or readiness covers other panels whole, leaving no fragment of one") {
+// Note [Default layout]: a panel --panel brings up covers the panels under it
+// whole and is opaque and in front of them; the others are apart from it.
+TEST_CASE("text: --panel lanes, readiness, explain or compare covers other panels whole, leaving no fragment of one") {
   testing::scratch_config_dir("hookscope_text_ui");
-  for (const char* panel : {"lanes", "readiness"}) {
+  struct Front {
+    const char* panel;
+    const char* title;
+  };
+  for (const Front& p : {Front{"lanes", "Lanes"}, Front{"readiness", "Readiness"}, Front{"explain", "Why did this fire?"},
+                         Front{"compare", "Compare"}}) {
     for (const ImVec2 display : {ImVec2(1280, 800), ImVec2(1920, 1080)}) {
       app::Args args = testing::headless_args({sample("recovery-none")});
-      args.panel = panel;
+      args.panel = p.panel;
       testing::HeadlessApp h(args, display);
       for (int i = 0; i < 4; ++i) h.frame();
-      const ImRect front = window_rect(std::string(panel) == "lanes" ? "Lanes" : "Readiness");
+      const ImRect front = window_rect(p.title);
+      const ImGuiWindow* fw = ImGui::FindWindowByName(p.title);
+      REQUIRE(fw->DrawList->VtxBuffer.Size > 0);
+      CHECK((fw->DrawList->VtxBuffer[0].col >> IM_COL32_A_SHIFT & 0xff) == 0xff);  // nothing shows through
+      size_t covered_n = 0;
       for (const char* other : {"Graph", "Function", "Reducers", "Timeline", "Events", "Diagnostics"}) {
         const ImRect r = window_rect(other);
         const bool covered = front.Contains(r);
         const bool apart = !front.Overlaps(r);
-        INFO(panel << " at " << display.x << "x" << display.y << ": " << other << " [" << r.Min.x << "," << r.Min.y
-                   << "," << r.Max.x << "," << r.Max.y << "] under [" << front.Min.x << "," << front.Min.y << ","
-                   << front.Max.x << "," << front.Max.y << "]");
+        INFO(p.panel << " at " << display.x << "x" << display.y << ": " << other << " [" << r.Min.x << "," << r.Min.y
+                     << "," << r.Max.x << "," << r.Max.y << "] under [" << front.Min.x << "," << front.Min.y << ","
+                     << front.Max.x << "," << front.Max.y << "]");
         CHECK((covered || apart));
+        if (!covered) continue;
+        ++covered_n;
+        // In front of what it covers: later in the display order.
+        const ImGuiWindow* ow = ImGui::FindWindowByName(other);
+        const auto& order = ImGui::GetCurrentContext()->Windows;
+        CHECK(order.index_from_ptr(std::find(order.begin(), order.end(), fw)) >
+              order.index_from_ptr(std::find(order.begin(), order.end(), ow)));
       }
+      CHECK(covered_n >= 2);  // it is where it should be: over the graph or the right column
     }
   }
 }

@@ -1,6 +1,6 @@
 // Readable text in the real app under Xvfb at 1280x800, measured through the
 // draw and views reports (Note [Draw report]): the owners' legend never runs
-// past the graph panel's edge and says "gen" only where a rank holds copies
+// past the graph panel's edge (1280x800 and 1920x1080) and says "gen" only where a rank holds copies
 // of its parameters; the readiness map numbers its backward passes; the
 // lanes of several ranks name each group's rank. Skips without xvfb-run.
 #if HOOKSCOPE_APP_UI
@@ -34,9 +34,9 @@ std::string sample(const std::string& name) { return std::string(HOOKSCOPE_SAMPL
 
 // The draw report (or the views report) of a screenshot of `trace` with `args`.
 json report_of(const std::string& trace, const std::string& args, const std::string& name,
-               const std::string& env = "HOOKSCOPE_DRAW_REPORT") {
+               const std::string& env = "HOOKSCOPE_DRAW_REPORT", const std::string& size = "1280x800") {
   const std::string png = (text_dir() / (name + ".png")).string(), rep = (text_dir() / (name + ".json")).string();
-  const auto r = testing::run_gui(trace + " " + args + " --screenshot " + png, env + "=" + rep);
+  const auto r = testing::run_gui(trace + " " + args + " --screenshot " + png, env + "=" + rep, size);
   REQUIRE_MESSAGE(r.exit == 0, r.out);
   std::ifstream in(rep);
   REQUIRE_MESSAGE(in.good(), "no report: " << r.out);
@@ -74,6 +74,34 @@ TEST_CASE("gui text: the owners' legend stays inside the graph panel and says ge
   INFO("before: " << before.dump());
   CHECK(before["gens"].get<int>() == 0);
   CHECK(before["right"].get<float>() <= before["panel_right"].get<float>());
+}
+
+// 1280 is the narrow case; at 1920x1080 the graph panel is wider but the
+// font too may be: the legend still ends inside the panel, dark and light,
+// on the runs with most owners (three leaked Reducers a rank; the kept-alive
+// run's lingering ones).
+TEST_CASE("gui text: the owners' legend never runs past the graph panel at 1920x1080, dark and light" *
+          doctest::test_suite("gui")) {
+  if (no_xvfb()) return;
+  const std::string recovery =
+      testing::record_once(text_dir(), "recovery_none_3", "recovery --policy none --recoveries 3");
+  const std::string kept = testing::record_once(text_dir(), "kept_alive", "kept-alive --world-size 2 --steps 8");
+  // Where each holds most owners: recovery's end (its Reducers leaked), the
+  // kept-alive run's middle (its Reducers are destroyed at exit).
+  for (const auto& [trace, end] : {std::pair{recovery, true}, std::pair{kept, false}}) {
+    const analysis::Model m(trace::read_trace(trace));
+    const size_t at = end ? m.num_events() - 1 : m.num_events() / 2;
+    for (const std::string theme : {"", "--light"}) {
+      const std::string name =
+          fs::path(trace).stem().string() + "_" + std::to_string(at) + (theme.empty() ? "_dark" : "_light");
+      const json legend = report_of(trace, theme + " --at " + std::to_string(at), "legend_1920_" + name,
+                                    "HOOKSCOPE_DRAW_REPORT", "1920x1080")["legend"];
+      INFO(name << ": " << legend.dump());
+      CHECK(legend["entries"].get<int>() >= 1);
+      CHECK(legend["right"].get<float>() <= legend["panel_right"].get<float>());
+      CHECK(legend["entries"].get<size_t>() + legend["more"].get<size_t>() == legend["names"].size());
+    }
+  }
 }
 
 // Note [Legend of the trace's owners]: the legend names exactly the owners

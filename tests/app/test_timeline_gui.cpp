@@ -9,8 +9,11 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "analysis/model.h"
@@ -204,6 +207,78 @@ TEST_CASE("gui timeline: a start-up band is marked and labelled, the training ge
       CHECK(t1 - t0 >= 0.6f * plot);
     }
   }
+}
+
+// README: a click anywhere on a track moves to the nearest event. In the real
+// window (Xvfb), a left click on empty space of rank 1's tick row (no tick,
+// fold or marker under it: the canvas's background in a screenshot), given
+// through GLFW (HOOKSCOPE_TEST_CLICK, app/main.cpp), moves the current event
+// to rank 1's event nearest in time to the click, as the draw report says.
+TEST_CASE("gui timeline: a click on empty track space in the real window moves to that track's nearest event" *
+          doctest::test_suite("gui")) {
+  if (!testing::have_xvfb()) {
+    MESSAGE("skipping: xvfb-run is not installed (scripts/setup.sh installs xvfb)");
+    return;
+  }
+  const std::string trace = testing::record_once(timeline_dir(), "kept_alive", "kept-alive --world-size 2 --steps 8");
+  const analysis::Model m(trace::read_trace(trace));
+  const render::TimelineIndex index(m);
+  REQUIRE(index.tracks().size() == 2);
+  auto shot = [&](const std::string& name, const std::string& env, testing::Pixels* pixels) {
+    const std::string png = (timeline_dir() / (name + ".png")).string();
+    const std::string rep = (timeline_dir() / (name + ".json")).string();
+    const auto r = testing::run_gui(trace + " --at 0 --screenshot " + png, env + " HOOKSCOPE_DRAW_REPORT=" + rep);
+    REQUIRE_MESSAGE(r.exit == 0, r.out);
+    if (pixels) testing::load_png(png, *pixels);
+    std::ifstream in(rep);
+    return nlohmann::json::parse(in);
+  };
+  testing::Pixels before_px;
+  const nlohmann::json before = shot("click_before", "", &before_px);
+  REQUIRE(before["event"].get<size_t>() == 0);
+  CHECK(before["timeline_click"].is_null());
+  const auto& rows = before["timeline_track_y"];
+  REQUIRE(rows.size() == 2);
+  const float x0 = before["timeline_plot"][0].get<float>(), x1 = before["timeline_plot"][1].get<float>();
+  const int y = static_cast<int>(rows[1][0].get<float>()) + 6;  // rank 1's tick row
+  // The row's own shade is its most common colour; the middle of its widest
+  // run (three rows high) is where nothing is drawn: no tick, fold or marker.
+  std::map<uint32_t, int> shades;
+  for (int x = static_cast<int>(x0); x < static_cast<int>(x1); ++x) {
+    const unsigned char* p = &before_px.rgba[(static_cast<size_t>(y) * before_px.w + x) * 4];
+    ++shades[p[0] | p[1] << 8 | p[2] << 16];
+  }
+  const uint32_t bg = std::max_element(shades.begin(), shades.end(), [](const auto& a, const auto& b) {
+                        return a.second < b.second;
+                      })->first;
+  int best = -1, best_w = 0;
+  for (int x = static_cast<int>(x0) + 4, run = 0; x < static_cast<int>(x1) - 4; ++x) {
+    run = before_px.count(bg, static_cast<float>(x), static_cast<float>(y - 1), static_cast<float>(x + 1),
+                          static_cast<float>(y + 2), 1) == 3 ? run + 1 : 0;
+    if (run > best_w) best_w = run, best = x - run / 2;
+  }
+  INFO("click at " << best << "," << y << " in an empty run of " << best_w << " px");
+  REQUIRE(best_w >= 12);
+  const nlohmann::json after =
+      shot("click_after", "HOOKSCOPE_TEST_CLICK=" + std::to_string(best) + "," + std::to_string(y), nullptr);
+  const nlohmann::json& click = after["timeline_click"];
+  INFO(click.dump());
+  REQUIRE_FALSE(click.is_null());
+  CHECK(std::abs(click["x"].get<float>() - static_cast<float>(best)) <= 1.f);
+  const size_t moved = click["event"].get<size_t>();
+  CHECK(after["event"].get<size_t>() == moved);  // the current event
+  CHECK(moved != 0);
+  // Rank 1's event nearest to the time under the click (ties: the earlier).
+  const render::TimelineTrack& track = index.tracks()[1];
+  const int64_t t = click["t"].get<int64_t>();
+  size_t nearest = track.event(0);
+  int64_t gap = INT64_MAX;
+  for (size_t k = 0; k < track.size(); ++k) {
+    const int64_t d = std::abs(track.time(k) - t);
+    if (d < gap) gap = d, nearest = track.event(k);
+  }
+  CHECK(moved == nearest);
+  CHECK(m.event(moved).rank == 1);
 }
 
 #endif  // HOOKSCOPE_APP_UI

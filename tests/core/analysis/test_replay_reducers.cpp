@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "analysis/model.h"
 #include "analysis/state.h"
+#include "analysis/synthetic.h"
 #include "scenarios/ddp_scenarios.h"
 #include "testing/test_util.h"
 
@@ -240,4 +242,59 @@ TEST_CASE("Reducer replay: a bucket's collective named from another rank, create
   CHECK(m.state_at(8).reducers[0].backward == static_cast<int64_t>((uint64_t{5} << 32) | 3));
   CHECK(m.state_at(9).reducers[0].backward == 9);
   CHECK(m.state_at(10).reducers[0].buckets.empty());
+}
+
+// Note [Buckets of a pass]: a trace shaped as the torch bridge writes one
+// (4 parameters, 1 bucket logged at construction and reduced by the first
+// backward, members unknown; rebuilt into 3 from the second on; a no_sync
+// pass; a pass cut after its first bucket): each pass shows the buckets it
+// reduced, stepping, stepping back and seeking alike.
+TEST_CASE("Reducer replay: a pass shows the buckets it reduced, not the Reducer's largest layout") {
+  TraceBuilder b;
+  std::vector<uint64_t> acc;
+  for (int p = 0; p < 4; ++p) acc.push_back(b.accumulator("w" + std::to_string(p)));
+  const uint32_t owner = b.owner(trace::OwnerKind::kReducer, "Reducer 1");
+  b.reducer_constructed(owner, 4, 1);
+  std::vector<EventIndex> mid;  // per pass: an event inside it, after its first mark
+  auto pass = [&](uint64_t n, const std::vector<uint32_t>& sizes, bool finalized, bool members_known) {
+    b.prepare_for_backward(owner, n);
+    uint32_t p = 0;
+    for (uint32_t bucket = 0; bucket < sizes.size(); ++bucket) {
+      for (uint32_t k = 0; k < sizes[bucket]; ++k, ++p) {
+        b.mark_ready(owner, acc[3 - p], 3 - p, members_known ? bucket : trace::kNoBucket);
+        if (p == 0) mid.push_back(static_cast<EventIndex>(b.size() - 1));
+      }
+      b.bucket_ready(owner, bucket, members_known ? sizes[bucket] : 0);
+    }
+    if (finalized) b.buckets_finalized(owner, n);
+  };
+  pass(1, {4}, true, false);
+  pass(2, {2, 1, 1}, true, false);
+  pass(3, {2, 1, 1}, true, true);
+  b.prepare_for_backward(owner, 4);  // under no_sync: nothing reduced
+  mid.push_back(static_cast<EventIndex>(b.size() - 1));
+  pass(5, {2}, false, true);  // a failure after the first bucket
+  const Model m(b.take());
+  REQUIRE(m.reducers().size() == 1);
+  REQUIRE(m.reducers()[0].bucket_sizes == std::vector<uint32_t>{2, 1, 1});
+  auto sizes = [](const State& st) {
+    std::vector<uint32_t> out;
+    for (const BucketAt& bucket : st.reducers.at(0).buckets) out.push_back(bucket.size);
+    return out;
+  };
+  const std::vector<std::vector<uint32_t>> want = {{4}, {2, 1, 1}, {2, 1, 1}, {2, 1, 1}, {2, 1, 1}};
+  REQUIRE(mid.size() == want.size());
+  for (size_t k = 0; k < mid.size(); ++k) {
+    CAPTURE(k);
+    CHECK(sizes(m.state_at(mid[k])) == want[k]);
+  }
+  // The first pass's bucket empties as its parameters are marked: 4 pending at its prepare.
+  CHECK(m.state_at(mid[0] - 1).reducers.at(0).buckets.at(0).pending == 4);
+  // Stepping forward and back gives what state_at gives, at every event.
+  Cursor c(m);
+  do {
+    CAPTURE(c.index());
+    REQUIRE(c.state().reducers == m.state_at(c.index()).reducers);
+  } while (c.next());
+  while (c.prev()) REQUIRE(c.state().reducers == m.state_at(c.index()).reducers);
 }

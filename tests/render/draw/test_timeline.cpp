@@ -278,6 +278,35 @@ TEST_CASE("timeline view: vertices bounded by the pixel width, not the number of
   CHECK(vertices[2] <= vertices[0] * 3);
 }
 
+// A fold holding an alarm was red from its first event, so a red block could
+// start left of the lingering marker it follows: red starts at its first alarm.
+TEST_CASE("timeline view: a fold holding an alarm is red from its first alarm on, not from its first event") {
+  hookscope::testing::HeadlessImGui imgui(1000.f, 300.f);
+  // 1,000 fires 1 ms apart (about a pixel: one fold across the window), the 600th an alarm.
+  constexpr size_t kN = 1000, kAlarmAt = 600;
+  std::vector<int64_t> time(kN);
+  std::vector<uint32_t> event(kN);
+  std::vector<uint8_t> cls(kN, static_cast<uint8_t>(TickClass::kFire));
+  for (size_t i = 0; i < kN; ++i) time[i] = static_cast<int64_t>(i) * 1'000'000, event[i] = static_cast<uint32_t>(i);
+  cls[kAlarmAt] = static_cast<uint8_t>(TickClass::kAlarm);
+  TimelineIndex index;
+  index.add_track("rank 0", std::move(time), std::move(event), std::move(cls));
+  TimelineView view;
+  view.set_index(std::move(index));
+  imgui.frame([&] { view.draw(0); });  // the canvas's width, which set_window needs
+  view.set_window(0.0, 1e9);
+  imgui.frame([&] { view.draw(0); });
+  const TimelineDrawStats& s = view.stats();
+  REQUIRE(s.folds >= 1);
+  REQUIRE(s.alarm_folds.size() == 1);
+  const TimelineDrawStats::AlarmFold& f = s.alarm_folds[0];
+  INFO("fold " << f.x0 << ".." << f.x1 << ", red from " << f.alarm_x);
+  REQUIRE(f.x1 - f.x0 > 100.f);
+  // The alarm's x inside the fold, within a pixel of where its time falls.
+  const float expected = f.x0 + (f.x1 - f.x0) * static_cast<float>(kAlarmAt) / static_cast<float>(kN - 1);
+  CHECK(std::abs(f.alarm_x - expected) <= 1.5f);
+}
+
 TEST_CASE("timeline view: a still view reuses its marks; a pan or a new index walks again (Note [Timeline mark cache])") {
   hookscope::testing::HeadlessImGui imgui(1000.f, 300.f);
   TimelineView view;
