@@ -72,9 +72,10 @@ def per_step(u0, u1, n):
 
 
 def task_stats():
-    """{tid: (CPU ns, run-queue wait ns, voluntary + involuntary switches)}
-    of every thread of this process, from /proc (schedstat: nanoseconds,
-    where rusage's user/system split is in clock ticks)."""
+    """{tid: (CPU ns, run-queue wait ns, voluntary + involuntary switches,
+    migrations to another core)} of every thread of this process, from
+    /proc (schedstat: nanoseconds, where rusage's user/system split is in
+    clock ticks)."""
     out = {}
     for tid in os.listdir("/proc/self/task"):
         try:
@@ -82,9 +83,11 @@ def task_stats():
                 run_ns, wait_ns, _ = (int(x) for x in f.read().split())
             with open(f"/proc/self/task/{tid}/status") as f:
                 switches = sum(int(line.split()[1]) for line in f if "ctxt_switches:" in line)
+            with open(f"/proc/self/task/{tid}/sched") as f:
+                migrations = next((int(line.split()[-1]) for line in f if line.startswith("se.nr_migrations")), 0)
         except (OSError, ValueError):
             continue  # the thread ended
-        out[int(tid)] = (run_ns, wait_ns, switches)
+        out[int(tid)] = (run_ns, wait_ns, switches, migrations)
     return out
 
 
@@ -92,16 +95,17 @@ THREAD_GROUPS = ("training", "recording", "other")
 
 
 def by_thread_group(t0, t1, training_tid, recording_tids, n):
-    """Per step, [CPU us, run-queue wait us, switches] of the training thread,
+    """Per step, [CPU us, run-queue wait us, switches, migrations] of the training thread,
     the threads the recording started (its trace writer), and the process's
     other threads (Gloo's)."""
-    groups = {g: [0.0, 0.0, 0.0] for g in THREAD_GROUPS}
-    for tid, (run, wait, sw) in t1.items():
-        before = t0.get(tid, (0, 0, 0))
+    groups = {g: [0.0, 0.0, 0.0, 0.0] for g in THREAD_GROUPS}
+    for tid, (run, wait, sw, mig) in t1.items():
+        before = t0.get(tid, (0, 0, 0, 0))
         g = "training" if tid == training_tid else ("recording" if tid in recording_tids else "other")
         groups[g][0] += (run - before[0]) / 1e3 / n
         groups[g][1] += (wait - before[1]) / 1e3 / n
         groups[g][2] += (sw - before[2]) / n
+        groups[g][3] += (mig - before[3]) / n
     return groups
 
 
@@ -296,11 +300,11 @@ def worker(rank, world, port, pairs, steps, profile, model_name, tmp, out, pin=F
             # Medians per step: the training thread's and the whole process's.
             "thread_usage_per_step": {"off": usage_medians(use_off), "on": usage_medians(use_on)},
             "process_usage_per_step": {"off": usage_medians(proc_off), "on": usage_medians(proc_on)},
-            # Per step (medians over the blocks): CPU us, run-queue wait us and
-            # context switches of the training thread, of the recording's own
+            # Per step (medians over the blocks): CPU us, run-queue wait us,
+            # context switches and migrations of the training thread, of the recording's own
             # threads (the trace writer), and of the other threads (Gloo's).
             "threads_per_step": {
-                side: {g: [round(statistics.median(b[g][i] for b in blocks), 2) for i in range(3)]
+                side: {g: [round(statistics.median(b[g][i] for b in blocks), 2) for i in range(4)]
                        for g in THREAD_GROUPS}
                 for side, blocks in (("off", threads_off), ("on", threads_on))},
             "paused_vs_recorded_steps": {"median_ratio": med(step_ratios),
