@@ -21,6 +21,14 @@ The first recorded step: ms_start (hookscope.start(), the pass over the heap
 of Note [Hooks present at start]) and ms_first_step_extra (the first step of
 a recording, which names the parameters, minus the median unrecorded step).
 
+What load moves less than CPU time (docs/torch-bridge.md, "Where the rest
+goes"), medians per step off and on: thread_usage_per_step and
+process_usage_per_step (rusage: user and system us, minor faults,
+voluntary and involuntary switches, gc collections), threads_per_step (CPU
+us, run-queue wait us, switches, migrations of the training thread, of the
+recording's trace writer and of the other threads), and
+thread_cpu_p10_ratio (the fastest tenth of the steps, on vs off).
+
 --profile: cProfile of rank 0's recorded steps, the top functions on stderr.
 --pin: each rank, and every thread it starts (Gloo's, the trace writer's),
 on a core of its own (rank r on core r mod the cores there are), as a
