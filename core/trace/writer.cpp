@@ -1,6 +1,8 @@
 #include "trace/writer.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -123,7 +125,30 @@ void TraceFileWriter::on_chunk(std::unique_ptr<Chunk> chunk) {
 
 void TraceFileWriter::on_finish() { close_nothrow(); }
 
+// Note [The writer never preempts]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The writer wakes every kLiveInterval (Note [Live chunks reach the file])
+// and when a chunk is queued. A thread that sleeps that much is, to Linux's
+// fair scheduler, owed CPU: on a busy machine each wakeup preempted the
+// thread that emits (a training step, bench/torch_bridge_overhead.py:
+// involuntary switches per step up by one or two when recording), whose
+// caches the writer's encoding then cooled. SCHED_BATCH keeps the writer's
+// fair share (it is never starved: a killed process still loses at most
+// about kLiveInterval plus a time slice) but takes away its wakeup
+// preemption: it runs when a core is free or the running thread's slice
+// ends. Where the policy cannot be set the writer runs as before.
+namespace {
+void run_as_batch() {
+#ifdef SCHED_BATCH
+  sched_param param{};
+  param.sched_priority = 0;
+  pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+#endif
+}
+}  // namespace
+
 void TraceFileWriter::run() {
+  run_as_batch();
   std::vector<std::unique_ptr<Chunk>> batch;
   auto next_live = std::chrono::steady_clock::now() + kLiveInterval;
   for (;;) {
