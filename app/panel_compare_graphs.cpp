@@ -48,6 +48,15 @@ std::string banners_json(const render::GraphView* view) {
   return rects_json(rects);
 }
 
+// Whether each banner's text is cut by its rect (the same order as banners_json).
+std::string banners_clipped_json(const render::GraphView* view) {
+  std::string out;
+  if (view) {
+    for (const bool c : view->stats().banner_clipped) out += fmt::format("{}{}", out.empty() ? "" : ",", c);
+  }
+  return "[" + out + "]";
+}
+
 using Rect = render::GraphDrawStats::Rect;
 bool overlap(const Rect& a, const Rect& b) { return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1; }
 
@@ -91,13 +100,13 @@ void write_report(const CompareGraphs& g, const char* path) {
       "{{\"label\":\"{}\",\"a\":{},\"b\":{},\"found\":{},\"differing\":{},\"only_a\":{},\"only_b\":{},"
       "\"marked_a\":{},\"marked_b\":{},\"order_rows\":{},\"order_rows_drawn\":{},\"boxes_a\":{},\"boxes_b\":{},\"graph_a\":{},\"graph_b\":{},"
       "\"tags_a\":{},\"tags_b\":{},\"untagged_a\":{},\"untagged_b\":{},\"box_rects_a\":{},\"box_rects_b\":{},"
-      "\"banners_a\":{},\"banners_b\":{},\"tab\":\"{}\",\"order_first\":\"{}\",\"window\":{}}}\n",
+      "\"banners_a\":{},\"banners_b\":{},\"banners_clipped_a\":{},\"banners_clipped_b\":{},\"tab\":\"{}\",\"order_first\":\"{}\",\"window\":{}}}\n",
       label, s.a, s.b, s.found, s.differing, s.only_a, s.only_b, s.marked_a, s.marked_b, s.order_rows, s.order_rows_drawn, s.boxes_a,
       s.boxes_b, g.view_a ? rect_json(g.view_a->stats().content) : "[0,0,0,0]",
       g.view_b ? rect_json(g.view_b->stats().content) : "[0,0,0,0]", rects_json(s.tags_a), rects_json(s.tags_b),
       s.untagged_a, s.untagged_b, rects_json(g.view_a ? g.view_a->stats().box_rects : std::vector<Rect>{}),
       rects_json(g.view_b ? g.view_b->stats().box_rects : std::vector<Rect>{}), banners_json(g.view_a.get()),
-      banners_json(g.view_b.get()), kCompareTabs[std::clamp(g.tab, 0, 3)], first, rect_json(s.window));
+      banners_json(g.view_b.get()), banners_clipped_json(g.view_a.get()), banners_clipped_json(g.view_b.get()), kCompareTabs[std::clamp(g.tab, 0, 3)], first, rect_json(s.window));
   if (std::FILE* out = std::fopen(path, "w")) {
     std::fwrite(json.data(), 1, json.size(), out);
     std::fclose(out);

@@ -225,10 +225,11 @@ std::vector<GraphView::Banner> GraphView::plan_banners(const Frame& f, float fs)
       x0 = x1 - (text_width(fs, b.drawn()) + 16.f);
     }
     // Longer than the room from its start to the panel's edge: the detail
-    // goes first (" · no data after #N", then "(process killed)"), so what
-    // matters ("lost at #532") is read whole; hover shows the full text.
+    // goes first (" · no data after #N", then "(process killed)", and a
+    // rebuilt rank's " after it failed at #N"), so what matters ("lost at
+    // #532", "rebuilt at #696") is read whole; hover shows the full text.
     b.full = b.text;
-    for (const char* detail : {" · ", " ("}) {
+    for (const char* detail : {" · ", " (", " after it "}) {
       if (text_width(fs, b.drawn()) + 16.f <= f.panel_max.x - 2.f - x0) break;
       const size_t at = b.text.find(detail, b.skip);
       if (at != std::string::npos) b.text.erase(at);

@@ -295,6 +295,8 @@ TEST_CASE("gui compare: no box of either graph is cut by its canvas's edge, no t
           CHECK_FALSE((b0 < x0 - 0.5f && b1 > x0 + 0.5f));  // across the left edge
           CHECK_FALSE((b0 < x1 - 0.5f && b1 > x1 + 0.5f));  // across the right edge
         }
+        // Every banner's text whole (a rebuilt rank's drops "after it failed at #N" first).
+        for (const auto& clipped : s.report[std::string("banners_clipped_") + side]) CHECK_FALSE(clipped.get<bool>());
         const nlohmann::json& tags = s.report[std::string("tags_") + side];
         for (size_t i = 0; i < tags.size(); ++i) {
           INFO(side << ": tag " << tags[i].dump());
