@@ -229,6 +229,48 @@ TEST_CASE("fit: stepping through a graph larger than the canvas, the view follow
     CHECK(h.app().graph().zoom() == zoom);  // scrolled, never zoomed
     CHECK(followed >= 40);
     CHECK(moves >= 3);  // the graph is larger than the canvas: following moved the view
+
+    // Dragging the view away: a step while the mouse drags moves only with
+    // the mouse; released, the view stays; the next step follows again. In
+    // the backward just stepped through (the events after it release
+    // Functions, no box to follow).
+    auto box_inside = [&] {
+      const render::GraphDrawStats& s = h.app().graph().stats();
+      const auto& b = s.current;
+      return s.has_current && b.x0 >= s.content.x0 - 0.5f && b.y0 >= s.content.y0 - 0.5f &&
+             b.x1 <= s.content.x1 + 0.5f && b.y1 <= s.content.y1 + 0.5f;
+    };
+    auto back_to_a_box = [&] {
+      h.press(testing::kLeft);
+      for (int k = 0; k < 40 && !h.app().graph().stats().has_current; ++k) h.press(testing::kLeft);
+      REQUIRE(h.app().graph().stats().has_current);
+    };
+    back_to_a_box();
+    ImGuiIO& io = ImGui::GetIO();
+    const auto& c = h.app().graph().stats().content;
+    io.MousePos = {(c.x0 + c.x1) * 0.5f, (c.y0 + c.y1) * 0.5f};
+    io.MouseDown[0] = true;
+    h.frame();
+    for (int i = 0; i < 12; ++i) {  // 1200 px down: the current box leaves the canvas
+      io.MousePos.y += 100.f;
+      h.frame();
+    }
+    CHECK_FALSE(box_inside());
+    const render::Vec2 dragged = h.app().graph().center();
+    back_to_a_box();  // stepped while the mouse still drags
+    CHECK_FALSE(box_inside());
+    CHECK(h.app().graph().center().x == dragged.x);
+    CHECK(h.app().graph().center().y == dragged.y);
+    io.MouseDown[0] = false;
+    for (int i = 0; i < 3; ++i) h.frame();
+    CHECK(h.app().graph().center().x == dragged.x);  // released: no jump
+    CHECK(h.app().graph().center().y == dragged.y);
+    back_to_a_box();
+    const render::GraphDrawStats& after = h.app().graph().stats();
+    INFO("after the drag, #" << h.app().session().current() << ": box [" << after.current.x0 << "," << after.current.y0
+                             << "," << after.current.x1 << "," << after.current.y1 << "], canvas [" << after.content.x0
+                             << "," << after.content.y0 << "," << after.content.x1 << "," << after.content.y1 << "]");
+    CHECK(box_inside());
   }
 }
 
