@@ -209,6 +209,49 @@ void GraphView::fit_now(const Frame& f) {
   if (whole) center_.x = clear_of_columns(rank_bounds_, *whole, center_.x, w * 0.5f / zoom_, margin / zoom_);
 }
 
+// Note [The view follows the current event]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Stepping (keys, the timeline, Play) or a new layout landing, when the
+// current event's box (the Function running, firing or losing a hook) is
+// not wholly in view, the view scrolls just enough to bring it in, a
+// margin from the edge, zoom unchanged: as RenderDoc and Tracy scroll to
+// the selected item. An event about no box (a collective, a Reducer built)
+// moves nothing. Never in a frame where the user drags or zooms the view:
+// that frame's event counts as seen, so releasing the mouse does not jump;
+// nor after set_view() (the caller chose the view: an export, a sync); nor
+// in a frame that fits (open, Fit, a new compact layout): fit chose what
+// to show (Note [Fit shows every rank]), the current box when nothing else
+// matters, and every way of drawing an event fits alike.
+// A user who panned away on purpose and then steps is followed: stepping
+// asks "show me this event"; Fit goes back to the whole. The scroll
+// is no pan by hand: a view at fit stays at fit (a new compact layout fits
+// again, Note [Compact boxes]).
+void GraphView::follow_current(Frame& f, bool by_hand) {
+  // While a layout is pending the last one is drawn: the box is followed
+  // there, and again where the new one puts it once it lands.
+  const bool view_set = std::exchange(view_set_, false);
+  if (followed_at_ == drawn_at_ && followed_generation_ == generation_) return;
+  followed_at_ = drawn_at_;
+  followed_generation_ = generation_;
+  const size_t nf = model_->functions().size();
+  Vec2 lo, hi;
+  if (by_hand || view_set || stats_.fit || !current_box(*layout_, *folded_, *scene_, f.removing < nf ? f.removing : f.running, nf, &lo, &hi)) {
+    return;
+  }
+  const float pad = (metrics_.compact ? 6.f : 16.f) / zoom_;
+  const float half_w = (f.canvas_max.x - f.canvas_min.x) * 0.5f / zoom_;
+  const float half_h = (f.canvas_max.y - f.canvas_min.y) * 0.5f / zoom_;
+  // Per axis, the least move that puts [a, b] inside the view (its start
+  // first when it is larger than the view).
+  auto least = [pad](float c, float half, float a, float b) {
+    if (b - a > 2.f * (half - pad)) return a - pad + half;
+    if (a < c - half + pad) return a - pad + half;
+    if (b > c + half - pad) return b + pad - half;
+    return c;
+  };
+  center_ = {least(center_.x, half_w, lo.x, hi.x), least(center_.y, half_h, lo.y, hi.y)};
+}
+
 // Note [Fit shows every rank]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // At open and on Fit every rank's live boxes are on the canvas, text at
@@ -284,6 +327,9 @@ void GraphView::note_off_canvas(const Frame& f) {
   const size_t nf = model_->functions().size();
   if (current_box(l, fg, *scene_, f.removing < nf ? f.removing : f.running, nf, &lo, &hi)) {
     stats_.focus_on_canvas = inside(lo, hi);
+    const ImVec2 a = f.to_screen(lo), b = f.to_screen(hi);
+    stats_.has_current = true;
+    stats_.current = {a.x, a.y, b.x, b.y};
   } else {
     focus_region(f, &lo, &hi);
     const Vec2 mid{(lo.x + hi.x) * 0.5f, (lo.y + hi.y) * 0.5f};

@@ -55,6 +55,7 @@ void GraphView::set_view(Vec2 center, float zoom) {
   zoom_ = zoom;
   fit_pending_ = false;
   at_fit_ = false;
+  view_set_ = true;  // Note [The view follows the current event]
 }
 
 
@@ -94,7 +95,12 @@ GraphViewResult GraphView::draw_frame(const analysis::State& state, const analys
   refresh_liveness(f, state, pick);
   note_event(f);
   follow_commands(f);
+  const Vec2 was = center_;
+  const float was_zoom = zoom_;
   handle_input(f);
+  const bool dragging = ImGui::IsItemActive() && (ImGui::IsMouseDragging(ImGuiMouseButton_Left) ||
+                                                  ImGui::IsMouseDragging(ImGuiMouseButton_Middle));
+  follow_current(f, dragging || was.x != center_.x || was.y != center_.y || was_zoom != zoom_);
   const Layout& l = *layout_;
   stats_.live_units = static_cast<uint32_t>(f.src->shown_count());
   stats_.layout_units = static_cast<uint32_t>(l.center.size());

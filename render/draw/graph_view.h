@@ -119,6 +119,10 @@ struct GraphDrawStats {
   // matters (focus_region: the current event's box, the alarm boxes) is.
   std::string off_canvas;
   bool focus_on_canvas = true;
+  // The current event's box (the Function running, firing or losing a hook),
+  // on screen, when it is laid out (Note [The view follows the current event]).
+  bool has_current = false;
+  Rect current;
 };
 
 class GraphView {
@@ -314,6 +318,8 @@ class GraphView {
   static float place_chips(std::vector<Chip>& chips, const GraphScene& scene, float left,
                            float right, const BoxMetrics& m, float* kind_x);
   void fit_now(const Frame& f);
+  // Note [The view follows the current event]; `by_hand`: the user pans or zooms this frame.
+  void follow_current(Frame& f, bool by_hand);
   void switch_metrics(bool compact);
   // Where a unit's chips go (world): from `left` to `right`, row starting at `top`.
   void chip_row(uint32_t unit, float* left, float* right, float* top) const;
@@ -376,6 +382,10 @@ class GraphView {
   bool fit_pending_ = true;
   bool fit_on_layout_ = false;  // fit once the pending layout lands (box shape changed)
   analysis::FunctionIndex focus_pending_ = analysis::kNoIndex;
+  // What follow_current last saw: the event and the layout (generation_).
+  analysis::EventIndex followed_at_ = analysis::kNever;
+  uint64_t followed_generation_ = 0;
+  bool view_set_ = false;  // set_view() since: the caller's view stands
   analysis::FunctionIndex selected_function_ = analysis::kNoIndex;
   analysis::OwnerIndex selected_owner_ = analysis::kNoIndex;
   uint32_t menu_unit_ = UINT32_MAX;

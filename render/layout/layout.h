@@ -126,9 +126,16 @@ struct LayoutOptions {
 // mean x of its boxes, taken anew each sweep), so the layers stack around
 // one axis and a rank's column is about as wide as its widest layer (the
 // 2-rank nn.TransformerEncoder trace: 863 -> 571 units for rank 1,
-// recovery-none after two rebuilds 1147 -> 1040). Edges slant a little
+// recovery-none after two rebuilds 1147 -> 1040). The pull is soft: a
+// few layers whose wide box sits on one side still stick out (the
+// transformer's rank columns 574 units wide, their widest layer 456). So
+// after the sweeps each layer's run of a component is moved, whole, into a
+// band as wide as the component's widest run around its centre, as far as
+// its neighbours in the layer allow (bound_columns, layout_place.cpp): the
+// transformer's two columns 1151 -> 1044 units, inside the 1280x800
+// window's canvas at 10 px text beside the minimap. Edges slant a little
 // more; the compact view (Note [Compact boxes]) sets it, the full view
-// keeps its layout.
+// (center_pull 0) and seeded layouts keep their placement.
 
 // Note [Stable layout]
 // ~~~~~~~~~~~~~~~~~~~~

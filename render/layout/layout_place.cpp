@@ -72,6 +72,36 @@ std::vector<double> component_centers(const Layered& g, const std::vector<float>
   return center;
 }
 
+// Note [Narrow columns]: each layer's run of a component (its items there
+// are contiguous) moved whole into a band as wide as the component's widest
+// run, around its centre, as far as its neighbours in the layer allow.
+void bound_columns(const Layered& g, const LayoutOptions& o, std::vector<float>& x) {
+  const std::vector<double> center = component_centers(g, x);
+  std::vector<double> widest(center.size(), 0.0);
+  auto runs = [&](auto&& each) {
+    for (int l = 0; l < g.num_layers; ++l) {
+      const auto& row = g.order[l];
+      for (size_t b = 0, e; b < row.size(); b = e) {
+        for (e = b + 1; e < row.size() && g.component[row[e]] == g.component[row[b]];) ++e;
+        each(row, b, e, x[row[b]] - 0.5 * g.width[row[b]], x[row[e - 1]] + 0.5 * g.width[row[e - 1]]);
+      }
+    }
+  };
+  runs([&](const auto& row, size_t b, size_t, double lo, double hi) {
+    double& w = widest[g.component[row[b]]];
+    w = std::max(w, hi - lo);
+  });
+  runs([&](const auto& row, size_t b, size_t e, double lo, double hi) {
+    const int c = g.component[row[b]];
+    const double left = center[c] - 0.5 * widest[c], right = center[c] + 0.5 * widest[c];
+    double shift = lo < left ? left - lo : hi > right ? right - hi : 0.0;
+    if (shift < 0.0 && b > 0) shift = std::max<double>(shift, x[row[b - 1]] + separation(g, o, row[b - 1], row[b]) - x[row[b]]);
+    if (shift > 0.0 && e < row.size()) shift = std::min<double>(shift, x[row[e]] - separation(g, o, row[e - 1], row[e]) - x[row[e - 1]]);
+    if (std::abs(shift) < 1e-3) return;
+    for (size_t i = b; i < e; ++i) x[row[i]] += static_cast<float>(shift);
+  });
+}
+
 }  // namespace
 
 std::vector<float> place_x(const Layered& g, const LayoutOptions& options, const SeedX* seed_x,
@@ -168,6 +198,7 @@ std::vector<float> place_x(const Layered& g, const LayoutOptions& options, const
       }
     }
   }
+  if (!seed_x && options.center_pull > 0.f) bound_columns(g, options, x);
   if (!seed_x) {
     float lo = INFINITY;
     for (int v = 0; v < items; ++v) lo = std::min(lo, x[v] - 0.5f * g.width[v]);

@@ -237,14 +237,15 @@ Layout compute_layout(const LayoutInput& input, const LayoutOptions& options, co
   // Stacking is there to make ranks narrower: where it made one wider (the
   // layering placed a column's lane badly; seen once in a sample recorded by
   // the ASan build), the side-by-side layout is kept. Pulled to their
-  // centres (Note [Narrow columns]) both come out about as narrow, a few
-  // units apart either way: within a node_gap the stack is kept, it reads
-  // better (a parameter's copies one below the other).
+  // centres and bound to their widest layer (Note [Narrow columns]) both
+  // come out about as narrow, a few units apart either way (the stack's lane
+  // and its leaves' common width cost up to ~2 gaps): within 2 node_gaps the
+  // stack is kept, it reads better (a parameter's copies one below the other).
   Layout wide = detail::compute_layered(input, options, cancel);
   if (wide.cancelled) return wide;
   const std::map<int, float> stacked_w = cluster_widths(l, input.graph), wide_w = cluster_widths(wide, input.graph);
   for (const auto& [c, w] : stacked_w) {
-    if (w > wide_w.at(c) + options.node_gap) return wide;
+    if (w > wide_w.at(c) + 2.f * options.node_gap) return wide;
   }
   return l;
 }

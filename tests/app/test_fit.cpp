@@ -66,8 +66,10 @@ struct Measured {
   std::map<uint16_t, std::pair<float, float>> columns;  // rank -> x extent of its drawn boxes
 };
 
-// `whole`: every live box must be on the canvas (no off-canvas note).
-void check_fits(testing::HeadlessApp& h, const std::string& where, bool whole = false) {
+// `whole`: every live box must be on the canvas (no off-canvas note);
+// `inside_x`: every rank's live boxes inside the canvas horizontally (none
+// beside it, none cut at its left or right edge).
+void check_fits(testing::HeadlessApp& h, const std::string& where, bool whole = false, bool inside_x = false) {
   const render::GraphDrawStats& s = h.app().graph().stats();
   const render::GraphDrawStats::Rect c = s.content;
   size_t outside = 0;
@@ -101,12 +103,16 @@ void check_fits(testing::HeadlessApp& h, const std::string& where, bool whole = 
     CHECK(s.off_canvas.empty());
   }
   if (s.live_units > 0) CHECK(s.box_rects.size() > 0);
+  if (inside_x) {
+    CHECK(s.off_canvas.find("beside") == std::string::npos);
+    for (const auto& b : s.box_rects) CHECK((b.x0 >= c.x0 - 0.5f && b.x1 <= c.x1 + 0.5f));
+  }
 }
 
 // At `events` (default: story_events); from a display `whole_from` wide on,
 // every live box in view (no off-canvas note).
 void check_trace(const std::string& trace, bool both_themes, const std::vector<size_t>& events = {},
-                 float whole_from = INFINITY) {
+                 float whole_from = INFINITY, bool columns = false) {
   const analysis::Model m(trace::read_trace(trace));
   for (const ImVec2 display : {ImVec2(1280, 800), ImVec2(1920, 1080)}) {
     for (const bool light : {false, true}) {
@@ -121,10 +127,10 @@ void check_trace(const std::string& trace, bool both_themes, const std::vector<s
                                   std::to_string(static_cast<int>(display.x)) + "x" +
                                   std::to_string(static_cast<int>(display.y)) + (light ? " light" : " dark");
         const bool whole = display.x >= whole_from;
-        check_fits(h, where + " (open)", whole);
+        check_fits(h, where + " (open)", whole, columns);
         h.app().graph().fit();
         settle(h);
-        check_fits(h, where + " (Fit)", whole);
+        check_fits(h, where + " (Fit)", whole, columns);
       }
     }
   }
@@ -175,6 +181,97 @@ TEST_CASE("fit: two-rank runs (unused parameter, shared module, recovery by key)
   check_trace(sample("recovery-by-key"), false);
   check_trace(sample("shared-module-by-type"), false);
   check_trace(testing::record_once(fit_dir(), "unused", "unused-parameter"), false);
+}
+
+TEST_CASE("fit: the runtime's kept-alive run (three Reducers, two lingering) shows every rank's column inside "
+          "the canvas, text >= 10 px, at every step") {
+  testing::scratch_config_dir("hookscope_fit");
+  check_trace(testing::record_once(fit_dir(), "kept", "kept-alive"), true, {}, INFINITY, true);
+}
+
+// Note [The view follows the current event]: the full boxes of the recovery
+// (every Function of the run laid out, far larger than the canvas at 10 px
+// text), stepped with the arrow key through a backward and the failure: at
+// every event about a Function, its box is inside the canvas, the view
+// moved to get it there, zoom unchanged.
+TEST_CASE("fit: stepping through a graph larger than the canvas, the view follows the current event's box") {
+  testing::scratch_config_dir("hookscope_fit");
+  const std::string trace = sample("recovery-none");
+  const analysis::Model m(trace::read_trace(trace));
+  const auto& backwards = m.events_of_kind(EventKind::kBackwardBegin);
+  REQUIRE(backwards.size() >= 4);
+  for (const ImVec2 display : {ImVec2(1280, 800), ImVec2(1920, 1080)}) {
+    app::Args args = testing::headless_args({trace});
+    args.at.text = std::to_string(backwards[backwards.size() / 2]);
+    testing::HeadlessApp h(args, display);
+    h.app().graph().set_compact(false);
+    settle(h);
+    const float zoom = h.app().graph().zoom();
+    size_t followed = 0, moves = 0;
+    render::Vec2 was = h.app().graph().center();
+    for (int step = 0; step < 120; ++step) {
+      h.press(testing::kRight);
+      h.frame();
+      const render::GraphDrawStats& s = h.app().graph().stats();
+      const render::Vec2 now = h.app().graph().center();
+      moves += now.x != was.x || now.y != was.y;
+      was = now;
+      if (!s.has_current) continue;
+      ++followed;
+      const auto& c = s.content;
+      const auto& b = s.current;
+      INFO("#" << h.app().session().current() << " " << display.x << "x" << display.y << ": box [" << b.x0 << ","
+               << b.y0 << "," << b.x1 << "," << b.y1 << "], canvas [" << c.x0 << "," << c.y0 << "," << c.x1 << ","
+               << c.y1 << "]");
+      CHECK((b.x0 >= c.x0 - 0.5f && b.y0 >= c.y0 - 0.5f && b.x1 <= c.x1 + 0.5f && b.y1 <= c.y1 + 0.5f));
+      CHECK(s.focus_on_canvas);
+    }
+    CHECK(h.app().graph().zoom() == zoom);  // scrolled, never zoomed
+    CHECK(followed >= 40);
+    CHECK(moves >= 3);  // the graph is larger than the canvas: following moved the view
+
+    // Dragging the view away: a step while the mouse drags moves only with
+    // the mouse; released, the view stays; the next step follows again. In
+    // the backward just stepped through (the events after it release
+    // Functions, no box to follow).
+    auto box_inside = [&] {
+      const render::GraphDrawStats& s = h.app().graph().stats();
+      const auto& b = s.current;
+      return s.has_current && b.x0 >= s.content.x0 - 0.5f && b.y0 >= s.content.y0 - 0.5f &&
+             b.x1 <= s.content.x1 + 0.5f && b.y1 <= s.content.y1 + 0.5f;
+    };
+    auto back_to_a_box = [&] {
+      h.press(testing::kLeft);
+      for (int k = 0; k < 40 && !h.app().graph().stats().has_current; ++k) h.press(testing::kLeft);
+      REQUIRE(h.app().graph().stats().has_current);
+    };
+    back_to_a_box();
+    ImGuiIO& io = ImGui::GetIO();
+    const auto& c = h.app().graph().stats().content;
+    io.MousePos = {(c.x0 + c.x1) * 0.5f, (c.y0 + c.y1) * 0.5f};
+    io.MouseDown[0] = true;
+    h.frame();
+    for (int i = 0; i < 12; ++i) {  // 1200 px down: the current box leaves the canvas
+      io.MousePos.y += 100.f;
+      h.frame();
+    }
+    CHECK_FALSE(box_inside());
+    const render::Vec2 dragged = h.app().graph().center();
+    back_to_a_box();  // stepped while the mouse still drags
+    CHECK_FALSE(box_inside());
+    CHECK(h.app().graph().center().x == dragged.x);
+    CHECK(h.app().graph().center().y == dragged.y);
+    io.MouseDown[0] = false;
+    for (int i = 0; i < 3; ++i) h.frame();
+    CHECK(h.app().graph().center().x == dragged.x);  // released: no jump
+    CHECK(h.app().graph().center().y == dragged.y);
+    back_to_a_box();
+    const render::GraphDrawStats& after = h.app().graph().stats();
+    INFO("after the drag, #" << h.app().session().current() << ": box [" << after.current.x0 << "," << after.current.y0
+                             << "," << after.current.x1 << "," << after.current.y1 << "], canvas [" << after.content.x0
+                             << "," << after.content.y0 << "," << after.content.x1 << "," << after.content.y1 << "]");
+    CHECK(box_inside());
+  }
 }
 
 #endif  // HOOKSCOPE_APP_UI

@@ -1,12 +1,15 @@
-"""Fit that fits on a transformer-sized trace recorded through the bridge
-(Note [Fit shows every rank]): programs/transformer_steps.py on 2 ranks,
-opened in the GUI under Xvfb at a forward event, mid-backward and after
-the step, at 1280x800 and 1920x1080. Its backward is far taller than the
-graph panel at readable text, so fit shows both ranks' columns side by
-side inside the canvas horizontally (at 1920x1080; at 1280x800 they are
-~800 px against ~790), text at 10 px or more, the current event's box in
-view, no box under the minimap, and the toolbar says how many boxes are
-above and below (the draw report, Note [Draw report]).
+"""Fit that fits on traces recorded through the bridge (Note [Fit shows
+every rank]), opened in the GUI under Xvfb at 1280x800 and 1920x1080:
+* programs/transformer_steps.py on 2 ranks, with both forwards done,
+  mid-backward, after the first step's backward and after the second's. Its
+  backward is far taller than the graph panel at readable text, so fit shows
+  both ranks' columns side by side inside the canvas horizontally (Note
+  [Narrow columns]: 1044 layout units, ~700 px beside the minimap at
+  1280x800), text at 10 px or more, the current event's box in view, no box
+  under the minimap, and the toolbar says how many boxes are above and below;
+* programs/ddp_steps.py with rank 1 killed at step 2 (a failed run): every
+  rank's live boxes inside the canvas horizontally at the failure and at
+  the end, text at 10 px or more (the draw report, Note [Draw report]).
 Skipped (exit 77) when the GUI is not built or xvfb-run is missing."""
 
 import json
@@ -19,18 +22,27 @@ import test_gui
 PROGRAM = os.path.join(test_gui.HERE, "programs", "transformer_steps.py")
 
 
-def story_events(traces):
-    """Merged indices of: the last event before rank 0's first backward (the
-    forward graph whole), the middle of that backward, and the end of the
-    first step's backward on both ranks (the graph not yet released)."""
-    out = os.path.join(tu.OUT, "fit_transformer.jsonl")
+def jsonl(traces, name):
+    out = os.path.join(tu.OUT, f"{name}.jsonl")
     tu.cli("export", *traces, "--format", "jsonl", "-o", out, check=0)
     with open(out) as f:
-        ev = [json.loads(line) for line in f if line.strip()]
-    begin = next(e["index"] for e in ev if e["kind"] == "backward_begin" and e["rank"] == 0)
-    end = next(e["index"] for e in ev if e["kind"] == "backward_end" and e["rank"] == 0)
-    step = max(next(e["index"] for e in ev if e["kind"] == "backward_end" and e["rank"] == r) for r in (0, 1))
-    return {"forward": begin - 1, "mid-backward": (begin + end) // 2, "after the step": step}
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def story_events(traces):
+    """Merged indices of: the last event before the later rank's first
+    backward (both forward graphs whole), the middle of rank 0's first
+    backward, and the end of each step's backward on both ranks (the graph
+    not yet released). The ranks run as two processes, so which one starts
+    its backward first varies between recordings."""
+    ev = jsonl(traces, "fit_transformer")
+    def nth(kind, rank, n):
+        return [e["index"] for e in ev if e["kind"] == kind and e["rank"] == rank][n]
+    begin, end = nth("backward_begin", 0, 0), nth("backward_end", 0, 0)
+    return {"forward": max(nth("backward_begin", r, 0) for r in (0, 1)) - 1,
+            "mid-backward": (begin + end) // 2,
+            "after step 1": max(nth("backward_end", r, 0) for r in (0, 1)),
+            "after step 2": max(nth("backward_end", r, 1) for r in (0, 1))}
 
 
 def check_fit(r, where, columns_inside):
@@ -63,12 +75,34 @@ class GuiFitTest(unittest.TestCase):
     def test_transformer_fit(self):
         traces = test_gui.record_ddp_steps("fit_transformer", program=PROGRAM)
         for what, at in story_events(traces).items():
-            # At 1280x800 two ranks of 10 px parameter names ("0.layers.1.self_attn.out_proj.bias")
-            # are wider than the graph panel (~800 px of ~790): what is beside is named too.
-            for size, columns_inside in (("1280x800", False), ("1920x1080", True)):
+            for size in ("1280x800", "1920x1080"):
                 where = f"{what} (#{at}) at {size}"
                 r = test_gui.timeline_report(traces, f"fit_transformer_{at}_{size}", size, ("--at", str(at)))
-                check_fit(r, where, columns_inside)
+                check_fit(r, where, True)
+        # Light as dark (the theme changes no size).
+        r = test_gui.timeline_report(traces, "fit_transformer_light", "1280x800", ("--at", str(at), "--light"))
+        check_fit(r, f"after step 2 (#{at}) at 1280x800 light", True)
+
+    def test_failed_run_fit(self):
+        # Rank 1 killed at step 2: rank 0's allreduce fails at once (test_gui.py's failed run).
+        traces = test_gui.record_ddp_steps("fit_failed", KILL_RANK1_AT=2, TIMEOUT_S=3)
+        ev = jsonl(traces, "fit_failed")
+        failure = next(e["index"] for e in ev if e["kind"] == "failure")
+        backward = next(e["index"] for e in ev if e["kind"] == "backward_begin" and e["rank"] == 0)
+        for what, at in (("mid-backward", backward + 5), ("the failure", failure), ("the end", ev[-1]["index"])):
+            for size in ("1280x800", "1920x1080"):
+                where = f"failed run, {what} (#{at}) at {size}"
+                r = test_gui.timeline_report(traces, f"fit_failed_{at}_{size}", size, ("--at", str(at)))
+                tu.expect(r["texts"] == 0 or (r["small_texts"] == 0 and r["min_text_px"] >= 10.0),
+                          f"{where}: text {r['min_text_px']} px, {r['small_texts']} below 10 px")
+                # The killed rank wrote no chunk (its trace holds one event):
+                # rank 0's graph is what there is to fit.
+                tu.expect(what == "the end" or r["live_units"] > 0, f"{where}: no live boxes")
+                c = r["content"]
+                for b in r["boxes"]:
+                    tu.expect(b[0] >= c[0] - 0.5 and b[2] <= c[2] + 0.5, f"{where}: box {b} beside the canvas {c}")
+                tu.expect("beside" not in r["off_canvas"], f"{where}: off-canvas note '{r['off_canvas']}'")
+                tu.expect(r["focus_on_canvas"], f"{where}: the current event's box is not in view")
 
 
 if __name__ == "__main__":
