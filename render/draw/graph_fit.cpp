@@ -341,7 +341,7 @@ void GraphView::note_off_canvas(const Frame& f) {
 // line, in full or short ("16 boxes off canvas", the full one in its
 // tooltip), or not at all: it never adds a toolbar line, which would move
 // the canvas under a fit made for it.
-void draw_off_canvas_note(const std::string& note) {
+void draw_off_canvas_note(const std::string& note, bool minimap) {
   if (note.empty()) return;
   const size_t cut = note.find('\n');
   const std::string full = note.substr(0, cut), brief = cut == std::string::npos ? full : note.substr(cut + 1);
@@ -353,8 +353,9 @@ void draw_off_canvas_note(const std::string& note) {
   ImGui::SameLine(0.f, kGap);
   ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette().text_dim), "%s", text.c_str());
   if (ImGui::IsItemHovered()) {
-    ImGui::SetTooltip("%s\nNot every live box fits on the canvas with text of 10 px or more: drag to pan, or click "
-                      "the minimap.", full.c_str());
+    // (A view with no minimap, such as a Compare half, is only dragged.)
+    ImGui::SetTooltip("%s\nNot every live box fits on the canvas with text of 10 px or more: drag to pan%s.",
+                      full.c_str(), minimap ? ", or click the minimap" : "");
   }
 }
 

@@ -179,7 +179,7 @@ void GraphView::draw_toolbar(const analysis::State& state, bool pending) {
     for (uint32_t i = 1; i < legend_lines_; ++i) ImGui::Dummy({1.f, ImGui::GetTextLineHeight()});
   } else {
     draw_legend(state);
-    draw_off_canvas_note(off_canvas_);  // Note [Fit shows every rank]
+    draw_off_canvas_note(off_canvas_, options_.minimap && minimap_open_);  // Note [Fit shows every rank]
   }
 }
 

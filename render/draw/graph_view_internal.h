@@ -163,6 +163,6 @@ inline uint32_t scale_alpha(uint32_t color, float factor) {
 // legend's last entry, in the room left on that line or not at all: it never
 // adds a toolbar line, which would move the canvas under a fit made for it
 // (graph_fit.cpp).
-void draw_off_canvas_note(const std::string& note);
+void draw_off_canvas_note(const std::string& note, bool minimap);  // minimap: the view has one
 
 }  // namespace hookscope::render
