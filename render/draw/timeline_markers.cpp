@@ -110,8 +110,8 @@ void TimelineView::draw_legend() {
 // Lines across the tracks; labels in the strip under the axis, the most
 // important first (failures, then destruction, ...), each only where it
 // overlaps no label already placed, no collapsed idle gap's band and no
-// gap's label (drawn before: stats_.gaps): labels never overprint, and none
-// sits on a band that would read as its time.
+// gap's label (drawn before: stats_.gaps) and no other marker's triangle:
+// labels never overprint, and none sits on a band that would read as its time.
 void TimelineView::draw_markers(TimelineFrame& f, float top, float bottom) {
   if (!model_ || markers_.empty()) return;
   const float h = f.marker_h;
@@ -165,7 +165,12 @@ void TimelineView::draw_markers(TimelineFrame& f, float top, float bottom) {
     const float x1 = x0 + w;
     if (x0 < f.plot_x || h < fs) continue;
     const bool clash = std::any_of(taken.begin(), taken.end(), [&](const auto& t) { return x0 < t.second + 6.f && t.first < x1 + 6.f; });
-    if (clash) continue;
+    // Nor across another marker's triangle and line (a second lingering
+    // marker landed inside the first one's "Reducer 1 lingering r1").
+    const bool on_marker = std::any_of(visible.begin(), visible.end(), [&](const auto& v) {
+      return v.second != i && v.first + 5.f > x0 - 2.f && v.first - 5.f < x1 + 2.f;
+    });
+    if (clash || on_marker) continue;
     taken.push_back({x0, x1});
     stats_.marker_label_x.push_back({x0, x1});
     f.dl->AddText(ImGui::GetFont(), fs, {x0, top + (h - fs) * 0.5f}, marker_color(markers_[i].kind), text.c_str());

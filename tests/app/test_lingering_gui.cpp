@@ -277,6 +277,14 @@ TEST_CASE("gui lingering: the timeline's lingering markers are drawn in their ow
       CHECK(s.count(pal.lingering, x - 5.f, top, x + 5.f, top + 8.f, 12) >= 8);
     }
     CHECK(lingering == replaced);  // the whole run fits the timeline at open
+    // No label runs across another marker (its triangle was drawn inside one).
+    for (const auto& lx : s.report["timeline_marker_label_x"]) {
+      for (const auto& d : s.report["timeline_marker_lines"]) {
+        const float x = d["x"].get<float>();
+        INFO("label [" << lx[0] << "," << lx[1] << "] marker at " << x);
+        CHECK((x + 5.f <= lx[0].get<float>() || x - 5.f >= lx[1].get<float>()));
+      }
+    }
     CHECK(says(s.report["timeline_legend"], "lingering"));
   }
 }
