@@ -167,8 +167,9 @@ void TimelineView::draw_markers(TimelineFrame& f, float top, float bottom) {
     const bool clash = std::any_of(taken.begin(), taken.end(), [&](const auto& t) { return x0 < t.second + 6.f && t.first < x1 + 6.f; });
     // Nor across another marker's triangle and line (a second lingering
     // marker landed inside the first one's "Reducer 1 lingering r1").
+    const size_t self = i;  // (clang 14 captures no structured binding)
     const bool on_marker = std::any_of(visible.begin(), visible.end(), [&](const auto& v) {
-      return v.second != i && v.first + 5.f > x0 - 2.f && v.first - 5.f < x1 + 2.f;
+      return v.second != self && v.first + 5.f > x0 - 2.f && v.first - 5.f < x1 + 2.f;
     });
     if (clash || on_marker) continue;
     taken.push_back({x0, x1});
