@@ -17,11 +17,12 @@ namespace hookscope::render {
 
 namespace {
 
-// The box of the function the current event is about (running, firing, a
-// hook removed from it), when it is laid out: what fit keeps on the canvas
-// first (Note [Fit shows every rank]).
-bool current_box(const Layout& l, const FoldedGraph& fg, const GraphScene& scene, analysis::FunctionIndex fn,
-                 size_t num_functions, Vec2* lo, Vec2* hi) {
+// The box of the function the current event is about (a hook removed from
+// it, else running or firing), when it is laid out: what fit keeps on the
+// canvas first (Note [Fit shows every rank]) and stepping follows.
+bool current_box(const Layout& l, const FoldedGraph& fg, const GraphScene& scene, analysis::FunctionIndex removing,
+                 analysis::FunctionIndex running, size_t num_functions, Vec2* lo, Vec2* hi) {
+  const analysis::FunctionIndex fn = removing < num_functions ? removing : running;
   if (fn >= num_functions) return false;
   const uint32_t slot = scene.slot_of(fn);
   if (slot >= fg.unit_of_node.size()) return false;
@@ -185,7 +186,7 @@ void GraphView::fit_now(const Frame& f) {
   const size_t nf = model_->functions().size();
   if (fhi.x - flo.x > view_w || fhi.y - flo.y > view_h) {
     Vec2 clo, chi;
-    if (current_box(l, *folded_, *scene_, f.removing < nf ? f.removing : f.running, nf, &clo, &chi)) {
+    if (current_box(l, *folded_, *scene_, f.removing, f.running, nf, &clo, &chi)) {
       flo = clo;
       fhi = chi;
       stats_.fit_on_alarms = false;
@@ -235,7 +236,7 @@ void GraphView::follow_current(Frame& f, bool by_hand) {
   followed_generation_ = generation_;
   const size_t nf = model_->functions().size();
   Vec2 lo, hi;
-  if (by_hand || view_set || stats_.fit || !current_box(*layout_, *folded_, *scene_, f.removing < nf ? f.removing : f.running, nf, &lo, &hi)) {
+  if (by_hand || view_set || stats_.fit || !current_box(*layout_, *folded_, *scene_, f.removing, f.running, nf, &lo, &hi)) {
     return;
   }
   const float pad = (metrics_.compact ? 6.f : 16.f) / zoom_;
@@ -325,7 +326,7 @@ void GraphView::note_off_canvas(const Frame& f) {
   // What matters: the current event's box, else the middle of fit's focus.
   Vec2 lo, hi;
   const size_t nf = model_->functions().size();
-  if (current_box(l, fg, *scene_, f.removing < nf ? f.removing : f.running, nf, &lo, &hi)) {
+  if (current_box(l, fg, *scene_, f.removing, f.running, nf, &lo, &hi)) {
     stats_.focus_on_canvas = inside(lo, hi);
     const ImVec2 a = f.to_screen(lo), b = f.to_screen(hi);
     stats_.has_current = true;
