@@ -110,8 +110,9 @@ void TimelineView::draw_legend() {
 // Lines across the tracks; labels in the strip under the axis, the most
 // important first (failures, then destruction, ...), each only where it
 // overlaps no label already placed, no collapsed idle gap's band and no
-// gap's label (drawn before: stats_.gaps) and no other marker's triangle:
-// labels never overprint, and none sits on a band that would read as its time.
+// gap's label (drawn before: stats_.gaps) and no triangle of a marker as
+// telling as its own: labels never overprint each other, and none sits on a
+// band that would read as its time.
 void TimelineView::draw_markers(TimelineFrame& f, float top, float bottom) {
   if (!model_ || markers_.empty()) return;
   const float h = f.marker_h;
@@ -165,11 +166,17 @@ void TimelineView::draw_markers(TimelineFrame& f, float top, float bottom) {
     const float x1 = x0 + w;
     if (x0 < f.plot_x || h < fs) continue;
     const bool clash = std::any_of(taken.begin(), taken.end(), [&](const auto& t) { return x0 < t.second + 6.f && t.first < x1 + 6.f; });
-    // Nor across another marker's triangle and line (a second lingering
-    // marker landed inside the first one's "Reducer 1 lingering r1").
+    // Nor with the triangle of another marker as telling as its own inside
+    // its text (a second lingering marker landed inside "Reducer 1 lingering
+    // r1"); a less telling one may sit under it: the failure is named even
+    // when its Reducer's destruction follows within the label's width. One
+    // that only grazes an end (kInk px: a glyph's side bearing) is no clash.
+    constexpr float kInk = 4.f;
     const size_t self = i;  // (clang 14 captures no structured binding)
+    const int rank = rank_of(markers_[i].kind);
     const bool on_marker = std::any_of(visible.begin(), visible.end(), [&](const auto& v) {
-      return v.second != self && v.first + 5.f > x0 - 2.f && v.first - 5.f < x1 + 2.f;
+      return v.second != self && rank_of(markers_[v.second].kind) <= rank && v.first + 5.f > x0 + kInk &&
+             v.first - 5.f < x1 - kInk;
     });
     if (clash || on_marker) continue;
     taken.push_back({x0, x1});

@@ -277,12 +277,16 @@ TEST_CASE("gui lingering: the timeline's lingering markers are drawn in their ow
       CHECK(s.count(pal.lingering, x - 5.f, top, x + 5.f, top + 8.f, 12) >= 8);
     }
     CHECK(lingering == replaced);  // the whole run fits the timeline at open
-    // No label runs across another marker (its triangle was drawn inside one).
+    // No label has a lingering or destroyed marker's triangle inside its text
+    // (one was drawn inside "Reducer 1 lingering r1"); grazing an end by up
+    // to 4 px is allowed, and less telling markers may sit under a label
+    // (Note [Timeline markers]). Every label on this run is of those two kinds or less.
     for (const auto& lx : s.report["timeline_marker_label_x"]) {
       for (const auto& d : s.report["timeline_marker_lines"]) {
+        if (d["kind"] != "lingering" && d["kind"] != "destroyed") continue;
         const float x = d["x"].get<float>();
         INFO("label [" << lx[0] << "," << lx[1] << "] marker at " << x);
-        CHECK((x + 5.f <= lx[0].get<float>() || x - 5.f >= lx[1].get<float>()));
+        CHECK((x + 5.f <= lx[0].get<float>() + 4.f || x - 5.f >= lx[1].get<float>() - 4.f));
       }
     }
     CHECK(says(s.report["timeline_legend"], "lingering"));

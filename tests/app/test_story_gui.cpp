@@ -130,6 +130,18 @@ TEST_CASE("gui story: at the failure the failed rank's banner is drawn in its co
     // Labelled lifecycle markers on the timeline.
     CHECK(at.report["timeline_markers"].get<int>() >= 4);
     CHECK(at.report["timeline_marker_labels"].get<int>() >= 2);
+    // The failure's own label is among them, beside its line (labels go 7 px
+    // right of it, or left at the edge): the story's first moment is named.
+    bool failure_named = false;
+    for (const json& d : at.report["timeline_marker_lines"]) {
+      if (d["kind"] != "failed") continue;
+      const float x = d["x"].get<float>();
+      for (const json& lx : at.report["timeline_marker_label_x"]) {
+        failure_named |= std::abs(lx[0].get<float>() - (x + 7.f)) < 1.f || std::abs(lx[1].get<float>() - (x - 7.f)) < 1.f;
+      }
+    }
+    INFO(at.report["timeline_marker_lines"].dump() << " labels " << at.report["timeline_marker_label_x"].dump());
+    CHECK(failure_named);
     check_readable(at);
     check_minimap_and_columns(at);
   }
