@@ -92,13 +92,14 @@ bool App::write_draw_report(const std::string& path) const {
       "\"boxes\":[{}],\"box_names\":[{}],\"box_chip_kinds\":[{}],\"hidden_chips\":{},\"rank_columns\":[{}],\"captions\":[{}],\"banners\":[{}],\"banner_more\":{},\"minimap_shown\":{},\"minimap\":{},"
       "\"content\":{},\"stale_chips\":{},\"ghost_chips\":{},\"removal_boxes\":{},\"alarms\":{},"
       "\"timeline_markers\":{},\"timeline_marker_labels\":{},\"timeline_marker_label_x\":[{}],\"timeline_marker_lines\":[{}],\"timeline_gaps\":[{}],\"timeline_lost_labels\":[{}],\"timeline_legend\":[{}],\"timeline_plot\":[{},{}],\"timeline_training\":[{},{}],"
-      "\"timeline_tracks\":{},\"timeline_track_y\":[{}],\"timeline_click\":{},\"off_canvas\":\"{}\",\"focus_on_canvas\":{},\"live_units\":{},\"layout_units\":{},\"gen_labels\":{},"
+      "\"timeline_tracks\":{},\"timeline_track_y\":[{}],\"timeline_click\":{},\"off_canvas\":\"{}\",\"focus_on_canvas\":{},\"current_box\":{},\"live_units\":{},\"layout_units\":{},\"gen_labels\":{},"
       "\"layout\":[{},{}],\"legend\":{{\"entries\":{},\"more\":{},\"lines\":{},\"gens\":{},\"right\":{},"
       "\"panel_right\":{},\"names\":[{}]}},\"lingering\":{{\"boxes\":{},\"tags\":{},\"legend\":{}}},\"tag_rects\":[{}],\"reducers\":[{}],\"reducer_summary_overflow\":{},\"diagnostics\":{}}}\n",
       session_.current(), graph_.compact() ? "true" : "false", graph_.zoom(), g.min_text_px, g.small_texts, g.texts,
       boxes, strings(box_names), chip_kinds, g.hidden_chips, columns, captions, banners, rect(g.banner_more), g.minimap_shown ? "true" : "false", rect(g.minimap), rect(g.content), g.stale_chips,
       g.ghost_chips, g.removal_boxes, g.alarms, t.markers, t.marker_labels, marker_labels, marker_lines, gaps, lost_labels, strings(t.legend), t.plot_x0, t.plot_x1, t.first_backward_x, t.last_event_x,
-      t.track_y.size(), track_rows, click, g.off_canvas, g.focus_on_canvas ? "true" : "false", g.live_units, g.layout_units, g.gen_labels,
+      t.track_y.size(), track_rows, click, g.off_canvas, g.focus_on_canvas ? "true" : "false",
+      g.has_current ? rect(g.current) : std::string("null"), g.live_units, g.layout_units, g.gen_labels,
       g.layout_w, g.layout_h, g.legend_entries, g.legend_more, g.legend_lines, g.legend_gens, g.legend_right,
       g.panel_right, strings(g.legend_names), g.lingering, g.lingering_tags, g.legend_lingering, tags, reducers, reducer_summary_right_, diagnostics);
   std::FILE* out = std::fopen(path.c_str(), "w");
