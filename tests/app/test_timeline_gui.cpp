@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "analysis/model.h"
 #include "analysis/synthetic.h"
@@ -155,11 +156,23 @@ TEST_CASE("timeline: a pause before the first forward, shorter than an idle gap,
 TEST_CASE("timeline: the samples' training gets most of the width") {
   // autograd-demo: 0.1 ms of ops, 28.6 ms with no event (under kIdleGapMinNs),
   // then the forward and backward it exists to show: the pause is in its band.
+  // Recorded on a loaded machine it can have no pause at all (1.1 ms of
+  // events, its first forward half of them): then there is no band, and none
+  // is due, as long as no stretch without events was long enough to be one.
   for (const std::string name : {"recovery-none", "recovery-by-key", "shared-module-by-type", "autograd-demo"}) {
     CAPTURE(name);
     const analysis::Model m(trace::read_trace(sample(name)));
     const Shares s = headless_shares(m);
-    INFO("training " << s.training << ", band " << s.band << " " << s.band_w);
+    std::vector<int64_t> times(m.num_events());
+    for (size_t i = 0; i < times.size(); ++i) times[i] = m.time_ns(i);
+    std::sort(times.begin(), times.end());
+    int64_t pause = 0;
+    for (size_t i = 1; i < times.size(); ++i) pause = std::max(pause, times[i] - times[i - 1]);
+    INFO("training " << s.training << ", band " << s.band << " " << s.band_w << ", longest pause " << pause << " ns");
+    if (!s.band && name == "autograd-demo") {
+      CHECK(pause < render::kQuietMinNs);
+      continue;
+    }
     CHECK(s.training >= 0.6f);
     CHECK(s.band_w <= 0.1f);
   }
