@@ -352,12 +352,18 @@ class Launcher {
   // peers time out and re-form, and no trace of theirs can say which rank
   // went quiet. The launcher sees the stop in /proc and records a failure
   // naming the rank, once per stop (seen again after it was resumed).
+  // A stop counts when it is seen at two scans in a row (a second apart):
+  // LeakSanitizer stops a process's threads with ptrace while it checks for
+  // leaks at exit ('t' in /proc), and a launch of the ASan build recorded
+  // every rank of a finished run as stopped, failures that did not happen.
   void scan_stopped() {
     for (const auto& [pid, ch] : running_) {
       if (!process_stopped(pid)) {
         stopped_.erase(pid);
+        seen_stopped_.erase(pid);
         continue;
       }
+      if (seen_stopped_.insert(pid).second) continue;  // the first sight of this stop
       if (!stopped_.insert(pid).second || killed_by_us_.count(pid)) continue;
       const std::string what = fmt::format("rank {} (pid {}) is stopped (SIGSTOP or a debugger) and does not "
                                            "respond; its peers will time out waiting for it", ch.rank, pid);
@@ -374,7 +380,8 @@ class Launcher {
   std::map<int, bool> finished_;
   std::map<int, int> finished_generation_;  // rank -> its last group generation
   std::set<pid_t> killed_by_us_;
-  std::set<pid_t> stopped_;  // Note [Stopped ranks]: stopped when last looked at
+  std::set<pid_t> stopped_;       // Note [Stopped ranks]: reported, stopped when last looked at
+  std::set<pid_t> seen_stopped_;  // stopped when last looked at
   std::vector<Child> all_;
   std::vector<trace::Event> failures_;
   std::string reason_;
