@@ -51,14 +51,16 @@ for t in $targets; do
   [[ -n "${target_file[$t]:-}" ]] || { echo "fuzz: unknown target '$t' (reader, model, gui)" >&2; exit 2; }
   build_targets+=("${target_file[$t]}")
 done
-[[ " $targets " == *" gui "* ]] && build_targets+=(first_trim_check)
+with_gui=false
+[[ " $targets " == *" gui "* ]] && with_gui=true
+$with_gui && build_targets+=(first_trim_check)
 build_start=$SECONDS
 cmake --build "$asan_dir" -j"${JOBS:-$(nproc)}" --target "${build_targets[@]}"
 echo "fuzz: built $targets in $((SECONDS - build_start)) s"
 # The GUI fuzzer's process trims freed memory from several threads at once
 # (Note [The first trim runs alone], app/loader.cpp): only a process's first
 # trim can race, so the check forks its tries.
-if [[ " $targets " == *" gui "* ]]; then
+if $with_gui; then
   "$asan_dir/fuzz/first_trim_check" 100 2>"$FUZZ_DIR/first-trim.log" ||
     { echo "fuzz: first_trim_check FOUND A PROBLEM (see $FUZZ_DIR/first-trim.log)"; exit 1; }
 fi
